@@ -1,0 +1,31 @@
+"""aotc: an ahead-of-time compiler for PyTorch exported programs.
+
+`compile_and_package` (needs torch) turns a torch.export program into a .pt2 package of
+native code; `load_package` (numpy only) runs it.
+"""
+__version__ = "0.1.0"
+
+from .errors import (AotcError, BuildError, CompileError, InputError, PackageError,  # noqa: E402
+                     RuntimeFailure, UnsupportedOperatorError)
+from .runtime import CompiledModel, aoti_load_package, load_package  # noqa: E402
+
+
+def compile_and_package(ep, package_path=None, options=None) -> str:
+    """Compile an ExportedProgram into a .pt2 package and return its path."""
+    from .api import compile_and_package as impl
+
+    return impl(ep, package_path=package_path, options=options)
+
+
+def aoti_compile_and_package(ep, package_path=None, inductor_configs=None) -> str:
+    """torch._inductor.aoti_compile_and_package's spelling of compile_and_package."""
+    from .api import aoti_compile_and_package as impl
+
+    return impl(ep, package_path=package_path, inductor_configs=inductor_configs)
+
+
+__all__ = [
+    "AotcError", "BuildError", "CompileError", "InputError", "PackageError", "RuntimeFailure",
+    "UnsupportedOperatorError", "CompiledModel", "aoti_compile_and_package", "aoti_load_package",
+    "compile_and_package", "load_package", "__version__",
+]

@@ -1,0 +1,134 @@
+"""compile_and_package: the compiler's front door (needs torch)."""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from . import __version__
+from .build.toolchain import target_for
+from .errors import CompileError
+from .ir.nodes import BufferKind, Program
+from .options import Options
+from .package.format import FORMAT_VERSION, ModelFiles, write_package
+from .passes.pipeline import Compiled, compile_program
+from .runtime.abi import ABI_VERSION
+
+log = logging.getLogger("aotc")
+
+
+def _exported(ep) -> torch.export.ExportedProgram:
+    if isinstance(ep, torch.export.ExportedProgram):
+        return ep
+    if isinstance(ep, (str, os.PathLike)):
+        return torch.export.load(ep)
+    raise CompileError(f"expected a torch.export.ExportedProgram (or a file saved by "
+                       f"torch.export.save), got {type(ep).__name__}")
+
+
+def spec_to_json(spec) -> dict:
+    """torch's TreeSpec as the runtime's JSON structure."""
+    if spec.is_leaf():
+        return {"kind": "leaf"}
+    kids = [spec_to_json(c) for c in spec.children()]
+    t = spec.type
+    if t is type(None):
+        return {"kind": "none"}
+    if t is dict or getattr(t, "__name__", "") in ("OrderedDict", "defaultdict"):
+        keys = list(spec.context)
+        if not all(isinstance(k, (str, int)) for k in keys):
+            raise CompileError(f"dict keys {keys} cannot be stored in a package")
+        return {"kind": "dict", "keys": keys, "children": kids}
+    if t is list:
+        return {"kind": "list", "children": kids}
+    if t is tuple or (isinstance(t, type) and issubclass(t, tuple)):
+        return {"kind": "tuple", "children": kids}  # namedtuples come back as tuples
+    raise CompileError(f"inputs/outputs of type {t} are not supported (tuple, list, dict only)")
+
+
+def pack_weights(program: Program) -> tuple[bytes, list[dict]]:
+    blob = bytearray()
+    table = []
+    for c in program.constants:
+        t = c.data
+        raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        blob.extend(b"\0" * ((-len(blob)) % 64))
+        buf = program.buffers[c.buffer]
+        table.append({"name": c.fqn, "dtype": buf.dtype.name, "sizes": [int(s) for s in buf.sizes],
+                      "offset": len(blob), "nbytes": len(raw)})
+        blob.extend(raw)
+    return bytes(blob), table
+
+
+def _size_json(s):
+    return int(s) if s.is_Integer else str(s)
+
+
+def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict]) -> dict:
+    p = compiled.program
+    user_inputs = [s for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+    by_name = {s.name: s for s in p.inputs}
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    inputs = []
+    for s in user_inputs:
+        name = s.arg.name
+        if name in by_name:
+            buf = p.buffers[by_name[name].buffer]
+            inputs.append({"name": name, "kind": "tensor", "dtype": buf.dtype.name,
+                           "sizes": [_size_json(x) for x in buf.sizes]})
+        else:
+            val = placeholders[name].meta.get("val")
+            inputs.append({"name": name, "kind": "scalar", "value": val})
+    outputs = [{"name": o, "dtype": p.buffers[o].dtype.name,
+                "sizes": [_size_json(x) for x in p.buffers[o].sizes]} for o in p.outputs]
+    target = target_for(opts.isa)
+    return {
+        "format_version": FORMAT_VERSION,
+        "abi_version": ABI_VERSION,
+        "aotc_version": __version__,
+        "torch_version": torch.__version__,
+        "target": {"device": target.device, "arch": target.arch, "isa": target.isa},
+        "inputs": inputs,
+        "outputs": outputs,
+        "symbols": {str(k): [lo, hi] for k, (lo, hi) in sorted(p.symbols.items(), key=str)},
+        "in_spec": spec_to_json(ep.call_spec.in_spec),
+        "out_spec": spec_to_json(ep.call_spec.out_spec),
+        "constants": constants,
+        "num_threads": opts.num_threads,
+        "compile_seconds": round(sum(compiled.timings.values()), 4),
+        "stage_seconds": {k: round(v, 4) for k, v in compiled.timings.items()},
+    }
+
+
+def compile_and_package(ep, package_path=None, options=None) -> str:
+    """Compile an ExportedProgram (or {name: ExportedProgram}) into a .pt2 package; returns its path."""
+    opts = Options.parse(options)
+    programs = ep if isinstance(ep, dict) else {opts.model_name: ep}
+    if package_path is None:
+        package_path = os.path.join(tempfile.mkdtemp(prefix="aotc-"), "model.pt2")
+    package_path = os.fspath(package_path)
+    if not package_path.endswith(".pt2"):
+        raise CompileError(f"package_path must end in .pt2, got {package_path!r}")
+    files = {}
+    for name, prog in programs.items():
+        t0 = time.perf_counter()
+        prog = _exported(prog)
+        named = Options.parse({**asdict(opts), "model_name": name})
+        compiled = compile_program(prog, target_for(opts.isa), opts.opt_level,
+                                   named.debug_path(name), header=f"model '{name}'")
+        weights, table = pack_weights(compiled.program)
+        meta = build_metadata(prog, compiled, named, table)
+        files[name] = ModelFiles(meta, Path(compiled.library).read_bytes(), compiled.source, weights)
+        log.info("compiled model %r in %.2f s (%s)", name, time.perf_counter() - t0,
+                 "cached build" if compiled.cached else "fresh build")
+    return write_package(package_path, files)
+
+
+def aoti_compile_and_package(ep, package_path=None, inductor_configs=None) -> str:
+    """torch._inductor.aoti_compile_and_package's spelling."""
+    return compile_and_package(ep, package_path=package_path, options=inductor_configs)

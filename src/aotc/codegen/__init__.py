@@ -1,0 +1,1 @@
+"""Code generators, one sub-package per backend."""

@@ -1,0 +1,95 @@
+"""C++ text of index expressions (sympy) and of loop bodies (the expression DAG, with CSE)."""
+from __future__ import annotations
+
+import sympy
+
+from ...dtypes import DType
+from ...ir.expr import Binary, Cast, Constant, IndexValue, Load, Node, Unary, Where, children
+from ...ir.symbols import FloorDiv, ModIndex, flat_offset
+from . import ops
+
+
+def c_index(e) -> str:
+    """An int64 C++ expression for a sympy integer expression."""
+    e = sympy.sympify(e)
+    if e.is_Integer:
+        return str(int(e))
+    if e.is_Symbol:
+        return e.name
+    if isinstance(e, sympy.Add):
+        terms = sorted(e.args, key=lambda t: (t.is_number, str(t)))
+        out = c_index(terms[0])
+        for t in terms[1:]:
+            if t.could_extract_minus_sign():
+                out += f" - {c_index(-t)}"
+            else:
+                out += f" + {c_index(t)}"
+        return out
+    if isinstance(e, sympy.Mul):
+        coeff, rest = e.as_coeff_Mul()
+        if coeff == -1:
+            return f"-{_paren(rest)}"
+        factors = [f for f in e.args]
+        return "*".join(_paren(f) for f in factors)
+    if isinstance(e, sympy.Pow) and e.exp.is_Integer and int(e.exp) > 0:
+        return "*".join([_paren(e.base)] * int(e.exp))
+    if isinstance(e, FloorDiv):
+        return f"({c_index(e.args[0])}) / {_paren(e.args[1])}"
+    if isinstance(e, ModIndex):
+        return f"({c_index(e.args[0])}) % {_paren(e.args[1])}"
+    if isinstance(e, (sympy.Min, sympy.Max)):
+        fn = "std::min" if isinstance(e, sympy.Min) else "std::max"
+        args = [c_index(a) for a in e.args]
+        out = args[0]
+        for a in args[1:]:
+            out = f"{fn}<int64_t>({out}, {a})"
+        return out
+    raise NotImplementedError(f"index expression {e} has no C++ form")
+
+
+def _paren(e) -> str:
+    text = c_index(e)
+    e = sympy.sympify(e)
+    return text if (e.is_Atom or isinstance(e, (sympy.Min, sympy.Max))) else f"({text})"
+
+
+class BodyEmitter:
+    """Emits one statement per DAG node (`const T tN = ...;`), each node once (CSE)."""
+
+    def __init__(self, buffer_sizes: dict[str, tuple], pointer_of):
+        self.sizes = buffer_sizes
+        self.pointer_of = pointer_of  # buffer name -> C++ name of its pointer in the kernel
+        self.names: dict[Node, str] = {}
+        self.lines: list[str] = []
+
+    def value(self, e: Node) -> str:
+        if e in self.names:
+            return self.names[e]
+        if isinstance(e, Constant):
+            return ops.literal(e.value, e.dtype)
+        for k in children(e):
+            self.value(k)
+        text = self._text(e)
+        name = f"t{len(self.names)}"
+        self.names[e] = name
+        self.lines.append(f"const {e.dtype.ctype} {name} = {text};")
+        return name
+
+    def _text(self, e: Node) -> str:
+        v = self.value
+        if isinstance(e, Load):
+            off = flat_offset(e.index, self.sizes[e.buffer])
+            return f"{self.pointer_of(e.buffer)}[{c_index(off)}]"
+        if isinstance(e, IndexValue):
+            return f"{e.dtype.ctype}({c_index(e.expr)})"
+        if isinstance(e, Unary):
+            return ops.unary(e.op, v(e.x), e.dtype)
+        if isinstance(e, Binary):
+            return ops.binary(e.op, v(e.a), v(e.b), e.dtype)
+        if isinstance(e, Where):
+            return f"{v(e.cond)} ? {v(e.a)} : {v(e.b)}"
+        if isinstance(e, Cast):
+            if e.dtype is DType.bool:
+                return f"({v(e.x)} != 0)"
+            return f"static_cast<{e.dtype.ctype}>({v(e.x)})"
+        raise TypeError(f"cannot emit {e!r}")

@@ -1,0 +1,197 @@
+"""Loop nests for pointwise and reduction buffers, and calls into template kernels.
+
+The scheduler's decisions arrive as the buffers themselves (what was fused); here they
+become C++ functions: OpenMP over the outer loops, the body once in the innermost loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ...dtypes import DType
+from ...ir.expr import IndexValue, Load, children
+from ...ir.nodes import Buffer, Gemm, Pointwise, Program, Reduction, ReduceType
+from ...ir.symbols import flat_offset, index_vars, numel, reduction_var
+from ...scheduler.memory import reads_of
+from . import ops
+from .code import CodeBuffer
+from .exprs import BodyEmitter, c_index
+
+PARALLEL_MIN_WORK = 16384  # elements (times reduction length) below which one thread runs
+
+
+@dataclass
+class Kernel:
+    name: str
+    reads: list[str]  # buffers passed after `out`, in order
+
+
+def describe(buf: Buffer) -> list[str]:
+    """The header comment of a kernel: the ATen nodes it computes and the source line."""
+    o = buf.origin
+    if o is None:
+        return [f"// {buf.name}"]
+    lines = [f"// {buf.name}: " + ", ".join(f"{n} ({t})" for n, t in zip(o.nodes, o.targets))]
+    if o.source:
+        lines.append(f"//   from {o.source}")
+    return lines
+
+
+def symbols_in(program: Program, *exprs) -> list[sympy.Symbol]:
+    found: set = set()
+    for e in exprs:
+        found |= sympy.sympify(e).free_symbols
+    return sorted((s for s in found if s in program.symbols), key=lambda s: s.name)
+
+
+def emit_kernel(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> Kernel:
+    """A static C++ function computing `buf` (pointwise or reduction)."""
+    reads = sorted(reads_of(buf))
+    name = f"k{kid}_{buf.name}"
+    sizes = {b: program.buffers[b].sizes for b in reads}
+    sizes[buf.name] = buf.sizes
+    op = buf.op
+    params = [f"{buf.dtype.ctype} *__restrict out"] + [
+        f"const {program.buffers[b].dtype.ctype} *__restrict {b}" for b in reads]
+    used = [*buf.sizes, *(op.ranges if isinstance(op, Reduction) else ()),
+            *index_exprs(op.body), *(s for b in reads for s in sizes[b])]
+    code.lines_of(describe(buf))
+    with code.block(f"static void {name}(const int64_t *sym, {', '.join(params)})"):
+        for sym in symbols_in(program, *used):
+            code.line(f"const int64_t {sym.name} = sym[{program_symbol_index(program, sym)}];")
+        nest = _Nest(code, buf, BodyEmitter(sizes, lambda b: "out" if b == buf.name else b))
+        if isinstance(op, Pointwise):
+            nest.pointwise(op)
+        else:
+            nest.reduction(op)
+    code.line()
+    return Kernel(name, reads)
+
+
+def index_exprs(body) -> list:
+    """Every index expression a body evaluates (Load indices and IndexValues)."""
+    out: list = []
+    seen: set = set()
+
+    def visit(e) -> None:
+        if e in seen:
+            return
+        seen.add(e)
+        if isinstance(e, Load):
+            out.extend(e.index)
+        elif isinstance(e, IndexValue):
+            out.append(e.expr)
+        for k in children(e):
+            visit(k)
+
+    visit(body)
+    return out
+
+
+def program_symbol_index(program: Program, sym) -> int:
+    return sorted(program.symbols, key=lambda s: s.name).index(sym)
+
+
+class _Nest:
+    """The loop nest of one kernel."""
+
+    def __init__(self, code: CodeBuffer, buf: Buffer, body: BodyEmitter):
+        self.code, self.buf, self.body = code, buf, body
+
+    def _loops(self, vars_, ranges, parallel: str | None, collapse: int):
+        """Open `for` loops (a unit dim gets no loop); returns how many opened."""
+        loops = [(v, n) for v, n in zip(vars_, ranges) if n != 1]
+        for v, n in zip(vars_, ranges):
+            if n == 1:
+                self.code.line(f"constexpr int64_t {v} = 0;")
+        collapse = min(collapse, len(loops))
+        for k, (v, n) in enumerate(loops):
+            if k == 0 and parallel:
+                clause = f" collapse({collapse})" if collapse > 1 else ""
+                self.code.line(f"#pragma omp parallel for{clause} if({parallel})")
+            self.code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
+            self.code.level += 1
+        return len(loops)
+
+    def _close(self, n: int) -> None:
+        for _ in range(n):
+            self.code.level -= 1
+            self.code.line("}")
+
+    def _emit_body(self, e):
+        self.body.lines = []
+        value = self.body.value(e)
+        self.code.lines_of(self.body.lines)
+        self.body.names.clear()
+        return value
+
+    def pointwise(self, op: Pointwise) -> None:
+        sizes = self.buf.sizes
+        iv = index_vars(len(sizes))
+        work = c_index(numel(sizes))
+        n_loops = sum(1 for n in sizes if n != 1)
+        opened = self._loops(iv, sizes, f"{work} >= {PARALLEL_MIN_WORK}" if n_loops else None,
+                             max(n_loops - 1, 1))
+        value = self._emit_body(op.body)
+        off = flat_offset(iv, sizes)
+        self.code.line(f"out[{c_index(off)}] = {value};")
+        self._close(opened)
+
+    def reduction(self, op: Reduction) -> None:
+        sizes, d = self.buf.sizes, self.buf.dtype
+        kind = op.reduce_type.value
+        iv = index_vars(len(sizes))
+        rv = [reduction_var(k) for k in range(len(op.ranges))]
+        work = c_index(sympy.expand(numel(sizes) * numel(op.ranges)))
+        par = f"{work} >= {PARALLEL_MIN_WORK}"
+        opened = self._loops(iv, sizes, par, len(sizes))
+        self.code.line(f"{d.ctype} acc = {ops.reduce_init(kind, d)};")
+        whole_sum = opened == 0 and op.reduce_type in (ReduceType.SUM, ReduceType.PROD)
+        for k, (v, n) in enumerate(zip(rv, op.ranges)):
+            if k == 0 and whole_sum:  # a full reduction: split it across threads
+                sym = "+" if op.reduce_type is ReduceType.SUM else "*"
+                clause = f" collapse({len(rv)})" if len(rv) > 1 else ""
+                self.code.line(f"#pragma omp parallel for{clause} reduction({sym}:acc) if({par})")
+            elif k == len(rv) - 1 and op.reduce_type is ReduceType.SUM and not whole_sum:
+                self.code.line("#pragma omp simd reduction(+:acc)")
+            self.code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
+            self.code.level += 1
+        value = self._emit_body(op.body)
+        if whole_sum:
+            sym = "+" if op.reduce_type is ReduceType.SUM else "*"
+            self.code.line(f"acc {sym}= {value};")
+        else:
+            self.code.line(f"acc = {ops.reduce_combine(kind, 'acc', value, d)};")
+        self._close(len(rv))
+        off = flat_offset(iv, sizes)
+        self.code.line(f"out[{c_index(off)}] = acc;")
+        self._close(opened)
+
+
+def gemm_call(buf: Buffer, pointer_of) -> list[str]:
+    """The call into the shipped GEMM for a Gemm buffer (a statement list)."""
+    op: Gemm = buf.op
+    if buf.dtype is not DType.float32:
+        raise NotImplementedError("only float32 GEMM")
+
+    def arg(o):
+        return f"{pointer_of(o.buffer)} + {c_index(o.offset)}", [c_index(s) for s in o.strides]
+
+    a, sa = arg(op.a)
+    b, sb = arg(op.b)
+    m, n = c_index(op.m), c_index(op.n)
+    if op.bias is not None:
+        bias, sbias = arg(op.bias)
+    else:
+        bias, sbias = "nullptr", ["0", "0", "0"]
+    mn = c_index(sympy.expand(op.m * op.n))
+    return describe(buf) + [
+        f"aotc_sgemm_batched({c_index(op.batch)}, {m}, {n}, {c_index(op.k)},",
+        f"                   {a}, {', '.join(sa)},",
+        f"                   {b}, {', '.join(sb)},",
+        f"                   {pointer_of(buf.name)}, {mn}, {n},",
+        f"                   {bias}, {', '.join(sbias)}, {ops.literal(op.alpha, DType.float32)}, "
+        f"{ops.literal(op.beta, DType.float32)});",
+    ]
+

@@ -1,0 +1,118 @@
+"""How each IR op is spelled in C++: the one place that maps ops to code (scalar today;
+vector spellings will sit beside each scalar one)."""
+from __future__ import annotations
+
+import math
+
+from ...dtypes import DType
+from ...ir.expr import BinaryOp, UnaryOp
+
+
+def literal(value, dtype: DType) -> str:
+    if dtype is DType.bool:
+        return "true" if value else "false"
+    if dtype.is_floating:
+        v = float(value)
+        if math.isnan(v):
+            text = "NAN"
+        elif math.isinf(v):
+            text = "INFINITY" if v > 0 else "-INFINITY"
+        else:
+            text = repr(v)
+            if "e" not in text and "." not in text:
+                text += ".0"
+        if dtype is DType.float32 and text not in ("NAN", "INFINITY", "-INFINITY"):
+            return text + "f"
+        return f"{dtype.ctype}({text})" if "INF" in text or text == "NAN" else text
+    v = int(value)
+    if dtype is DType.int64:
+        return f"int64_t({v}LL)" if v < 0 else f"{v}LL"
+    return f"{dtype.ctype}({v})"
+
+
+def unary(op: UnaryOp, x: str, dtype: DType) -> str:
+    t = dtype.ctype
+    return {
+        UnaryOp.NEG: f"-{x}",
+        UnaryOp.EXP: f"std::exp({x})",
+        UnaryOp.EXPM1: f"std::expm1({x})",
+        UnaryOp.LOG: f"std::log({x})",
+        UnaryOp.LOG1P: f"std::log1p({x})",
+        UnaryOp.SQRT: f"std::sqrt({x})",
+        UnaryOp.RSQRT: f"({t}(1) / std::sqrt({x}))",
+        UnaryOp.ABS: f"std::abs({x})",
+        UnaryOp.TANH: f"std::tanh({x})",
+        UnaryOp.ERF: f"std::erf({x})",
+        UnaryOp.SIGMOID: f"aotc::sigmoid({x})",
+        UnaryOp.SIN: f"std::sin({x})",
+        UnaryOp.COS: f"std::cos({x})",
+        UnaryOp.FLOOR: f"std::floor({x})",
+        UnaryOp.CEIL: f"std::ceil({x})",
+        UnaryOp.ROUND: f"aotc::round_half_even({x})",
+        UnaryOp.TRUNC: f"std::trunc({x})",
+        UnaryOp.RECIPROCAL: f"({t}(1) / {x})",
+        UnaryOp.SIGN: f"aotc::sign({x})",
+        UnaryOp.NOT: f"!{x}",
+        UnaryOp.BITWISE_NOT: f"!{x}" if dtype is DType.bool else f"{t}(~{x})",
+        UnaryOp.ISNAN: f"std::isnan({x})",
+    }[op]
+
+
+_INFIX = {
+    BinaryOp.ADD: "+", BinaryOp.SUB: "-", BinaryOp.MUL: "*", BinaryOp.DIV: "/",
+    BinaryOp.EQ: "==", BinaryOp.NE: "!=", BinaryOp.LT: "<", BinaryOp.LE: "<=",
+    BinaryOp.GT: ">", BinaryOp.GE: ">=", BinaryOp.AND: "&&", BinaryOp.OR: "||",
+    BinaryOp.XOR: "!=", BinaryOp.BITWISE_AND: "&", BinaryOp.BITWISE_OR: "|",
+    BinaryOp.BITWISE_XOR: "^",
+}
+
+_CALL = {
+    BinaryOp.MAXIMUM: "aotc::maximum", BinaryOp.MINIMUM: "aotc::minimum",
+    BinaryOp.FLOORDIV: "aotc::floordiv", BinaryOp.TRUNCDIV: "aotc::truncdiv",
+    BinaryOp.REMAINDER: "aotc::remainder", BinaryOp.FMOD: "aotc::fmod",
+    BinaryOp.POW: "aotc::ipow", BinaryOp.ATAN2: "std::atan2",
+}
+
+
+def binary(op: BinaryOp, a: str, b: str, dtype: DType) -> str:
+    if op in _INFIX:
+        text = f"{a} {_INFIX[op]} {b}"
+        # integer promotion in C++ widens small types: narrow back to the IR's dtype
+        if dtype.ctype in ("int8_t", "int16_t", "uint8_t") and op in (
+                BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.DIV, BinaryOp.BITWISE_AND,
+                BinaryOp.BITWISE_OR, BinaryOp.BITWISE_XOR):
+            return f"{dtype.ctype}({text})"
+        if op in (BinaryOp.BITWISE_AND, BinaryOp.BITWISE_OR, BinaryOp.BITWISE_XOR) \
+                and dtype is DType.bool:
+            return f"bool({text})"
+        return text
+    if op is BinaryOp.ATAN2:
+        return f"std::atan2({a}, {b})"
+    return f"{_CALL[op]}<{dtype.ctype}>({a}, {b})"
+
+
+def reduce_init(kind: str, dtype: DType) -> str:
+    if kind == "sum":
+        return literal(0, dtype)
+    if kind == "prod":
+        return literal(1, dtype)
+    if kind == "any":
+        return "false"
+    if kind == "all":
+        return "true"
+    if dtype.is_floating:
+        return literal(-math.inf if kind == "max" else math.inf, dtype)
+    if dtype is DType.bool:
+        return "false" if kind == "max" else "true"
+    return f"std::numeric_limits<{dtype.ctype}>::{'lowest' if kind == 'max' else 'max'}()"
+
+
+def reduce_combine(kind: str, acc: str, x: str, dtype: DType) -> str:
+    return {
+        "sum": f"{acc} + {x}",
+        "prod": f"{acc} * {x}",
+        "max": f"aotc::maximum<{dtype.ctype}>({acc}, {x})",
+        "min": f"aotc::minimum<{dtype.ctype}>({acc}, {x})",
+        "any": f"{acc} || {x}",
+        "all": f"{acc} && {x}",
+    }[kind]

@@ -1,0 +1,64 @@
+"""Element types of the IR and the runtime ABI (torch-free).
+
+The integer codes are part of the C ABI (`aotc_tensor.dtype`); never renumber them.
+"""
+from __future__ import annotations
+
+import enum
+
+
+class DType(enum.Enum):
+    # name = (abi code, c type, itemsize, numpy name)
+    float32 = (0, "float", 4, "float32")
+    float64 = (1, "double", 8, "float64")
+    float16 = (2, "uint16_t", 2, "float16")
+    bfloat16 = (3, "uint16_t", 2, "bfloat16")
+    int8 = (4, "int8_t", 1, "int8")
+    int16 = (5, "int16_t", 2, "int16")
+    int32 = (6, "int32_t", 4, "int32")
+    int64 = (7, "int64_t", 8, "int64")
+    uint8 = (8, "uint8_t", 1, "uint8")
+    bool = (9, "bool", 1, "bool")
+
+    @property
+    def code(self) -> int:
+        return self.value[0]
+
+    @property
+    def ctype(self) -> str:
+        return self.value[1]
+
+    @property
+    def itemsize(self) -> int:
+        return self.value[2]
+
+    @property
+    def numpy_name(self) -> str:
+        return self.value[3]
+
+    @property
+    def is_floating(self) -> bool:
+        return self in (DType.float32, DType.float64, DType.float16, DType.bfloat16)
+
+    @property
+    def is_integer(self) -> bool:
+        return not self.is_floating and self is not DType.bool
+
+    @classmethod
+    def from_code(cls, code: int) -> "DType":
+        for d in cls:
+            if d.code == code:
+                return d
+        raise ValueError(f"unknown aotc dtype code {code}")
+
+    @classmethod
+    def from_name(cls, name: str) -> "DType":
+        name = name.replace("torch.", "")
+        try:
+            return cls[name]
+        except KeyError:
+            raise ValueError(f"aotc has no dtype named {name!r}") from None
+
+
+# dtypes the C++ code generator can compute with today (half types need conversion code)
+COMPUTABLE = frozenset(d for d in DType if d not in (DType.float16, DType.bfloat16))

@@ -1,0 +1,1 @@
+"""Frontend: torch.export programs into the loop-level IR."""

@@ -1,0 +1,57 @@
+"""Per-node decomposition for ops with no lowering.
+
+Only the one node is traced (with make_fx over its fake inputs), never the whole graph:
+`ExportedProgram.run_decompositions()` re-traces everything at ~5 ms a node. The traced
+subgraph's nodes are then lowered like any other (recursively decomposing again).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch._decomp import decomposition_table
+from torch._subclasses.fake_tensor import FakeTensor
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils import _pytree as pytree
+
+
+def find_decomposition(op):
+    fn = decomposition_table.get(op)
+    if fn is not None:
+        return fn
+    if isinstance(op, torch._ops.OpOverload) and torch._C._dispatch_has_kernel_for_dispatch_key(
+            op.name(), "CompositeImplicitAutograd"):
+        return op.decompose
+    return None
+
+
+def decompose_node(op, node: torch.fx.Node) -> Optional[torch.fx.GraphModule]:
+    """A graph computing `node` from its tensor arguments (placeholders in argument order)."""
+    fn = find_decomposition(op)
+    if fn is None:
+        return None
+    flat, spec = pytree.tree_flatten((node.args, node.kwargs))
+    values = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in flat]
+    tensor_pos = [k for k, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    tensors = [values[k] for k in tensor_pos]
+
+    def run(*ts):
+        vals = list(values)
+        for k, t in zip(tensor_pos, ts):
+            vals[k] = t
+        args, kwargs = pytree.tree_unflatten(vals, spec)
+        return fn(*args, **kwargs)
+
+    fake_mode = next((t.fake_mode for t in tensors if isinstance(t, FakeTensor)), None)
+    if fake_mode is None:
+        return None
+    with fake_mode:
+        gm = make_fx(run, tracing_mode="real")(*tensors)
+    return gm
+
+
+def tensor_args(node: torch.fx.Node) -> list:
+    """The arguments of `node` that the decomposed graph's placeholders stand for."""
+    flat, _ = pytree.tree_flatten((node.args, node.kwargs))
+    return [a for a in flat if isinstance(a, torch.fx.Node)
+            and isinstance(a.meta.get("val"), torch.Tensor)]

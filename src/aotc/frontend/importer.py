@@ -1,0 +1,239 @@
+"""Turn a torch.export ExportedProgram into a loop-level IR Program.
+
+Walks the exported graph node by node: placeholders become inputs or constants, every
+call becomes the registered lowering of its ATen op. In-place ops are made functional on
+the way (`relu_` lowers as `relu` and rebinds its target); ops with no lowering are
+decomposed per node (see decompose.py). No whole-graph re-trace happens.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import sympy
+import torch
+from torch.export.graph_signature import InputKind, OutputKind
+
+from ..dtypes import DType
+from ..errors import CompileError, UnsupportedOperatorError
+from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, Program
+from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
+from .decompose import decompose_node, tensor_args
+from .source import user_source
+
+
+def to_sympy(v) -> sympy.Expr:
+    if isinstance(v, torch.SymInt):
+        return sympy.sympify(v.node.expr)
+    return sympy.Integer(int(v))
+
+
+def meta_sizes(val) -> tuple:
+    return tuple(to_sympy(s) for s in val.shape)
+
+
+def meta_dtype(val) -> DType:
+    return DType.from_name(str(val.dtype))
+
+
+class Importer:
+    """State of one import: the program being built and each FX node's lowered value."""
+
+    def __init__(self, ep: torch.export.ExportedProgram):
+        self.ep = ep
+        self.program = Program()
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.views: set[torch.fx.Node] = set()
+
+    # ---- placeholders --------------------------------------------------------------------
+    def import_symbols(self) -> None:
+        for s, vr in self.ep.range_constraints.items():
+            lo = int(vr.lower) if vr.lower.is_finite else 0
+            hi = int(vr.upper) if vr.upper.is_finite and int(vr.upper) < 2**62 else None
+            self.program.symbols[sympy.sympify(s)] = (lo, hi)
+
+    def import_placeholders(self) -> None:
+        specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
+        for node in self.ep.graph.nodes:
+            if node.op != "placeholder":
+                continue
+            spec = specs[node.name]
+            val = node.meta.get("val")
+            if spec.kind is InputKind.USER_INPUT:
+                if not isinstance(val, torch.Tensor):
+                    self.env[node] = to_sympy(val) if isinstance(val, (int, torch.SymInt)) else val
+                    continue
+                buf = self._placeholder_buffer(node, val, BufferKind.INPUT)
+                self.program.inputs.append(InputSpec(node.name, buf.name))
+            elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+                data = self._constant_data(spec)
+                buf = self._placeholder_buffer(node, data, BufferKind.CONSTANT)
+                host = data.detach().contiguous().cpu()
+                self.program.constants.append(ConstantSpec(spec.target, buf.name, host))
+            else:
+                raise CompileError(f"input {node.name}: {spec.kind.name} inputs are not supported")
+            self.env[node] = buffer_value(buf)
+
+    def _constant_data(self, spec) -> torch.Tensor:
+        if spec.target in self.ep.state_dict:
+            return self.ep.state_dict[spec.target]
+        if spec.target in self.ep.constants:
+            c = self.ep.constants[spec.target]
+            if isinstance(c, torch.Tensor):
+                return c
+        raise CompileError(f"constant {spec.target} is not a tensor aotc can store")
+
+    def _placeholder_buffer(self, node, val, kind: BufferKind) -> Buffer:
+        sizes = meta_sizes(val) if kind is BufferKind.INPUT else tuple(
+            sympy.Integer(s) for s in val.shape)
+        dtype = meta_dtype(val)
+        name = "in_" + node.name if kind is BufferKind.INPUT else "c_" + node.name
+        return self.program.add(Buffer(name, dtype, sizes, kind))
+
+    # ---- calls ---------------------------------------------------------------------------
+    def arg(self, a):
+        if isinstance(a, torch.fx.Node):
+            return self.env[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.arg(x) for x in a)
+        if isinstance(a, torch.SymInt):
+            return to_sympy(a)
+        return a
+
+    def import_call(self, node: torch.fx.Node) -> None:
+        val = node.meta.get("val")
+        if node.target is operator.getitem:
+            self.env[node] = self.env[node.args[0]][node.args[1]]
+            return
+        if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
+            self.env[node] = to_sympy(val)  # shape arithmetic: its value is the expression
+            return
+        if isinstance(val, (torch.SymFloat, torch.SymBool, float)):
+            raise UnsupportedOperatorError(str(node.target), user_source(node.meta.get("stack_trace")),
+                                           "symbolic float/bool values are not supported")
+        op = node.target
+        mutated = _mutated_arg(op)
+        if mutated is not None:
+            op = _functional_variant(op, node)
+        rule = lookup(op)
+        if rule is None:
+            self._import_decomposed(node, op)
+        else:
+            ctx = self.context(node, op)
+            args = self.arg(node.args)
+            kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
+            self.env[node] = rule.fn(ctx, *args, **kwargs)
+            if _is_view(op):
+                self.views.add(node)
+        if mutated is not None:
+            self._rebind_mutated(node, node.args[mutated])
+
+    def context(self, node, op) -> LoweringContext:
+        val = node.meta.get("val")
+        if isinstance(val, (tuple, list)):
+            sizes = tuple(meta_sizes(v) if isinstance(v, torch.Tensor) else () for v in val)
+            dtype = tuple(meta_dtype(v) if isinstance(v, torch.Tensor) else None for v in val)
+        elif isinstance(val, torch.Tensor):
+            sizes, dtype = meta_sizes(val), meta_dtype(val)
+        else:
+            raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),
+                                           "the exported graph has no shape metadata for it")
+        return LoweringContext(self.program, node.name, str(op), sizes, dtype,
+                               user_source(node.meta.get("stack_trace")))
+
+    def _import_decomposed(self, node, op) -> None:
+        where = user_source(node.meta.get("stack_trace"))
+        gm = decompose_node(op, node)
+        if gm is None:
+            raise UnsupportedOperatorError(str(op), where)
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        for ph, a in zip(placeholders, tensor_args(node)):
+            self.env[ph] = self.arg(a)
+        for n in gm.graph.nodes:
+            if n.op == "call_function":
+                n.meta.setdefault("stack_trace", node.meta.get("stack_trace"))
+                n.name = f"{node.name}_{n.name}"
+                try:
+                    self.import_call(n)
+                except UnsupportedOperatorError as e:
+                    raise UnsupportedOperatorError(
+                        str(op), where, f"its decomposition needs {e.op}, which has no lowering"
+                    ) from None
+            elif n.op == "output":
+                self.env[node] = self.arg(n.args[0])
+
+    def _rebind_mutated(self, node, target) -> None:
+        """After `x.op_(...)`, later readers of x see the new value."""
+        if target.op == "placeholder":
+            raise CompileError(
+                f"{node.target} at {user_source(node.meta.get('stack_trace')) or node.name} "
+                f"updates input or buffer '{target.name}' in place; aotc compiles inference "
+                "programs whose inputs and buffers are read-only")
+        if target in self.views:
+            raise UnsupportedOperatorError(str(node.target), user_source(node.meta.get("stack_trace")),
+                                           "an in-place update through a view is not supported")
+        result = self.env[node]
+        if isinstance(result, TensorValue) and result.sizes != self.env[target].sizes:
+            raise CompileError(f"{node.target}: in-place result changes the shape of its target")
+        self.env[target] = result
+
+    # ---- outputs -------------------------------------------------------------------------
+    def import_outputs(self) -> None:
+        out_node = next(n for n in self.ep.graph.nodes if n.op == "output")
+        specs = self.ep.graph_signature.output_specs
+        claimed: set[str] = set()
+        for spec, a in zip(specs, out_node.args[0]):
+            if spec.kind is not OutputKind.USER_OUTPUT:
+                raise CompileError(f"output {spec.arg}: {spec.kind.name} outputs (state updates) "
+                                   "are not supported; export the model in eval mode")
+            value = self.arg(a)
+            if not isinstance(value, TensorValue):
+                raise CompileError(f"output {getattr(a, 'name', a)} is not a tensor")
+            name = value.buffer_name()
+            buf = self.program.buffers.get(name) if name else None
+            if buf is None or buf.kind is not BufferKind.COMPUTED or name in claimed:
+                ctx = LoweringContext(self.program, f"out_{len(claimed)}", "output",
+                                      value.sizes, value.dtype)
+                name = ctx.pointwise(value.body, value.sizes).buffer_name()
+            claimed.add(name)
+            self.program.outputs.append(name)
+
+
+def import_program(ep: torch.export.ExportedProgram) -> Program:
+    imp = Importer(ep)
+    imp.import_symbols()
+    imp.import_placeholders()
+    for node in ep.graph.nodes:
+        if node.op == "call_function":
+            imp.import_call(node)
+        elif node.op not in ("placeholder", "output"):
+            raise CompileError(f"unsupported FX node kind {node.op} ({node.name})")
+    imp.import_outputs()
+    return imp.program
+
+
+def _mutated_arg(op) -> int | None:
+    schema = getattr(op, "_schema", None)
+    if schema is None or not schema.is_mutable:
+        return None
+    for k, a in enumerate(schema.arguments):
+        if a.alias_info is not None and a.alias_info.is_write:
+            return k
+    return None
+
+
+def _functional_variant(op, node):
+    name = op._schema.name.split("::")[-1]
+    base = name[:-1] if name.endswith("_") else None
+    packet = getattr(torch.ops.aten, base, None) if base else None
+    overload = op._overloadname
+    if packet is None or overload not in packet.overloads():
+        raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),
+                                       "in-place op without a functional variant")
+    return getattr(packet, overload)
+
+
+def _is_view(op) -> bool:
+    schema = getattr(op, "_schema", None)
+    return bool(schema and schema.returns and schema.returns[0].alias_info is not None
+                and not schema.is_mutable)

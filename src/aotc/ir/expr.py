@@ -1,0 +1,233 @@
+"""The expression DAG of loop bodies: what value one element holds.
+
+Plain frozen dataclasses, so bodies print, hash and compare. Indices are sympy
+expressions over loop variables (`i<k>`, `r<k>`) and shape symbols.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Union
+
+import sympy
+
+from ..dtypes import DType
+
+
+class UnaryOp(enum.Enum):
+    NEG = "neg"
+    EXP = "exp"
+    EXPM1 = "expm1"
+    LOG = "log"
+    LOG1P = "log1p"
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"
+    ABS = "abs"
+    TANH = "tanh"
+    ERF = "erf"
+    SIGMOID = "sigmoid"
+    SIN = "sin"
+    COS = "cos"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    ROUND = "round"
+    TRUNC = "trunc"
+    RECIPROCAL = "reciprocal"
+    SIGN = "sign"
+    NOT = "logical_not"
+    BITWISE_NOT = "bitwise_not"
+    ISNAN = "isnan"
+
+
+class BinaryOp(enum.Enum):
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"  # true division (floats)
+    FLOORDIV = "floordiv"  # Python semantics (rounds toward -inf)
+    TRUNCDIV = "truncdiv"  # C semantics (integers)
+    REMAINDER = "remainder"  # Python semantics (sign of divisor)
+    FMOD = "fmod"
+    POW = "pow"
+    MAXIMUM = "maximum"  # NaN-propagating
+    MINIMUM = "minimum"
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    AND = "logical_and"
+    OR = "logical_or"
+    XOR = "logical_xor"
+    BITWISE_AND = "bitwise_and"
+    BITWISE_OR = "bitwise_or"
+    BITWISE_XOR = "bitwise_xor"
+    ATAN2 = "atan2"
+
+
+COMPARISONS = frozenset(
+    {BinaryOp.EQ, BinaryOp.NE, BinaryOp.LT, BinaryOp.LE, BinaryOp.GT, BinaryOp.GE,
+     BinaryOp.AND, BinaryOp.OR, BinaryOp.XOR}
+)
+
+
+@dataclass(frozen=True)
+class Load:
+    """Element `index` (one sympy expression per axis) of buffer `buffer`."""
+
+    buffer: str
+    index: tuple[sympy.Expr, ...]
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Constant:
+    value: Union[float, int, bool]
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class IndexValue:
+    """An index expression used as a value (arange, masks built from positions)."""
+
+    expr: sympy.Expr
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: UnaryOp
+    x: "Node"
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: BinaryOp
+    a: "Node"
+    b: "Node"
+    dtype: DType
+
+    def __post_init__(self) -> None:
+        if self.op not in COMPARISONS and self.a.dtype != self.b.dtype:
+            raise TypeError(f"{self.op.value}: operands {self.a.dtype} and {self.b.dtype} differ")
+
+
+@dataclass(frozen=True)
+class Where:
+    cond: "Node"
+    a: "Node"
+    b: "Node"
+    dtype: DType
+
+    def __post_init__(self) -> None:
+        if self.cond.dtype is not DType.bool:
+            raise TypeError("where: condition must be bool")
+
+
+@dataclass(frozen=True)
+class Cast:
+    x: "Node"
+    dtype: DType
+
+
+Node = Union[Load, Constant, IndexValue, Unary, Binary, Where, Cast]
+
+
+def children(e: Node) -> tuple[Node, ...]:
+    if isinstance(e, Unary):
+        return (e.x,)
+    if isinstance(e, Cast):
+        return (e.x,)
+    if isinstance(e, Binary):
+        return (e.a, e.b)
+    if isinstance(e, Where):
+        return (e.cond, e.a, e.b)
+    return ()
+
+
+def rebuild(e: Node, kids: tuple[Node, ...]) -> Node:
+    if isinstance(e, Unary):
+        return Unary(e.op, kids[0], e.dtype)
+    if isinstance(e, Cast):
+        return Cast(kids[0], e.dtype)
+    if isinstance(e, Binary):
+        return Binary(e.op, kids[0], kids[1], e.dtype)
+    if isinstance(e, Where):
+        return Where(kids[0], kids[1], kids[2], e.dtype)
+    return e
+
+
+def transform(e: Node, leaf_fn, memo: dict | None = None) -> Node:
+    """Rebuild `e` bottom-up, replacing each leaf (Load/Constant/IndexValue) by leaf_fn(leaf)."""
+    memo = {} if memo is None else memo
+    if e in memo:
+        return memo[e]
+    kids = children(e)
+    out = rebuild(e, tuple(transform(k, leaf_fn, memo) for k in kids)) if kids else leaf_fn(e)
+    memo[e] = out
+    return out
+
+
+def substitute_index(e: Node, mapping: dict) -> Node:
+    """Simultaneously replace index symbols inside every Load and IndexValue of `e`."""
+    if not mapping:
+        return e
+
+    def leaf(x: Node) -> Node:
+        if isinstance(x, Load):
+            return Load(x.buffer, tuple(sympy.sympify(i).xreplace(mapping) for i in x.index), x.dtype)
+        if isinstance(x, IndexValue):
+            return IndexValue(x.expr.xreplace(mapping), x.dtype)
+        return x
+
+    return transform(e, leaf)
+
+
+def loads(e: Node) -> list[Load]:
+    """Every distinct Load in `e`, in first-visit order."""
+    seen: dict[Node, None] = {}
+    out: list[Load] = []
+
+    def visit(x: Node) -> None:
+        if x in seen:
+            return
+        seen[x] = None
+        if isinstance(x, Load):
+            out.append(x)
+        for k in children(x):
+            visit(k)
+
+    visit(e)
+    return out
+
+
+def cast(e: Node, dtype: DType) -> Node:
+    if e.dtype == dtype:
+        return e
+    if isinstance(e, Constant):
+        return constant(e.value, dtype)
+    return Cast(e, dtype)
+
+
+def constant(value, dtype: DType) -> Constant:
+    if dtype is DType.bool:
+        return Constant(bool(value), dtype)
+    if dtype.is_floating:
+        return Constant(float(value), dtype)
+    return Constant(int(value), dtype)
+
+
+def simplify_loads(e: Node, ranges: dict) -> Node:
+    """Simplify every index in `e` knowing each loop variable v ranges over [0, ranges[v])."""
+    from .symbols import simplify_index
+
+    def leaf(x: Node) -> Node:
+        if isinstance(x, Load):
+            return Load(x.buffer, tuple(simplify_index(i, ranges) for i in x.index), x.dtype)
+        if isinstance(x, IndexValue):
+            return IndexValue(simplify_index(x.expr, ranges), x.dtype)
+        return x
+
+    return transform(e, leaf)

@@ -1,0 +1,7 @@
+"""Lowering: ATen ops -> loop-level IR. Importing this package registers every rule."""
+from . import creation, linalg, nn, pointwise, reduction, views  # noqa: F401
+from .context import LoweringContext, TensorValue, buffer_value
+from .registry import LOWERINGS, covered_ops, lookup, register_lowering
+
+__all__ = ["LoweringContext", "TensorValue", "buffer_value", "LOWERINGS", "covered_ops", "lookup",
+           "register_lowering"]

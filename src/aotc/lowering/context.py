@@ -1,0 +1,92 @@
+"""What a lowering rule works with: tensor values and the explicit lowering context."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import sympy
+
+from ..dtypes import DType
+from ..ir.expr import Load, Node, substitute_index
+from ..ir.nodes import Buffer, BufferKind, Op, Origin, Pointwise, Program
+from ..ir.symbols import index_vars
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """A tensor during lowering: its sizes, dtype and the value of element (i0, ..., i{n-1}).
+
+    A value backed by a buffer has body `Load(buf, (i0, ...))`; a view has a Load with
+    a re-mapped index; nothing else stays lazy (each op's result becomes a buffer).
+    """
+
+    sizes: tuple[sympy.Expr, ...]
+    dtype: DType
+    body: Node
+
+    @property
+    def ndim(self) -> int:
+        return len(self.sizes)
+
+    def load(self, index) -> Node:
+        """The element at `index` (one sympy expression per axis)."""
+        index = tuple(sympy.sympify(i) for i in index)
+        if len(index) != self.ndim:
+            raise ValueError(f"index of rank {len(index)} into a tensor of rank {self.ndim}")
+        return substitute_index(self.body, dict(zip(index_vars(self.ndim), index)))
+
+    def buffer_name(self) -> Optional[str]:
+        """The buffer this value is exactly (identity index, same sizes), else None."""
+        b = self.body
+        if isinstance(b, Load) and b.index == index_vars(self.ndim):
+            return b.buffer
+        return None
+
+
+def buffer_value(buf: Buffer) -> TensorValue:
+    return TensorValue(buf.sizes, buf.dtype, Load(buf.name, index_vars(len(buf.sizes)), buf.dtype))
+
+
+@dataclass
+class LoweringContext:
+    """Passed to every lowering rule: the program being built and the node being lowered."""
+
+    program: Program
+    node_name: str
+    target: str
+    out_sizes: tuple[sympy.Expr, ...] | tuple[tuple[sympy.Expr, ...], ...]
+    out_dtype: Optional[DType] | tuple[Optional[DType], ...]
+    source: str = ""
+
+    def origin(self) -> Origin:
+        return Origin((self.node_name,), (self.target,), self.source)
+
+    def fresh_name(self, hint: Optional[str] = None) -> str:
+        base = _c_identifier(hint or self.node_name)
+        name, k = base, 1
+        while name in self.program.buffers:
+            name = f"{base}_{k}"
+            k += 1
+        return name
+
+    def emit(self, op: Op, sizes, dtype: DType, hint: Optional[str] = None) -> TensorValue:
+        """Add a computed buffer for `op` and return its value."""
+        buf = Buffer(self.fresh_name(hint), dtype, tuple(sympy.sympify(s) for s in sizes),
+                     BufferKind.COMPUTED, op, self.origin())
+        self.program.add(buf)
+        return buffer_value(buf)
+
+    def pointwise(self, body: Node, sizes=None, hint: Optional[str] = None) -> TensorValue:
+        sizes = self.out_sizes if sizes is None else sizes
+        return self.emit(Pointwise(body), sizes, body.dtype, hint)
+
+    def realize(self, value: TensorValue) -> TensorValue:
+        """The value as a buffer of its own, copying only when it is a view."""
+        if value.buffer_name() is not None:
+            return value
+        return self.pointwise(value.body, value.sizes, hint=f"{self.node_name}_copy")
+
+
+def _c_identifier(name: str) -> str:
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else f"b_{out}"

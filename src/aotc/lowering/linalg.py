@@ -1,0 +1,160 @@
+"""Matrix products: mm/addmm/bmm/linear/matmul onto the GEMM template.
+
+float32 products become a Gemm template reading strided operands in place (a transposed
+weight costs nothing); other dtypes lower to a sum reduction.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import sympy
+import torch
+
+from ..dtypes import DType
+from ..ir.expr import Binary, BinaryOp, Load, cast
+from ..ir.nodes import Gemm, Operand, ReduceType, Reduction
+from ..ir.symbols import (FloorDiv, ModIndex, flat_offset, index_vars, numel, reduction_var,
+                           simplify_index)
+from .common import broadcast_index, promote
+from .context import LoweringContext, TensorValue
+from .registry import register_lowering
+from .common import operand as elem
+from .views import lower_expand, lower_unsqueeze, remap, reshape_index
+
+aten = torch.ops.aten
+FAMILY = "linalg"
+ZERO = sympy.Integer(0)
+
+
+def strided_view(ctx: LoweringContext, x: TensorValue):
+    """(buffer, offset, strides) when `x` reads one buffer at an affine offset, else None."""
+    b = x.body
+    if not isinstance(b, Load):
+        return None
+    buf = ctx.program.buffers[b.buffer]
+    iv = index_vars(x.ndim)
+    flat = simplify_index(flat_offset(b.index, buf.sizes), dict(zip(iv, x.sizes)))
+    if flat.has(FloorDiv, ModIndex, sympy.Min, sympy.Max):
+        return None
+    flat = sympy.expand(flat)
+    strides = []
+    for v in iv:
+        c = flat.coeff(v)
+        if c.has(*iv):
+            return None
+        strides.append(c)
+    return b.buffer, flat.xreplace({v: 0 for v in iv}), strides
+
+
+def _merged_stride(sizes, strides) -> Optional[sympy.Expr]:
+    """The one stride of `sizes` merged into a single dim, when evenly spaced, else None."""
+    dims = [(sz, st) for sz, st in zip(sizes, strides) if sz != 1]
+    if not dims:
+        return sympy.Integer(0)
+    for (_, outer), (inner_size, inner) in zip(dims, dims[1:]):
+        if sympy.simplify(outer - inner * inner_size) != 0:
+            return None
+    return dims[-1][1]
+
+
+def operand(ctx: LoweringContext, x: TensorValue, n_lead: int, lead_is_rows=False) -> Operand:
+    """x as (batch, row, col) strides of a buffer, its first `n_lead` dims merged into the
+    batch (or, with lead_is_rows, into the rows); copies x only when it must."""
+    view = strided_view(ctx, x)
+    if view is not None:
+        buf, offset, strides = view
+        lead = _merged_stride(x.sizes[:n_lead], strides[:n_lead])
+        if lead is not None:
+            if lead_is_rows:
+                return Operand(buf, offset, (ZERO, lead, strides[-1]))
+            return Operand(buf, offset, (lead,) + tuple(strides[n_lead:]))
+    x = ctx.pointwise(x.body, x.sizes, hint=f"{ctx.node_name}_operand")
+    return operand(ctx, x, n_lead, lead_is_rows)
+
+
+def _gemm(ctx: LoweringContext, a: Operand, b: Operand, bias: Optional[Operand], batch, m, n, k,
+          out, alpha=1, beta=1) -> TensorValue:
+    gemm = Gemm(a, b, bias, batch, m, n, k, float(alpha), float(beta))
+    return ctx.emit(gemm, out, DType.float32)
+
+
+def _reduction_matmul(ctx, a: TensorValue, b: TensorValue, out, d: DType) -> TensorValue:
+    """Any-dtype batched product as a sum over k; a and b already share batch dims."""
+    iv = index_vars(len(out))
+    r = reduction_var(0)
+    nb = len(out) - 2
+    ai = tuple(iv[:nb]) + (iv[nb], r)
+    bi = tuple(iv[:nb]) + (r, iv[nb + 1])
+    body = Binary(BinaryOp.MUL, cast(a.load(ai), d), cast(b.load(bi), d), d)
+    return ctx.emit(Reduction(ReduceType.SUM, (a.sizes[-1],), body), out, d)
+
+
+def matmul(ctx, a: TensorValue, b: TensorValue, out, bias=None, alpha=1, beta=1) -> TensorValue:
+    """a (*, M, K) @ b (*, K, N) with broadcast batch dims, into sizes `out`."""
+    out = tuple(out)
+    nb = len(out) - 2
+    a = lower_expand(ctx, a, list(out[:nb]) + list(a.sizes[-2:]))
+    b = lower_expand(ctx, b, list(out[:nb]) + list(b.sizes[-2:]))
+    d = promote(a, b)
+    if d is DType.float32:
+        bias_o = None
+        if bias is not None:
+            bias_o = operand(ctx, remap(bias, out, broadcast_index(bias.sizes, out)), nb)
+        return _gemm(ctx, operand(ctx, a, nb), operand(ctx, b, nb), bias_o, numel(out[:nb]),
+                     a.sizes[-2], b.sizes[-1], a.sizes[-1], out, alpha, beta)
+    res = _reduction_matmul(ctx, a, b, out, d)
+    if bias is None:
+        return res
+    scaled = [Binary(BinaryOp.MUL, elem(v, d, out), elem(c, d, out), d)
+              for v, c in ((res, alpha), (bias, beta))]
+    return ctx.pointwise(Binary(BinaryOp.ADD, scaled[0], scaled[1], d), out)
+
+
+@register_lowering(aten.mm.default, aten.bmm.default, family=FAMILY)
+def lower_mm(ctx, a, b):
+    return matmul(ctx, a, b, ctx.out_sizes)
+
+
+@register_lowering(aten.addmm.default, aten.baddbmm.default, family=FAMILY)
+def lower_addmm(ctx, bias, a, b, *, beta=1, alpha=1):
+    return matmul(ctx, a, b, ctx.out_sizes, bias, alpha, beta)
+
+
+def _transpose2d(w: TensorValue) -> TensorValue:
+    i0, i1 = index_vars(2)
+    return remap(w, (w.sizes[1], w.sizes[0]), (i1, i0))
+
+
+def rows_matmul(ctx, x: TensorValue, w: TensorValue, bias=None) -> TensorValue:
+    """x (..., K) @ w (K, N) + bias: the leading dims of x merge into the GEMM's rows, and
+    the (rows, N) result is already the (..., N) output."""
+    out = tuple(x.sizes[:-1]) + (w.sizes[1],)
+    if promote(x, w) is not DType.float32 or x.ndim < 2:
+        m = numel(x.sizes[:-1])
+        x2 = remap(x, (m, x.sizes[-1]), reshape_index(x.sizes, (m, x.sizes[-1])))
+        res = matmul(ctx, x2, w, (m, w.sizes[1]), bias)
+        return remap(res, out, reshape_index(res.sizes, out))
+    bias_o = None
+    if bias is not None:
+        bias_o = operand(ctx, remap(bias, out, broadcast_index(bias.sizes, out)), x.ndim - 1,
+                         lead_is_rows=True)
+    return _gemm(ctx, operand(ctx, x, x.ndim - 1, lead_is_rows=True), operand(ctx, w, 0), bias_o,
+                 1, numel(x.sizes[:-1]), w.sizes[1], x.sizes[-1], out)
+
+
+@register_lowering(aten.linear.default, family=FAMILY)
+def lower_linear(ctx, x, w, bias=None):
+    return rows_matmul(ctx, x, _transpose2d(w), bias)
+
+
+@register_lowering(aten.matmul.default, family=FAMILY)
+def lower_matmul(ctx, a, b):
+    if a.ndim >= 2 and b.ndim == 2:
+        return rows_matmul(ctx, a, b)
+    a2 = lower_unsqueeze(ctx, a, 0) if a.ndim == 1 else a
+    b2 = lower_unsqueeze(ctx, b, 1) if b.ndim == 1 else b
+    nb = max(a2.ndim, b2.ndim) - 2
+    # a 1-D operand's unit dim is not in the output: the batch dims then end one earlier
+    batch = (ctx.out_sizes if a.ndim > 1 and b.ndim > 1 else ctx.out_sizes[:-1])[:nb]
+    res = matmul(ctx, a2, b2, tuple(batch) + (a2.sizes[-2], b2.sizes[-1]))
+    return remap(res, ctx.out_sizes, reshape_index(res.sizes, ctx.out_sizes))

@@ -1,0 +1,270 @@
+"""View lowerings: no data moves, each folds into the index of the Loads that read it.
+
+Also cat/split, whose results are index arithmetic over their inputs.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import sympy
+import torch
+
+from ..errors import CompileError
+from ..ir.expr import Binary, BinaryOp, IndexValue, Where, cast, simplify_loads
+from ..ir.symbols import FloorDiv, ModIndex, contiguous_strides, index_vars, numel
+from ..dtypes import DType
+from .common import dim_index
+from .context import LoweringContext, TensorValue
+from .registry import register_lowering
+
+aten = torch.ops.aten
+FAMILY = "views"
+ZERO = sympy.Integer(0)
+
+
+def remap(x: TensorValue, sizes: Sequence, src_index: Sequence) -> TensorValue:
+    """A view of `x` with `sizes` whose element (i...) is x[src_index]."""
+    sizes = tuple(sympy.sympify(s) for s in sizes)
+    body = simplify_loads(x.load(src_index), dict(zip(index_vars(len(sizes)), sizes)))
+    return TensorValue(sizes, x.dtype, body)
+
+
+@register_lowering(aten.alias.default, aten.detach.default, aten.lift_fresh.default,
+                   family=FAMILY)
+def lower_alias(ctx, x):
+    return x
+
+
+@register_lowering(aten.permute.default, family=FAMILY)
+def lower_permute(ctx, x, dims):
+    dims = [dim_index(d, x.ndim) for d in dims]
+    iv = index_vars(x.ndim)
+    src = [ZERO] * x.ndim
+    for k, d in enumerate(dims):
+        src[d] = iv[k]
+    return remap(x, [x.sizes[d] for d in dims], src)
+
+
+@register_lowering(aten.transpose.int, family=FAMILY)
+def lower_transpose(ctx, x, d0, d1):
+    perm = list(range(x.ndim))
+    if x.ndim:
+        a, b = dim_index(d0, x.ndim), dim_index(d1, x.ndim)
+        perm[a], perm[b] = perm[b], perm[a]
+    return lower_permute(ctx, x, perm)
+
+
+@register_lowering(aten.t.default, family=FAMILY)
+def lower_t(ctx, x):
+    return lower_transpose(ctx, x, 0, 1) if x.ndim == 2 else x
+
+
+@register_lowering(aten.expand.default, family=FAMILY)
+def lower_expand(ctx, x, sizes, implicit=False):
+    lead = len(sizes) - x.ndim
+    iv = index_vars(len(sizes))
+    out, src = [], []
+    for k, s in enumerate(sizes):
+        if k < lead:
+            out.append(sympy.sympify(s))
+            continue
+        old = x.sizes[k - lead]
+        new = old if (not isinstance(s, sympy.Expr) and s == -1) else sympy.sympify(s)
+        out.append(new)
+        src.append(ZERO if (old == 1 and new != 1) else iv[k])
+    return remap(x, out, src)
+
+
+@register_lowering(aten.unsqueeze.default, family=FAMILY)
+def lower_unsqueeze(ctx, x, dim):
+    dim = dim_index(dim, x.ndim + 1)
+    iv = index_vars(x.ndim + 1)
+    return remap(x, x.sizes[:dim] + (sympy.Integer(1),) + x.sizes[dim:], iv[:dim] + iv[dim + 1:])
+
+
+@register_lowering(aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, family=FAMILY)
+def lower_squeeze(ctx, x, dims=None):
+    if dims is None:
+        dims = range(x.ndim)
+    elif isinstance(dims, int):
+        dims = [dims]
+    drop = {dim_index(d, x.ndim) for d in dims if x.sizes[dim_index(d, x.ndim)] == 1}
+    keep = [k for k in range(x.ndim) if k not in drop]
+    iv = iter(index_vars(len(keep)))
+    src = [ZERO if k in drop else next(iv) for k in range(x.ndim)]
+    return remap(x, [x.sizes[k] for k in keep], src)
+
+
+@register_lowering(aten.select.int, family=FAMILY)
+def lower_select(ctx, x, dim, index):
+    dim = dim_index(dim, x.ndim)
+    index = sympy.sympify(index)
+    if index.is_number and index < 0:
+        index = index + x.sizes[dim]
+    iv = index_vars(x.ndim - 1)
+    return remap(x, x.sizes[:dim] + x.sizes[dim + 1:], iv[:dim] + (index,) + iv[dim:])
+
+
+@register_lowering(aten.slice.Tensor, family=FAMILY)
+def lower_slice(ctx, x, dim=0, start=None, end=None, step=1):
+    dim = dim_index(dim, x.ndim)
+    size = x.sizes[dim]
+    start = sympy.sympify(0 if start is None else start)
+    if start.is_number and start < 0:
+        start = sympy.Max(start + size, 0)
+    out_sizes = ctx.out_sizes
+    iv = index_vars(x.ndim)
+    src = list(iv)
+    src[dim] = start + iv[dim] * step
+    return remap(x, out_sizes, src)
+
+
+def _split_sizes(total, split_size) -> list:
+    sizes, done = [], sympy.Integer(0)
+    n = 0
+    while True:
+        rest = total - done
+        if rest.is_number and rest <= 0:
+            break
+        step = sympy.Min(split_size, rest) if not rest.is_number else min(split_size, rest)
+        sizes.append(sympy.sympify(step))
+        done = done + split_size
+        n += 1
+        if n > 4096:
+            raise CompileError("split: the split count is not known at compile time")
+    return sizes or [sympy.Integer(0)]
+
+
+@register_lowering(aten.split.Tensor, aten.split_with_sizes.default, family=FAMILY)
+def lower_split(ctx, x, split, dim=0):
+    dim = dim_index(dim, x.ndim)
+    sizes = [sympy.sympify(s) for s in split] if isinstance(split, (list, tuple)) \
+        else _split_sizes(x.sizes[dim], split)
+    outs, start = [], sympy.Integer(0)
+    iv = index_vars(x.ndim)
+    for s in sizes:
+        src = list(iv)
+        src[dim] = start + iv[dim]
+        outs.append(remap(x, x.sizes[:dim] + (s,) + x.sizes[dim + 1:], src))
+        start = start + s
+    return tuple(outs)
+
+
+@register_lowering(aten.unbind.int, family=FAMILY)
+def lower_unbind(ctx, x, dim=0):
+    dim = dim_index(dim, x.ndim)
+    n = x.sizes[dim]
+    if not n.is_number:
+        raise CompileError("unbind over a dynamic dimension")
+    return tuple(lower_select(ctx, x, dim, k) for k in range(int(n)))
+
+
+# ---- reshape -------------------------------------------------------------------------------
+
+def _infer_sizes(x: TensorValue, sizes) -> list:
+    sizes = [sympy.sympify(s) for s in sizes]
+    if any(s == -1 for s in sizes):
+        known = numel(tuple(s for s in sizes if s != -1))
+        sizes = [sympy.simplify(numel(x.sizes) / known) if s == -1 else s for s in sizes]
+    return sizes
+
+
+def reshape_index(old: Sequence, new: Sequence) -> list:
+    """The old index, as expressions of the new index variables, of a contiguous reshape.
+
+    Axes are matched in groups of equal element count, so a split or a merge of adjacent
+    axes gives simple indices; anything else reads through the flat offset.
+    """
+    iv = index_vars(len(new))
+    src = [ZERO] * len(old)
+    old_axes = [k for k, s in enumerate(old) if s != 1]
+    new_axes = [k for k, s in enumerate(new) if s != 1]
+    groups = _groups([old[k] for k in old_axes], [new[k] for k in new_axes])
+    oi = ni = 0
+    for n_old, n_new in groups:
+        o_ax = old_axes[oi:oi + n_old]
+        n_ax = new_axes[ni:ni + n_new]
+        oi, ni = oi + n_old, ni + n_new
+        n_sizes = tuple(new[k] for k in n_ax)
+        flat = sum((iv[k] * st for k, st in zip(n_ax, contiguous_strides(n_sizes))), ZERO)
+        o_sizes = tuple(old[k] for k in o_ax)
+        for j, (k, st) in enumerate(zip(o_ax, contiguous_strides(o_sizes))):
+            e = flat if n_old == 1 else FloorDiv(flat, st)
+            src[k] = ModIndex(e, old[k]) if j > 0 else e
+    return src
+
+
+def _groups(old: list, new: list) -> list[tuple[int, int]]:
+    """Pairs (#old axes, #new axes) of consecutive runs with equal products."""
+    out, i, j = [], 0, 0
+    while i < len(old) and j < len(new):
+        pa, pb, ni, nj = old[i], new[j], 1, 1
+        while sympy.simplify(pa - pb) != 0:
+            if _divides(pa, pb) and i + ni < len(old):
+                pa, ni = pa * old[i + ni], ni + 1
+            elif _divides(pb, pa) and j + nj < len(new):
+                pb, nj = pb * new[j + nj], nj + 1
+            else:  # no common refinement: the rest reads through one flat group
+                return out + [(len(old) - i, len(new) - j)]
+        out.append((ni, nj))
+        i, j = i + ni, j + nj
+    if i < len(old) or j < len(new):
+        out.append((len(old) - i, len(new) - j))
+    return out
+
+
+def _divides(a, b) -> bool:
+    """a divides b (symbolically) and a != b."""
+    q = sympy.cancel(b / a)
+    num, den = sympy.fraction(q)
+    return den == 1 and q != 1 and (not q.is_number or q > 1)
+
+
+@register_lowering(aten.view.default, aten.reshape.default, aten._unsafe_view.default,
+                   family=FAMILY)
+def lower_view(ctx, x, sizes):
+    sizes = _infer_sizes(x, sizes)
+    return remap(x, sizes, reshape_index(x.sizes, sizes))
+
+
+@register_lowering(aten.flatten.using_ints, family=FAMILY)
+def lower_flatten(ctx, x, start_dim=0, end_dim=-1):
+    return lower_view(ctx, x, ctx.out_sizes)
+
+
+@register_lowering(aten.unflatten.int, family=FAMILY)
+def lower_unflatten(ctx, x, dim, sizes):
+    return lower_view(ctx, x, ctx.out_sizes)
+
+
+# ---- cat -----------------------------------------------------------------------------------
+
+@register_lowering(aten.cat.default, family=FAMILY)
+def lower_cat(ctx: LoweringContext, tensors, dim=0):
+    d = ctx.out_dtype
+    out_sizes = ctx.out_sizes
+    parts = [t for t in tensors if not (t.ndim == 1 and t.sizes[0] == 0)]
+    dim = dim_index(dim, len(out_sizes))
+    iv = index_vars(len(out_sizes))
+    pos = iv[dim]
+    starts, acc = [], sympy.Integer(0)
+    for t in parts:
+        starts.append(acc)
+        acc = acc + t.sizes[dim]
+    body = None
+    for t, start in reversed(list(zip(parts, starts))):
+        # clamp so that the branch not taken still reads in bounds
+        local = sympy.Min(sympy.Max(pos - start, 0), t.sizes[dim] - 1)
+        src = list(iv)
+        src[dim] = local
+        val = cast(t.load(src), d)
+        if body is None:
+            body = val
+        else:
+            end = start + t.sizes[dim]
+            cond = Binary(BinaryOp.LT, IndexValue(pos, DType.int64), IndexValue(end, DType.int64),
+                          DType.bool)
+            body = Where(cond, val, body, d)
+    if body is None:
+        raise CompileError("cat of no non-empty tensors")
+    return ctx.pointwise(body)

@@ -1,0 +1,1 @@
+"""The .pt2 package format (torch-free)."""

@@ -1,0 +1,1 @@
+"""Whole-program passes and the ordered pipeline (pipeline.py)."""

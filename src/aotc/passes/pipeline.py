@@ -1,0 +1,81 @@
+"""The compiler, stage by stage: read this page to know what aotc does to a program.
+
+    import      ExportedProgram -> loop-level IR (frontend/importer.py, lowering/)
+    dce         drop buffers no output needs (passes/dce.py)
+    fuse        inline pointwise producers into their consumers (scheduler/fusion.py)
+    plan        arena slots for intermediates (scheduler/memory.py)
+    codegen     one C++ translation unit (codegen/cpp/)
+    build       g++ with cached kernel objects (build/compiler.py)
+
+Each stage can dump what it produced into a debug directory (`debug_dir` option or the
+AOTC_DEBUG_DIR environment variable).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..build.compiler import build_model
+from ..build.toolchain import Target
+from ..codegen.cpp import emit_model
+from ..ir.nodes import Program
+from ..ir.printer import format_program
+from ..scheduler.fusion import fuse_pointwise
+from ..scheduler.memory import MemoryPlan, plan_memory
+from .dce import remove_dead_buffers
+
+log = logging.getLogger("aotc")
+
+
+@dataclass
+class Compiled:
+    program: Program
+    plan: MemoryPlan
+    source: str
+    library: Path
+    cached: bool
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable
+    dump: Optional[Callable] = None  # value -> text written to <debug_dir>/<nn>_<name>.txt
+
+
+def _plan_dump(plan: MemoryPlan) -> str:
+    lines = [f"slot{k}: {size} bytes" for k, size in enumerate(plan.slots)]
+    lines += [f"{b} -> slot{s}" for b, s in plan.slot_of.items()]
+    return "\n".join(lines) + "\n"
+
+
+def compile_program(ep, target: Target, opt_level: str = "-O3",
+                    debug_dir: Optional[Path] = None, header: str = "") -> Compiled:
+    from ..frontend.importer import import_program
+
+    timings: dict[str, float] = {}
+    state: dict = {}
+    stages = [
+        Stage("import", lambda: import_program(ep), format_program),
+        Stage("dce", lambda: remove_dead_buffers(state["import"]), format_program),
+        Stage("fuse", lambda: fuse_pointwise(state["dce"]), format_program),
+        Stage("plan", lambda: plan_memory(state["fuse"]), _plan_dump),
+        Stage("codegen", lambda: emit_model(state["fuse"], state["plan"], header), str),
+        Stage("build", lambda: build_model(state["codegen"], target, opt_level),
+              lambda r: f"{r[0]} (cached: {r[1]})\n"),
+    ]
+    for k, stage in enumerate(stages):
+        t0 = time.perf_counter()
+        state[stage.name] = stage.run()
+        timings[stage.name] = time.perf_counter() - t0
+        log.debug("stage %s took %.3f s", stage.name, timings[stage.name])
+        if debug_dir is not None and stage.dump is not None:
+            debug_dir.mkdir(parents=True, exist_ok=True)
+            suffix = "cpp" if stage.name == "codegen" else "txt"
+            (debug_dir / f"{k:02d}_{stage.name}.{suffix}").write_text(stage.dump(state[stage.name]))
+    library, cached = state["build"]
+    return Compiled(state["fuse"], state["plan"], state["codegen"], library, cached, timings)

@@ -1,0 +1,54 @@
+"""ctypes view of the C ABI in kernels/aotc_abi.h (torch-free)."""
+from __future__ import annotations
+
+import ctypes
+
+from ..errors import InputError, PackageError, RuntimeFailure
+
+ABI_VERSION = 1
+ERR_INPUT, ERR_MEMORY, ERR_ARGUMENT = 1, 2, 3
+
+i64p = ctypes.POINTER(ctypes.c_int64)
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("sizes", i64p), ("strides", i64p),
+                ("ndim", ctypes.c_int32), ("dtype", ctypes.c_int32)]
+
+
+def open_library(path: str) -> ctypes.CDLL:
+    try:
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+    except OSError as e:
+        raise PackageError(f"cannot load the compiled model {path}: {e}") from None
+    try:
+        lib.aotc_abi_version.restype = ctypes.c_int
+        version = lib.aotc_abi_version()
+    except AttributeError:
+        raise PackageError(f"{path} is not an aotc model library (no aotc_abi_version)") from None
+    if version != ABI_VERSION:
+        raise PackageError(f"model library ABI version {version}; this runtime speaks {ABI_VERSION}")
+    lib.aotc_create.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64,
+                                ctypes.POINTER(ctypes.c_void_p)]
+    lib.aotc_output_shapes.argtypes = [ctypes.c_void_p, ctypes.POINTER(Tensor), ctypes.c_int64, i64p]
+    lib.aotc_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(Tensor), ctypes.c_int64,
+                             ctypes.POINTER(Tensor), ctypes.c_int64]
+    lib.aotc_set_num_threads.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+    lib.aotc_destroy.argtypes = [ctypes.c_void_p]
+    lib.aotc_destroy.restype = None
+    lib.aotc_last_error.restype = ctypes.c_char_p
+    for fn in (lib.aotc_create, lib.aotc_output_shapes, lib.aotc_run, lib.aotc_set_num_threads):
+        fn.restype = ctypes.c_int
+    return lib
+
+
+def check(lib: ctypes.CDLL, rc: int) -> None:
+    """Raise the typed error for a non-zero ABI status."""
+    if rc == 0:
+        return
+    msg = (lib.aotc_last_error() or b"").decode(errors="replace")
+    if rc == ERR_INPUT:
+        raise InputError(msg)
+    if rc == ERR_MEMORY:
+        raise MemoryError(msg)
+    raise RuntimeFailure(f"compiled model failed (status {rc}): {msg}")

@@ -1,0 +1,1 @@
+"""Scheduling: fusion decisions and the memory plan."""

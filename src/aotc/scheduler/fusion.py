@@ -1,0 +1,85 @@
+"""Fusion: which pointwise buffers are inlined into their consumers' loops.
+
+Lowering makes every op a buffer; here a pointwise buffer read by exactly one load
+(or one that only re-reads another buffer) disappears into its reader's body, so a
+chain such as add -> relu -> mul, or exp feeding a sum, runs as one loop nest.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..ir.expr import Load, Node, loads, simplify_loads, substitute_index, transform
+from ..ir.nodes import Gemm, Origin, Pointwise, Program, Reduction
+from ..ir.symbols import index_vars, reduction_var
+
+
+def body_of(op) -> Node | None:
+    return op.body if isinstance(op, (Pointwise, Reduction)) else None
+
+
+def gemm_reads(op: Gemm) -> list[str]:
+    return [o.buffer for o in (op.a, op.b, op.bias) if o is not None]
+
+
+def count_reads(program: Program) -> tuple[Counter, set[str]]:
+    """(loads of each buffer in loop bodies, buffers that must stay materialized)."""
+    uses: Counter = Counter()
+    pinned: set[str] = set(program.outputs)
+    for buf in program.computed():
+        body = body_of(buf.op)
+        if body is not None:
+            for ld in loads(body):
+                uses[ld.buffer] += 1
+        else:
+            pinned.update(gemm_reads(buf.op))
+    return uses, pinned
+
+
+def merge_origins(*origins: Origin | None) -> Origin | None:
+    """One origin naming every ATen node that a fused kernel computes, in program order."""
+    nodes: dict[tuple[str, str], None] = {}
+    source = ""
+    for o in origins:
+        if o is None:
+            continue
+        for n, t in zip(o.nodes, o.targets):
+            nodes[(n, t)] = None
+        source = source or o.source
+    if not nodes:
+        return None
+    return Origin(tuple(n for n, _ in nodes), tuple(t for _, t in nodes), source)
+
+
+def fuse_pointwise(program: Program) -> Program:
+    """Inline single-use (or pure re-read) pointwise buffers into the loops that read them."""
+    uses, pinned = count_reads(program)
+    inlined: dict[str, Node] = {}
+    origins: dict[str, Origin | None] = {}
+
+    def inline_loads(body: Node, used: list) -> Node:
+        def leaf(x: Node) -> Node:
+            if isinstance(x, Load) and x.buffer in inlined:
+                used.append(origins[x.buffer])
+                src = inlined[x.buffer]
+                return substitute_index(src, dict(zip(index_vars(len(x.index)), x.index)))
+            return x
+        return transform(body, leaf)
+
+    for buf in program.computed():
+        op = buf.op
+        used: list = []
+        ranges = dict(zip(index_vars(len(buf.sizes)), buf.sizes))
+        if isinstance(op, Pointwise):
+            op = buf.op = Pointwise(simplify_loads(inline_loads(op.body, used), ranges))
+        elif isinstance(op, Reduction):
+            ranges.update((reduction_var(k), n) for k, n in enumerate(op.ranges))
+            body = simplify_loads(inline_loads(op.body, used), ranges)
+            op = buf.op = Reduction(op.reduce_type, op.ranges, body)
+        buf.origin = merge_origins(*used, buf.origin)
+        if (isinstance(op, Pointwise) and buf.name not in pinned
+                and (uses[buf.name] <= 1 or isinstance(op.body, Load))):
+            inlined[buf.name] = op.body
+            origins[buf.name] = buf.origin
+    for name in inlined:
+        del program.buffers[name]
+    return program

@@ -1,0 +1,75 @@
+"""The memory plan: every intermediate buffer gets a slot in one arena.
+
+Sizes are symbolic, so slots are too: a buffer reuses a free slot (the slot grows to
+the larger of the two where needed), and the generated code evaluates slot sizes and
+offsets from the bound shape symbols at run time. Inputs, constants and outputs live
+outside the arena.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+
+from ..ir.expr import loads
+from ..ir.nodes import Buffer, Gemm, Program
+from ..ir.symbols import numel, surely_at_least
+from .fusion import body_of, gemm_reads
+
+
+@dataclass
+class MemoryPlan:
+    slots: list[sympy.Expr] = field(default_factory=list)  # bytes each (before 64-alignment)
+    slot_of: dict[str, int] = field(default_factory=dict)  # buffer -> slot
+
+
+def nbytes(buf: Buffer) -> sympy.Expr:
+    return sympy.expand(numel(buf.sizes) * buf.dtype.itemsize)
+
+
+def reads_of(buf: Buffer) -> set[str]:
+    body = body_of(buf.op)
+    if body is not None:
+        return {ld.buffer for ld in loads(body)}
+    assert isinstance(buf.op, Gemm)
+    return set(gemm_reads(buf.op))
+
+
+def plan_memory(program: Program) -> MemoryPlan:
+    order = program.computed()
+    last_use: dict[str, int] = {}
+    for t, buf in enumerate(order):
+        for name in reads_of(buf):
+            last_use[name] = t
+    outputs = set(program.outputs)
+    plan = MemoryPlan()
+    free: list[int] = []
+    live: dict[str, int] = {}
+    for t, buf in enumerate(order):
+        for name in [n for n, _ in live.items() if last_use.get(n, -1) < t]:
+            free.append(live.pop(name))
+        if buf.name in outputs:
+            continue
+        need = nbytes(buf)
+        slot = _pick(plan.slots, free, need)
+        if slot is None:
+            plan.slots.append(need)
+            slot = len(plan.slots) - 1
+        else:
+            free.remove(slot)
+            if not surely_at_least(plan.slots[slot], need):
+                plan.slots[slot] = sympy.Max(plan.slots[slot], need)
+        plan.slot_of[buf.name] = slot
+        live[buf.name] = slot
+    return plan
+
+
+def _pick(slots: list[sympy.Expr], free: list[int], need: sympy.Expr) -> int | None:
+    """An exact fit, else a slot surely large enough, else any free slot (it grows)."""
+    for s in free:
+        if sympy.expand(slots[s] - need) == 0:
+            return s
+    for s in free:
+        if surely_at_least(slots[s], need):
+            return s
+    return free[0] if free else None

@@ -1,0 +1,176 @@
+"""Correctness of the native batched SGEMM kernel against a float64 numpy reference."""
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+KERNEL_DIR = Path(__file__).resolve().parents[2] / "src" / "aotc" / "kernels"
+FLAGS = ["-O3", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-Wall", "-Wextra", "-Werror"]
+SENTINEL = np.float32(-12345.0)
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not available")
+
+i64, ptr, f32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_float
+
+
+def _build(out_dir: Path, march: str) -> ctypes.CDLL:
+    lib_path = out_dir / f"libgemm_{march}.so"
+    cmd = ["g++", f"-march={march}", *FLAGS, "-I", str(KERNEL_DIR),
+           str(KERNEL_DIR / "gemm.cpp"), "-o", str(lib_path)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    lib = ctypes.CDLL(str(lib_path))
+    lib.aotc_sgemm_batched.restype = None
+    lib.aotc_sgemm_batched.argtypes = [i64] * 4 + [ptr, i64, i64, i64] * 2 + [ptr, i64, i64] + \
+        [ptr, i64, i64, i64, f32, f32]
+    lib.aotc_sgemm.restype = None
+    lib.aotc_sgemm.argtypes = [i64] * 3 + [ptr, i64, i64] * 2 + [ptr, i64] + [ptr, i64, i64, f32, f32]
+    return lib
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("gemm"), "x86-64-v3")
+
+
+@pytest.fixture(scope="module")
+def lib_portable(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("gemm_portable"), "x86-64")
+
+
+def _view(buf, offset, shape, strides):
+    """Strided float64 view of a flat float32 buffer (strides in elements)."""
+    if 0 in shape:
+        return np.zeros(shape)
+    return np.lib.stride_tricks.as_strided(
+        buf[offset:], shape=shape, strides=[s * buf.itemsize for s in strides]).astype(np.float64)
+
+
+def run_case(lib, batch, M, N, K, *, a_t=False, b_t=False, shared_b=False, bias=None,
+             alpha=1.0, beta=1.0, ldc_pad=3, use_batched=True, seed=0):
+    rng = np.random.default_rng(seed)
+    # A: [batch, M, K] row-major, or stored transposed as [batch, K, M].
+    A = rng.standard_normal(batch * M * K).astype(np.float32)
+    sa = (M * K, 1, M) if a_t else (M * K, K, 1)
+    # B: [K, N] row-major, or a transposed [N, K] weight (x @ W^T); optionally shared.
+    nb = 1 if shared_b else batch
+    B = rng.standard_normal(nb * K * N).astype(np.float32)
+    sb = (0 if shared_b else K * N,) + ((1, K) if b_t else (N, 1))
+    # bias kinds: (buffer length, batch stride, m stride, n stride)
+    bias_layout = {
+        None: (0, 0, 0, 0),
+        "row": (N, 0, 0, 1),            # [N] broadcast over rows
+        "col": (M, 0, 1, 0),            # [M, 1] broadcast over columns
+        "full": (batch * M * N, M * N, N, 1),
+        "full_t": (batch * M * N, M * N, 1, M),  # column-major matrix: odd strides
+        "scalar": (1, 0, 0, 0),
+    }[bias]
+    bias_buf = rng.standard_normal(max(bias_layout[0], 1)).astype(np.float32)
+    sbias = bias_layout[1:]
+    # C with padded rows (ldc > N) and a gap between batches, all pre-filled with a sentinel.
+    ldc = N + ldc_pad
+    sc_batch = M * ldc + 5
+    C = np.full(batch * sc_batch + 7, SENTINEL, dtype=np.float32)
+
+    bias_ptr = bias_buf.ctypes.data if bias is not None else None
+    if use_batched:
+        lib.aotc_sgemm_batched(batch, M, N, K, A.ctypes.data, *sa, B.ctypes.data, *sb,
+                               C.ctypes.data, sc_batch, ldc, bias_ptr, *sbias, alpha, beta)
+    else:
+        assert batch == 1
+        lib.aotc_sgemm(M, N, K, A.ctypes.data, *sa[1:], B.ctypes.data, *sb[1:],
+                       C.ctypes.data, ldc, bias_ptr, *sbias[1:], alpha, beta)
+
+    written = np.zeros(C.shape, dtype=bool)
+    for b in range(batch):
+        a = _view(A, b * sa[0], (M, K), sa[1:])
+        w = _view(B, b * sb[0], (K, N), sb[1:])
+        ref = alpha * (a @ w)
+        if bias is not None:
+            ref = ref + beta * _view(bias_buf, b * sbias[0], (M, N), sbias[1:])
+        got = _view(C, b * sc_batch, (M, N), (ldc, 1))
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * np.sqrt(max(K, 1)) * 4,
+                                   err_msg=f"batch {b}")
+        for m in range(M):
+            start = b * sc_batch + m * ldc
+            written[start:start + N] = True
+    # nothing outside the M x N rows of each C may have been touched
+    assert np.all(C[~written] == SENTINEL)
+
+
+SHAPES = [(1, 1, 1), (5, 7, 3), (6, 16, 1), (7, 17, 33), (13, 31, 257), (8, 16, 10),
+          (64, 256, 300), (6, 16, 256), (12, 32, 512), (150, 40, 20)]
+
+
+@pytest.mark.parametrize("M,N,K", SHAPES)
+@pytest.mark.parametrize("a_t,b_t", [(False, False), (False, True), (True, False), (True, True)])
+def test_shapes_and_layouts(lib, M, N, K, a_t, b_t):
+    run_case(lib, 1, M, N, K, a_t=a_t, b_t=b_t, bias="row")
+
+
+@pytest.mark.parametrize("bias", [None, "row", "col", "full", "full_t", "scalar"])
+@pytest.mark.parametrize("M,N,K", [(5, 7, 3), (13, 31, 257), (64, 48, 300)])
+def test_bias_kinds(lib, bias, M, N, K):
+    run_case(lib, 1, M, N, K, b_t=True, bias=bias, alpha=0.5, beta=-2.0)
+
+
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (0.0, 1.0), (-1.5, 0.25), (2.0, 3.0)])
+def test_alpha_beta(lib, alpha, beta):
+    run_case(lib, 1, 37, 45, 300, bias="full", alpha=alpha, beta=beta)
+
+
+@pytest.mark.parametrize("bias", [None, "row", "full"])
+def test_k_zero(lib, bias):
+    run_case(lib, 2, 9, 20, 0, bias=bias, beta=1.5)
+
+
+@pytest.mark.parametrize("M,N,batch", [(0, 5, 1), (5, 0, 1), (4, 4, 0)])
+def test_empty_writes_nothing(lib, M, N, batch):
+    run_case(lib, batch, M, N, 7, bias="row")
+
+
+@pytest.mark.parametrize("batch", [2, 3, 5, 48])
+@pytest.mark.parametrize("shared_b,b_t,bias", [(False, False, "full"), (True, True, "row"),
+                                                 (False, True, None)])
+def test_batched(lib, batch, shared_b, b_t, bias):
+    run_case(lib, batch, 19, 33, 64, shared_b=shared_b, b_t=b_t, bias=bias)
+
+
+def test_batched_attention_shape(lib):
+    run_case(lib, 12, 128, 128, 64, bias=None, alpha=0.125)
+
+
+def test_single_convenience_entry(lib):
+    run_case(lib, 1, 23, 41, 77, b_t=True, bias="col", alpha=0.75, beta=2.0, use_batched=False)
+
+
+def test_large(lib):
+    run_case(lib, 1, 256, 384, 512, bias="row")
+
+
+def test_small_m_wide(lib):
+    run_case(lib, 1, 16, 1030, 700, b_t=True, bias="row")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+def test_thread_counts(lib, threads):
+    """Every thread-grid split must cover C exactly once, including odd team sizes."""
+    gomp = ctypes.CDLL("libgomp.so.1")
+    before = gomp.omp_get_max_threads()
+    gomp.omp_set_num_threads(threads)
+    try:
+        run_case(lib, 1, 157, 203, 130, b_t=True, bias="full")
+        run_case(lib, 1, 7, 999, 64, bias="row")
+        run_case(lib, 3, 40, 70, 90, shared_b=True, bias="col")
+        run_case(lib, 9, 30, 20, 50, a_t=True, bias=None)
+    finally:
+        gomp.omp_set_num_threads(before)
+
+
+@pytest.mark.parametrize("b_t", [False, True])
+def test_portable_fallback(lib_portable, b_t):
+    run_case(lib_portable, 2, 13, 31, 257, b_t=b_t, bias="full_t", alpha=0.5, beta=2.0)

@@ -1,0 +1,73 @@
+"""Models shared by the tests (and the benchmarks): small, real architectures."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+class ReadmeModel(torch.nn.Module):
+    """The README's example: Linear -> ReLU -> Linear -> Sigmoid."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(10, 16)
+        self.relu = torch.nn.ReLU()
+        self.fc2 = torch.nn.Linear(16, 1)
+        self.sigmoid = torch.nn.Sigmoid()
+
+    def forward(self, x):
+        return self.sigmoid(self.fc2(self.relu(self.fc1(x))))
+
+
+class GeluMLP(torch.nn.Module):
+    def __init__(self, sizes=(32, 64, 64, 8), approximate="none"):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(
+            torch.nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.approximate = approximate
+
+    def forward(self, x):
+        for k, layer in enumerate(self.layers):
+            x = layer(x)
+            if k < len(self.layers) - 1:
+                x = F.gelu(x, approximate=self.approximate)
+        return x
+
+
+def layer_norm(x, weight, bias, eps=1e-5):
+    """Layer norm from primitives (mean, var, rsqrt)."""
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) * torch.rsqrt(var + eps) * weight + bias
+
+
+class EncoderBlock(torch.nn.Module):
+    """A pre-norm transformer encoder block written from primitives."""
+
+    def __init__(self, dim=32, heads=4, hidden=64):
+        super().__init__()
+        self.heads = heads
+        self.ln1_w = torch.nn.Parameter(torch.rand(dim) + 0.5)
+        self.ln1_b = torch.nn.Parameter(torch.randn(dim) * 0.1)
+        self.ln2_w = torch.nn.Parameter(torch.rand(dim) + 0.5)
+        self.ln2_b = torch.nn.Parameter(torch.randn(dim) * 0.1)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.fc1 = torch.nn.Linear(dim, hidden)
+        self.fc2 = torch.nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = layer_norm(x, self.ln1_w, self.ln1_b)
+        q, k, v = self.qkv(h).split(d, dim=-1)
+        q = q.reshape(b, s, self.heads, d // self.heads).transpose(1, 2)
+        k = k.reshape(b, s, self.heads, d // self.heads).transpose(1, 2)
+        v = v.reshape(b, s, self.heads, d // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
+        att = torch.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, s, d)
+        x = x + self.proj(y)
+        h = layer_norm(x, self.ln2_w, self.ln2_b)
+        return x + self.fc2(F.gelu(self.fc1(h)))
