@@ -86,6 +86,8 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
             inputs.append({"name": name, "kind": "scalar", "value": val})
     outputs = [{"name": o, "dtype": p.buffers[o].dtype.name,
                 "sizes": [_size_json(x) for x in p.buffers[o].sizes]} for o in p.outputs]
+    leaves = [{"kind": "tensor", "index": p.outputs.index(leaf.buffer)} if leaf.buffer
+              else {"kind": "constant", "value": leaf.value} for leaf in p.output_leaves]
     target = target_for(opts.isa)
     return {
         "format_version": FORMAT_VERSION,
@@ -95,6 +97,7 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
         "target": {"device": target.device, "arch": target.arch, "isa": target.isa},
         "inputs": inputs,
         "outputs": outputs,
+        "output_leaves": leaves,
         "symbols": {str(k): [lo, hi] for k, (lo, hi) in sorted(p.symbols.items(), key=str)},
         "in_spec": spec_to_json(ep.call_spec.in_spec),
         "out_spec": spec_to_json(ep.call_spec.out_spec),

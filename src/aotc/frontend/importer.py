@@ -16,7 +16,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from ..dtypes import DType
 from ..errors import CompileError, UnsupportedOperatorError
-from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, Program
+from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from .decompose import decompose_node, tensor_args
 from .source import user_source
@@ -187,8 +187,15 @@ class Importer:
                 raise CompileError(f"output {spec.arg}: {spec.kind.name} outputs (state updates) "
                                    "are not supported; export the model in eval mode")
             value = self.arg(a)
+            if value is None or isinstance(value, (bool, int, float)):
+                self.program.output_leaves.append(OutputLeaf(value=value))
+                continue
+            if isinstance(value, sympy.Expr) and value.is_number:
+                self.program.output_leaves.append(OutputLeaf(value=int(value)))
+                continue
             if not isinstance(value, TensorValue):
-                raise CompileError(f"output {getattr(a, 'name', a)} is not a tensor")
+                raise CompileError(f"output {getattr(a, 'name', a)} is a {type(value).__name__}; "
+                                   "aotc returns tensors and constants only")
             name = value.buffer_name()
             buf = self.program.buffers.get(name) if name else None
             if buf is None or buf.kind is not BufferKind.COMPUTED or name in claimed:
@@ -197,6 +204,7 @@ class Importer:
                 name = ctx.pointwise(value.body, value.sizes).buffer_name()
             claimed.add(name)
             self.program.outputs.append(name)
+            self.program.output_leaves.append(OutputLeaf(buffer=name))
 
 
 def import_program(ep: torch.export.ExportedProgram) -> Program:

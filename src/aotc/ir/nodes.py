@@ -115,13 +115,22 @@ class ConstantSpec:
 
 
 @dataclass
+class OutputLeaf:
+    """One leaf of the output structure: a computed buffer, or a constant (None, a number)."""
+
+    buffer: Optional[str] = None
+    value: object = None
+
+
+@dataclass
 class Program:
     """The whole model in loop-level IR, buffers in a valid execution order."""
 
     buffers: dict[str, Buffer] = field(default_factory=dict)
     inputs: list[InputSpec] = field(default_factory=list)
     constants: list[ConstantSpec] = field(default_factory=list)
-    outputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)  # the tensor outputs, in ABI order
+    output_leaves: list[OutputLeaf] = field(default_factory=list)  # every leaf, in pytree order
     # shape symbol -> (min, max); max None when unbounded
     symbols: dict[sympy.Symbol, tuple[int, Optional[int]]] = field(default_factory=dict)
 

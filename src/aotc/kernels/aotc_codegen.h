@@ -33,6 +33,9 @@ inline const char *dtype_name(int32_t d) {
 }
 
 inline bool is_contiguous(const aotc_tensor &t) {
+  // an empty tensor has no element to misplace: torch calls any stride of it contiguous
+  for (int32_t d = 0; d < t.ndim; ++d)
+    if (t.sizes[d] == 0) return true;
   int64_t expected = 1;
   for (int32_t d = t.ndim - 1; d >= 0; --d) {
     if (t.sizes[d] != 1 && t.strides[d] != expected) return false;

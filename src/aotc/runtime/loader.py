@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..build.toolchain import missing_features
 from ..dtypes import DType
 from ..errors import InputError, PackageError
 from ..package.format import PackageReader
@@ -104,6 +105,7 @@ class CompiledModel:
         finally:
             reader.close()
         self.path = path
+        _check_target(path, self.metadata)
         self._lib = abi.open_library(
             _materialize_library(library, self.metadata["sha256"]["model.so"]))
         self._weights = (np.memmap(path, dtype=np.uint8, mode="r", offset=w_offset, shape=(w_size,))
@@ -181,7 +183,9 @@ class CompiledModel:
                 out_args.append(_Arg(obj, ptr, shape, _contiguous(shape), dtype))
             out_structs = (abi.Tensor * max(n_out, 1))(*(a.struct for a in out_args))
             abi.check(self._lib, self._lib.aotc_run(h, ins, n_in, out_structs, n_out))
-        return pytree.unflatten(self.metadata["out_spec"], outs)
+        leaves = [outs[leaf["index"]] if leaf["kind"] == "tensor" else leaf["value"]
+                  for leaf in self.metadata["output_leaves"]]
+        return pytree.unflatten(self.metadata["out_spec"], leaves)
 
     def __del__(self):
         lib = getattr(self, "_lib", None)
@@ -191,6 +195,18 @@ class CompiledModel:
 
     def __repr__(self) -> str:
         return f"CompiledModel({self.path!r}, model={self.name!r})"
+
+
+def _check_target(path: str, meta: dict) -> None:
+    target = meta.get("target", {})
+    if target.get("device") != "cpu":
+        raise PackageError(f"{path} was compiled for device {target.get('device')!r}; this "
+                           "runtime runs cpu packages")
+    missing = missing_features(target.get("arch", ""))
+    if missing:
+        raise PackageError(f"{path} was compiled for {target.get('arch')} ({target.get('isa')}); "
+                           f"this CPU lacks {sorted(missing)}. Recompile with "
+                           "options={'isa': 'avx2'} (or 'sse2') for older machines")
 
 
 def _contiguous(shape) -> list[int]:

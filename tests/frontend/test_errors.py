@@ -1,0 +1,40 @@
+"""Frontend errors name the op and the user's source line."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import aotc
+
+
+class ArgMax(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        return y.argmax(-1)  # the line the error must name
+
+
+class Log2(torch.nn.Module):
+    def forward(self, x):
+        return torch.log2(x.abs() + 1)
+
+
+def test_unsupported_op_names_op_and_source_line(tmp_path):
+    ep = torch.export.export(ArgMax(), (torch.randn(3, 4),))
+    with pytest.raises(aotc.UnsupportedOperatorError) as info:
+        aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")
+    msg = str(info.value)
+    assert "aten.argmax.default" in msg
+    assert "test_errors.py:" in msg and "return y.argmax(-1)" in msg
+    assert info.value.op == "aten.argmax.default"
+    assert not (tmp_path / "m.pt2").exists()
+
+
+def test_decomposition_gap_names_both_ops(tmp_path):
+    ep = torch.export.export(Log2(), (torch.randn(3, 4),))
+    with pytest.raises(aotc.UnsupportedOperatorError, match=r"aten.log2.default.*prims.log2"):
+        aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")
+
+
+def test_not_an_exported_program(tmp_path):
+    with pytest.raises(aotc.CompileError, match="expected a torch.export.ExportedProgram"):
+        aotc.compile_and_package(torch.nn.Linear(2, 2), package_path=tmp_path / "m.pt2")
