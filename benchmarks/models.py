@@ -1,0 +1,149 @@
+"""The benchmark suite: small networks shaped like real models, restricted to what aotc
+compiles today (float32 linear/matmul/bmm, pointwise ops and activations, softmax, layer norm,
+reductions, views, cat; no convolutions).
+
+Each entry of SUITE is a Benchmark: a name, a constructor for the nn.Module, and a function
+returning the example inputs. Weights and inputs come from fixed seeds, so every process that
+builds an entry (the compiling parent and the timing workers) gets identical tensors.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+
+class ReadmeModel(torch.nn.Module):
+    """The README's example: Linear(10, 16) -> ReLU -> Linear(16, 1) -> Sigmoid."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(10, 16)
+        self.fc2 = torch.nn.Linear(16, 1)
+
+    def forward(self, x):
+        return torch.sigmoid(self.fc2(torch.relu(self.fc1(x))))
+
+
+class GeluMLP(torch.nn.Module):
+    """A stack of Linear layers with GELU (erf) between them."""
+
+    def __init__(self, sizes=(256, 1024, 1024, 256)):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(
+            torch.nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+
+    def forward(self, x):
+        for k, layer in enumerate(self.layers):
+            x = layer(x)
+            if k < len(self.layers) - 1:
+                x = F.gelu(x)
+        return x
+
+
+def primitive_layer_norm(x, weight, bias, eps=1e-5):
+    """Layer norm written from primitives (mean, var, rsqrt), as some model code does."""
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) * torch.rsqrt(var + eps) * weight + bias
+
+
+class LayerNorm(torch.nn.Module):
+    """LayerNorm with either aten.layer_norm or the primitive formulation."""
+
+    def __init__(self, dim, primitive=False):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(dim) + 0.5)
+        self.bias = torch.nn.Parameter(torch.randn(dim) * 0.1)
+        self.primitive = primitive
+
+    def forward(self, x):
+        if self.primitive:
+            return primitive_layer_norm(x, self.weight, self.bias)
+        return F.layer_norm(x, x.shape[-1:], self.weight, self.bias)
+
+
+class EncoderBlock(torch.nn.Module):
+    """A pre-norm transformer encoder block; attention is written with matmul and softmax."""
+
+    def __init__(self, dim=256, heads=4, hidden=1024, primitive_ln=False):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = LayerNorm(dim, primitive_ln)
+        self.ln2 = LayerNorm(dim, primitive_ln)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.fc1 = torch.nn.Linear(dim, hidden)
+        self.fc2 = torch.nn.Linear(hidden, dim)
+
+    def attention(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        q, k, v = (t.reshape(b, s, self.heads, hd).transpose(1, 2)
+                   for t in self.qkv(x).split(d, dim=-1))
+        att = torch.softmax((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd)), dim=-1)
+        return self.proj((att @ v).transpose(1, 2).reshape(b, s, d))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln1(x))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class SmallTransformer(torch.nn.Module):
+    """Embedding-free transformer trunk: N encoder blocks, a final norm and a linear head."""
+
+    def __init__(self, blocks=2, dim=256, heads=4, hidden=1024, out=64, primitive_ln=True):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(
+            EncoderBlock(dim, heads, hidden, primitive_ln) for _ in range(blocks))
+        self.norm = LayerNorm(dim, primitive_ln)
+        self.head = torch.nn.Linear(dim, out)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    make_model: Callable[[], torch.nn.Module]
+    make_inputs: Callable[[], tuple]
+    description: str
+
+    def build(self) -> tuple[torch.nn.Module, tuple]:
+        """The model (eval mode) and its example inputs, from fixed seeds."""
+        torch.manual_seed(0)
+        model = self.make_model().eval()
+        torch.manual_seed(1)
+        return model, self.make_inputs()
+
+
+SUITE = [
+    Benchmark("readme_b8", ReadmeModel, lambda: (torch.randn(8, 10),),
+              "README model (Linear 10->16, ReLU, Linear 16->1, Sigmoid), batch 8"),
+    Benchmark("readme_b256", ReadmeModel, lambda: (torch.randn(256, 10),),
+              "README model, batch 256"),
+    Benchmark("mlp_gelu_b64", GeluMLP, lambda: (torch.randn(64, 256),),
+              "GELU MLP 256->1024->1024->256, batch 64"),
+    Benchmark("encoder_s128", EncoderBlock, lambda: (torch.randn(1, 128, 256),),
+              "encoder block (dim 256, 4 heads, MLP 1024, aten.layer_norm), 1 x 128 tokens"),
+    Benchmark("transformer2_s128", SmallTransformer, lambda: (torch.randn(1, 128, 256),),
+              "2 encoder blocks + norm + head 256->64 (primitive layer norm), 1 x 128 tokens"),
+]
+
+BY_NAME = {b.name: b for b in SUITE}
+
+
+def select(names: str | None) -> list[Benchmark]:
+    """The benchmarks named in a comma-separated list (all of them for None/empty)."""
+    if not names:
+        return list(SUITE)
+    unknown = [n for n in names.split(",") if n not in BY_NAME]
+    if unknown:
+        raise SystemExit(f"unknown model(s) {unknown}; known: {sorted(BY_NAME)}")
+    return [BY_NAME[n] for n in names.split(",")]
