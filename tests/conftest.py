@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # builds go to an ignored folder of the checkout, never to the user's home cache
 os.environ.setdefault("AOTC_CACHE_DIR", str(ROOT / "build" / "test-cache"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "examples"))
 
 
 @pytest.fixture

@@ -5,8 +5,15 @@ native code; `load_package` (numpy only) runs it.
 """
 __version__ = "0.1.0"
 
-from .errors import (AotcError, BuildError, CompileError, InputError, PackageError,  # noqa: E402
-                     RuntimeFailure, UnsupportedOperatorError)
+from .errors import (  # noqa: E402
+    AotcError,
+    BuildError,
+    CompileError,
+    InputError,
+    PackageError,
+    RuntimeFailure,
+    UnsupportedOperatorError,
+)
 from .runtime import CompiledModel, aoti_load_package, load_package  # noqa: E402
 
 

@@ -13,7 +13,7 @@ import torch
 from . import __version__
 from .build.toolchain import target_for
 from .errors import CompileError
-from .ir.nodes import BufferKind, Program
+from .ir.nodes import Program
 from .options import Options
 from .package.format import FORMAT_VERSION, ModelFiles, write_package
 from .passes.pipeline import Compiled, compile_program

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Optional
 
 from .errors import CompileError
 
@@ -15,11 +14,11 @@ class Options:
     num_threads: int = 0  # default thread count of the compiled model; 0: OMP_NUM_THREADS/cores
     isa: str = "host"  # host | avx512 | avx2 | sse2 | native
     opt_level: str = "-O3"
-    debug_dir: Optional[str] = None  # dump every pipeline stage here
+    debug_dir: str | None = None  # dump every pipeline stage here
     model_name: str = "model"  # the name inside the package
 
     @classmethod
-    def parse(cls, options: Optional[dict]) -> "Options":
+    def parse(cls, options: dict | None) -> Options:
         options = dict(options or {})
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(options) - known)
@@ -37,5 +36,5 @@ class Options:
                                f"got {opts.model_name!r}")
         return opts
 
-    def debug_path(self, model: str) -> Optional[Path]:
+    def debug_path(self, model: str) -> Path | None:
         return Path(self.debug_dir) / model if self.debug_dir else None

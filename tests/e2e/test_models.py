@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from models import EncoderBlock, GeluMLP, ReadmeModel
 
 import aotc
+from models import EncoderBlock, GeluMLP, ReadmeModel
 
 
 def check(ep, model, *args):

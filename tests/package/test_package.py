@@ -7,10 +7,10 @@ import zipfile
 import numpy as np
 import pytest
 import torch
-from models import ReadmeModel
 
 import aotc
 from aotc.package.format import PackageReader
+from models import ReadmeModel
 
 
 @pytest.fixture(scope="module")

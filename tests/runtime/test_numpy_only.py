@@ -8,9 +8,9 @@ import textwrap
 
 import numpy as np
 import torch
-from models import ReadmeModel
 
 import aotc
+from models import ReadmeModel
 
 SCRIPT = textwrap.dedent("""
     import sys, json

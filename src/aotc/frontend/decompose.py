@@ -6,8 +6,6 @@ subgraph's nodes are then lowered like any other (recursively decomposing again)
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from torch._decomp import decomposition_table
 from torch._subclasses.fake_tensor import FakeTensor
@@ -25,7 +23,7 @@ def find_decomposition(op):
     return None
 
 
-def decompose_node(op, node: torch.fx.Node) -> Optional[torch.fx.GraphModule]:
+def decompose_node(op, node: torch.fx.Node) -> torch.fx.GraphModule | None:
     """A graph computing `node` from its tensor arguments (placeholders in argument order)."""
     fn = find_decomposition(op)
     if fn is None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Union
 
 import sympy
 
@@ -83,7 +82,7 @@ class Load:
 
 @dataclass(frozen=True)
 class Constant:
-    value: Union[float, int, bool]
+    value: float | int | bool
     dtype: DType
 
 
@@ -98,15 +97,15 @@ class IndexValue:
 @dataclass(frozen=True)
 class Unary:
     op: UnaryOp
-    x: "Node"
+    x: Node
     dtype: DType
 
 
 @dataclass(frozen=True)
 class Binary:
     op: BinaryOp
-    a: "Node"
-    b: "Node"
+    a: Node
+    b: Node
     dtype: DType
 
     def __post_init__(self) -> None:
@@ -116,9 +115,9 @@ class Binary:
 
 @dataclass(frozen=True)
 class Where:
-    cond: "Node"
-    a: "Node"
-    b: "Node"
+    cond: Node
+    a: Node
+    b: Node
     dtype: DType
 
     def __post_init__(self) -> None:
@@ -128,11 +127,11 @@ class Where:
 
 @dataclass(frozen=True)
 class Cast:
-    x: "Node"
+    x: Node
     dtype: DType
 
 
-Node = Union[Load, Constant, IndexValue, Unary, Binary, Where, Cast]
+Node = Load | Constant | IndexValue | Unary | Binary | Where | Cast
 
 
 def children(e: Node) -> tuple[Node, ...]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional, Union
 
 import sympy
 
@@ -60,7 +59,7 @@ class Gemm:
 
     a: Operand
     b: Operand
-    bias: Optional[Operand]
+    bias: Operand | None
     batch: sympy.Expr
     m: sympy.Expr
     n: sympy.Expr
@@ -69,7 +68,7 @@ class Gemm:
     beta: float = 1.0
 
 
-Op = Union[Pointwise, Reduction, Gemm]
+Op = Pointwise | Reduction | Gemm
 
 
 @dataclass(frozen=True)
@@ -93,8 +92,8 @@ class Buffer:
     dtype: DType
     sizes: tuple[sympy.Expr, ...]
     kind: BufferKind
-    op: Optional[Op] = None
-    origin: Optional[Origin] = None
+    op: Op | None = None
+    origin: Origin | None = None
 
     def __post_init__(self) -> None:
         if (self.op is None) != (self.kind is not BufferKind.COMPUTED):
@@ -118,7 +117,7 @@ class ConstantSpec:
 class OutputLeaf:
     """One leaf of the output structure: a computed buffer, or a constant (None, a number)."""
 
-    buffer: Optional[str] = None
+    buffer: str | None = None
     value: object = None
 
 
@@ -132,7 +131,7 @@ class Program:
     outputs: list[str] = field(default_factory=list)  # the tensor outputs, in ABI order
     output_leaves: list[OutputLeaf] = field(default_factory=list)  # every leaf, in pytree order
     # shape symbol -> (min, max); max None when unbounded
-    symbols: dict[sympy.Symbol, tuple[int, Optional[int]]] = field(default_factory=dict)
+    symbols: dict[sympy.Symbol, tuple[int, int | None]] = field(default_factory=dict)
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

@@ -5,19 +5,19 @@ Sizes and indices are sympy expressions. Shape symbols come from torch.export
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import sympy
 
 Expr = sympy.Expr
 
 
-@lru_cache(maxsize=None)
+@cache
 def index_var(k: int) -> sympy.Symbol:
     return sympy.Symbol(f"i{k}", integer=True, nonnegative=True)
 
 
-@lru_cache(maxsize=None)
+@cache
 def reduction_var(k: int) -> sympy.Symbol:
     return sympy.Symbol(f"r{k}", integer=True, nonnegative=True)
 

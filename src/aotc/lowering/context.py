@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import sympy
 
@@ -35,7 +34,7 @@ class TensorValue:
             raise ValueError(f"index of rank {len(index)} into a tensor of rank {self.ndim}")
         return substitute_index(self.body, dict(zip(index_vars(self.ndim), index)))
 
-    def buffer_name(self) -> Optional[str]:
+    def buffer_name(self) -> str | None:
         """The buffer this value is exactly (identity index, same sizes), else None."""
         b = self.body
         if isinstance(b, Load) and b.index == index_vars(self.ndim):
@@ -55,13 +54,13 @@ class LoweringContext:
     node_name: str
     target: str
     out_sizes: tuple[sympy.Expr, ...] | tuple[tuple[sympy.Expr, ...], ...]
-    out_dtype: Optional[DType] | tuple[Optional[DType], ...]
+    out_dtype: DType | None | tuple[DType | None, ...]
     source: str = ""
 
     def origin(self) -> Origin:
         return Origin((self.node_name,), (self.target,), self.source)
 
-    def fresh_name(self, hint: Optional[str] = None) -> str:
+    def fresh_name(self, hint: str | None = None) -> str:
         base = _c_identifier(hint or self.node_name)
         name, k = base, 1
         while name in self.program.buffers:
@@ -69,14 +68,14 @@ class LoweringContext:
             k += 1
         return name
 
-    def emit(self, op: Op, sizes, dtype: DType, hint: Optional[str] = None) -> TensorValue:
+    def emit(self, op: Op, sizes, dtype: DType, hint: str | None = None) -> TensorValue:
         """Add a computed buffer for `op` and return its value."""
         buf = Buffer(self.fresh_name(hint), dtype, tuple(sympy.sympify(s) for s in sizes),
                      BufferKind.COMPUTED, op, self.origin())
         self.program.add(buf)
         return buffer_value(buf)
 
-    def pointwise(self, body: Node, sizes=None, hint: Optional[str] = None) -> TensorValue:
+    def pointwise(self, body: Node, sizes=None, hint: str | None = None) -> TensorValue:
         sizes = self.out_sizes if sizes is None else sizes
         return self.emit(Pointwise(body), sizes, body.dtype, hint)
 

@@ -5,20 +5,25 @@ weight costs nothing); other dtypes lower to a sum reduction.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import sympy
 import torch
 
 from ..dtypes import DType
 from ..ir.expr import Binary, BinaryOp, Load, cast
 from ..ir.nodes import Gemm, Operand, ReduceType, Reduction
-from ..ir.symbols import (FloorDiv, ModIndex, flat_offset, index_vars, numel, reduction_var,
-                           simplify_index)
+from ..ir.symbols import (
+    FloorDiv,
+    ModIndex,
+    flat_offset,
+    index_vars,
+    numel,
+    reduction_var,
+    simplify_index,
+)
 from .common import broadcast_index, promote
+from .common import operand as elem
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
-from .common import operand as elem
 from .views import lower_expand, lower_unsqueeze, remap, reshape_index
 
 aten = torch.ops.aten
@@ -46,7 +51,7 @@ def strided_view(ctx: LoweringContext, x: TensorValue):
     return b.buffer, flat.xreplace({v: 0 for v in iv}), strides
 
 
-def _merged_stride(sizes, strides) -> Optional[sympy.Expr]:
+def _merged_stride(sizes, strides) -> sympy.Expr | None:
     """The one stride of `sizes` merged into a single dim, when evenly spaced, else None."""
     dims = [(sz, st) for sz, st in zip(sizes, strides) if sz != 1]
     if not dims:
@@ -72,7 +77,7 @@ def operand(ctx: LoweringContext, x: TensorValue, n_lead: int, lead_is_rows=Fals
     return operand(ctx, x, n_lead, lead_is_rows)
 
 
-def _gemm(ctx: LoweringContext, a: Operand, b: Operand, bias: Optional[Operand], batch, m, n, k,
+def _gemm(ctx: LoweringContext, a: Operand, b: Operand, bias: Operand | None, batch, m, n, k,
           out, alpha=1, beta=1) -> TensorValue:
     gemm = Gemm(a, b, bias, batch, m, n, k, float(alpha), float(beta))
     return ctx.emit(gemm, out, DType.float32)

@@ -5,10 +5,10 @@ The registry also answers which ops are covered (coverage table, unsupported-op 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-LOWERINGS: dict[object, "Rule"] = {}
+LOWERINGS: dict[object, Rule] = {}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import sympy
 import torch
 
 from ..errors import CompileError
-from ..ir.expr import Binary, BinaryOp, IndexValue, Where, cast, simplify_loads
+from ..ir.expr import Binary, BinaryOp, IndexValue, Where, cast, constant, simplify_loads
 from ..ir.symbols import FloorDiv, ModIndex, contiguous_strides, index_vars, numel
 from ..dtypes import DType
 from .common import dim_index
@@ -88,6 +88,8 @@ def lower_squeeze(ctx, x, dims=None):
         dims = range(x.ndim)
     elif isinstance(dims, int):
         dims = [dims]
+    if x.ndim == 0:  # a 0-dim tensor accepts dim 0 and -1 and stays as it is
+        return x
     drop = {dim_index(d, x.ndim) for d in dims if x.sizes[dim_index(d, x.ndim)] == 1}
     keep = [k for k in range(x.ndim) if k not in drop]
     iv = iter(index_vars(len(keep)))
@@ -243,8 +245,13 @@ def lower_unflatten(ctx, x, dim, sizes):
 def lower_cat(ctx: LoweringContext, tensors, dim=0):
     d = ctx.out_dtype
     out_sizes = ctx.out_sizes
-    parts = [t for t in tensors if not (t.ndim == 1 and t.sizes[0] == 0)]
     dim = dim_index(dim, len(out_sizes))
+    # legacy 1-D empty tensors and parts empty along `dim` add nothing; a kept empty part
+    # would make the clamped index below -1, a read out of bounds
+    parts = [t for t in tensors if not (t.ndim == 1 and t.sizes[0] == 0)
+             and t.sizes[dim] != 0]
+    if not parts:  # the result is empty too: no element is ever computed
+        return ctx.pointwise(constant(0, d))
     iv = index_vars(len(out_sizes))
     pos = iv[dim]
     starts, acc = [], sympy.Integer(0)
@@ -265,6 +272,4 @@ def lower_cat(ctx: LoweringContext, tensors, dim=0):
             cond = Binary(BinaryOp.LT, IndexValue(pos, DType.int64), IndexValue(end, DType.int64),
                           DType.bool)
             body = Where(cond, val, body, d)
-    if body is None:
-        raise CompileError("cat of no non-empty tensors")
     return ctx.pointwise(body)

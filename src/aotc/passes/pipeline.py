@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 from ..build.compiler import build_model
 from ..build.toolchain import Target
@@ -44,7 +44,7 @@ class Compiled:
 class Stage:
     name: str
     run: Callable
-    dump: Optional[Callable] = None  # value -> text written to <debug_dir>/<nn>_<name>.txt
+    dump: Callable | None = None  # value -> text written to <debug_dir>/<nn>_<name>.txt
 
 
 def _plan_dump(plan: MemoryPlan) -> str:
@@ -54,7 +54,7 @@ def _plan_dump(plan: MemoryPlan) -> str:
 
 
 def compile_program(ep, target: Target, opt_level: str = "-O3",
-                    debug_dir: Optional[Path] = None, header: str = "") -> Compiled:
+                    debug_dir: Path | None = None, header: str = "") -> Compiled:
     from ..frontend.importer import import_program
 
     timings: dict[str, float] = {}

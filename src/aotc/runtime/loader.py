@@ -11,27 +11,21 @@ import sys
 import tempfile
 import threading
 from contextlib import contextmanager
-from pathlib import Path
 
 import numpy as np
 
-from ..build.toolchain import missing_features
+from ..build.toolchain import cache_dir, missing_features
 from ..dtypes import DType
 from ..errors import InputError, PackageError
 from ..package.format import PackageReader
 from . import abi, pytree
 
 
-def _library_dir() -> Path:
-    root = os.environ.get("AOTC_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "aotc")
-    path = Path(root) / "libraries"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def _materialize_library(data: bytes, digest: str) -> str:
-    path = _library_dir() / f"{digest}.so"
+    """The package's model.so as a file dlopen can load, written once per digest."""
+    folder = cache_dir() / "libraries"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{digest}.so"
     if not path.exists():
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".so")
         with os.fdopen(fd, "wb") as f:

@@ -11,7 +11,7 @@ import sympy
 
 from ...dtypes import DType
 from ...ir.expr import IndexValue, Load, children
-from ...ir.nodes import Buffer, Gemm, Pointwise, Program, Reduction, ReduceType
+from ...ir.nodes import Buffer, Gemm, Pointwise, Program, ReduceType, Reduction
 from ...ir.symbols import flat_offset, index_vars, numel, reduction_var
 from ...scheduler.memory import reads_of
 from . import ops
@@ -99,17 +99,17 @@ class _Nest:
     def __init__(self, code: CodeBuffer, buf: Buffer, body: BodyEmitter):
         self.code, self.buf, self.body = code, buf, body
 
-    def _loops(self, vars_, ranges, parallel: str | None, collapse: int):
-        """Open `for` loops (a unit dim gets no loop); returns how many opened."""
+    def _loops(self, vars_, ranges, work, collapse: int):
+        """Open `for` loops (a unit dim gets no loop), the outer ones OpenMP-parallel when
+        `work` (elements times reduction length) can reach the threshold; returns how many."""
         loops = [(v, n) for v, n in zip(vars_, ranges) if n != 1]
         for v, n in zip(vars_, ranges):
             if n == 1:
                 self.code.line(f"constexpr int64_t {v} = 0;")
-        collapse = min(collapse, len(loops))
+        pragma = parallel_pragma(work, min(collapse, len(loops)))
         for k, (v, n) in enumerate(loops):
-            if k == 0 and parallel:
-                clause = f" collapse({collapse})" if collapse > 1 else ""
-                self.code.line(f"#pragma omp parallel for{clause} if({parallel})")
+            if k == 0 and pragma:
+                self.code.line(pragma)
             self.code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
             self.code.level += 1
         return len(loops)
@@ -129,10 +129,8 @@ class _Nest:
     def pointwise(self, op: Pointwise) -> None:
         sizes = self.buf.sizes
         iv = index_vars(len(sizes))
-        work = c_index(numel(sizes))
         n_loops = sum(1 for n in sizes if n != 1)
-        opened = self._loops(iv, sizes, f"{work} >= {PARALLEL_MIN_WORK}" if n_loops else None,
-                             max(n_loops - 1, 1))
+        opened = self._loops(iv, sizes, numel(sizes), max(n_loops - 1, 1))
         value = self._emit_body(op.body)
         off = flat_offset(iv, sizes)
         self.code.line(f"out[{c_index(off)}] = {value};")
@@ -143,16 +141,16 @@ class _Nest:
         kind = op.reduce_type.value
         iv = index_vars(len(sizes))
         rv = [reduction_var(k) for k in range(len(op.ranges))]
-        work = c_index(sympy.expand(numel(sizes) * numel(op.ranges)))
-        par = f"{work} >= {PARALLEL_MIN_WORK}"
-        opened = self._loops(iv, sizes, par, len(sizes))
+        work = sympy.expand(numel(sizes) * numel(op.ranges))
+        opened = self._loops(iv, sizes, work, len(sizes))
         self.code.line(f"{d.ctype} acc = {ops.reduce_init(kind, d)};")
         whole_sum = opened == 0 and op.reduce_type in (ReduceType.SUM, ReduceType.PROD)
         for k, (v, n) in enumerate(zip(rv, op.ranges)):
             if k == 0 and whole_sum:  # a full reduction: split it across threads
                 sym = "+" if op.reduce_type is ReduceType.SUM else "*"
-                clause = f" collapse({len(rv)})" if len(rv) > 1 else ""
-                self.code.line(f"#pragma omp parallel for{clause} reduction({sym}:acc) if({par})")
+                pragma = parallel_pragma(work, len(rv), f" reduction({sym}:acc)")
+                if pragma:
+                    self.code.line(pragma)
             elif k == len(rv) - 1 and op.reduce_type is ReduceType.SUM and not whole_sum:
                 self.code.line("#pragma omp simd reduction(+:acc)")
             self.code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
@@ -167,6 +165,16 @@ class _Nest:
         off = flat_offset(iv, sizes)
         self.code.line(f"out[{c_index(off)}] = acc;")
         self._close(opened)
+
+
+def parallel_pragma(work, collapse: int, extra: str = "") -> str:
+    """The OpenMP pragma for a loop nest doing `work`, or "" when it is surely too small."""
+    work = sympy.sympify(work)
+    if work.is_number and work < PARALLEL_MIN_WORK:
+        return ""
+    clause = f" collapse({collapse})" if collapse > 1 else ""
+    cond = "" if work.is_number else f" if({c_index(work)} >= {PARALLEL_MIN_WORK})"
+    return f"#pragma omp parallel for{clause}{extra}{cond}"
 
 
 def gemm_call(buf: Buffer, pointer_of) -> list[str]:

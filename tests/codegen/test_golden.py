@@ -1,0 +1,51 @@
+"""Golden generated C++ for small models: a refactor's diff is empty or reviewed.
+
+Regenerate with AOTC_UPDATE_GOLDEN=1 after a deliberate codegen change, and review the diff.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from models import ReadmeModel
+
+from aotc.build.toolchain import host_target
+from aotc.codegen.cpp import emit_model
+from aotc.frontend.importer import import_program
+from aotc.passes.dce import remove_dead_buffers
+from aotc.scheduler.fusion import fuse_pointwise
+from aotc.scheduler.memory import plan_memory
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+class SoftmaxNorm(torch.nn.Module):
+    def forward(self, x):
+        y = torch.softmax(x * 0.5, dim=-1)
+        return y - y.mean(dim=-1, keepdim=True)
+
+
+def _emit(module, args, dynamic_shapes=None) -> str:
+    ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
+    program = fuse_pointwise(remove_dead_buffers(import_program(ep)))
+    return emit_model(program, plan_memory(program), header="golden")
+
+
+CASES = {
+    "readme_model.cpp": lambda: _emit(ReadmeModel(), (torch.randn(8, 10),),
+                                      {"x": {0: torch.export.Dim("batch", min=1, max=1024)}}),
+    "softmax_norm.cpp": lambda: _emit(SoftmaxNorm(), (torch.randn(4, 6),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_generated_cpp_matches_golden(name):
+    source = CASES[name]()
+    path = GOLDEN / name
+    if os.environ.get("AOTC_UPDATE_GOLDEN"):
+        path.write_text(source)
+    assert path.exists(), f"missing golden file {path}; run with AOTC_UPDATE_GOLDEN=1"
+    assert source == path.read_text(), f"generated C++ for {name} changed; review the diff"
+    assert host_target().device == "cpu"
