@@ -36,6 +36,14 @@ def meta_dtype(val) -> DType:
     return DType.from_name(str(val.dtype))
 
 
+# Shape and metadata assertions that export inserts: the generated input checks already
+# guarantee what they assert, so they compile to nothing.
+SHAPE_ASSERTIONS = frozenset({
+    "aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
+    "aten.sym_constrain_range.default", "aten.sym_constrain_range_for_size.default",
+})
+
+
 class Importer:
     """State of one import: the program being built and each FX node's lowered value."""
 
@@ -102,6 +110,8 @@ class Importer:
 
     def import_call(self, node: torch.fx.Node) -> None:
         val = node.meta.get("val")
+        if str(node.target) in SHAPE_ASSERTIONS:
+            return
         if node.target is operator.getitem:
             self.env[node] = self.env[node.args[0]][node.args[1]]
             return

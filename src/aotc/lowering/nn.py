@@ -1,8 +1,9 @@
-"""Neural-network ops kept whole by torch.export: layer_norm (for now)."""
+"""Neural-network ops kept whole by torch.export: layer_norm, batch_norm (inference)."""
 from __future__ import annotations
 
 import torch
 
+from ..errors import CompileError
 from ..ir.expr import Binary, BinaryOp, Unary, UnaryOp, constant
 from .common import operand
 from .reduction import lower_mean_keep, variance
@@ -27,3 +28,42 @@ def lower_layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5,
     if bias is not None:
         y = Binary(BinaryOp.ADD, y, operand(bias, d, out), d)
     return ctx.pointwise(y)
+
+
+def _channel(ctx, v, out):
+    """A per-channel (dim 1) vector read at the output index."""
+    from ..ir.symbols import index_var
+
+    return v.load((index_var(1),)) if v is not None and len(out) > 1 else None
+
+
+def _batch_norm(ctx, x, weight, bias, mean, var, eps):
+    d = ctx.out_dtype if not isinstance(ctx.out_dtype, tuple) else ctx.out_dtype[0]
+    out = ctx.out_sizes if not isinstance(ctx.out_dtype, tuple) else ctx.out_sizes[0]
+    rstd = Unary(UnaryOp.RSQRT, Binary(BinaryOp.ADD, _channel(ctx, var, out), constant(eps, d), d), d)
+    y = Binary(BinaryOp.MUL, Binary(BinaryOp.SUB, operand(x, d, out), _channel(ctx, mean, out), d),
+               rstd, d)
+    if weight is not None:
+        y = Binary(BinaryOp.MUL, y, _channel(ctx, weight, out), d)
+    if bias is not None:
+        y = Binary(BinaryOp.ADD, y, _channel(ctx, bias, out), d)
+    return ctx.pointwise(y, out)
+
+
+@register_lowering(aten.batch_norm.default, family=FAMILY)
+def lower_batch_norm(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps,
+                     cudnn_enabled=True):
+    if training or running_mean is None or running_var is None:
+        raise CompileError("batch_norm in training mode (batch statistics) is not supported; "
+                           "export the model after model.eval()")
+    return _batch_norm(ctx, x, weight, bias, running_mean, running_var, eps)
+
+
+@register_lowering(aten._native_batch_norm_legit_no_training.default, family=FAMILY)
+def lower_native_batch_norm_inference(ctx, x, weight, bias, running_mean, running_var, momentum,
+                                      eps):
+    y = _batch_norm(ctx, x, weight, bias, running_mean, running_var, eps)
+    # the saved mean/invstd outputs are empty in inference mode
+    empties = tuple(ctx.pointwise(constant(0, ctx.out_dtype[k]), ctx.out_sizes[k], hint=f"unused{k}")
+                    for k in (1, 2))
+    return (y,) + empties
