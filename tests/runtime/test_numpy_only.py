@@ -46,3 +46,16 @@ def test_package_runs_without_torch(tmp_path):
     assert report == {"torch_loaded": False, "sympy_loaded": False, "type": "ndarray"}
     y = np.load(tmp_path / "y.npy")
     torch.testing.assert_close(torch.from_numpy(y), ep.module()(torch.from_numpy(x)))
+
+
+def test_read_only_cache_falls_back_to_temp(tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    with torch.no_grad():
+        ep = torch.export.export(ReadmeModel().eval(), (torch.randn(2, 10),))
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("AOTC_CACHE_DIR", str(blocked))
+    model = aotc.load_package(path)
+    x = np.float32(np.random.default_rng(0).standard_normal((2, 10)))
+    torch.testing.assert_close(torch.from_numpy(model(x)), ep.module()(torch.from_numpy(x)))

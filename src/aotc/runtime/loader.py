@@ -10,6 +10,7 @@ import os
 import sys
 import tempfile
 import threading
+from pathlib import Path
 from contextlib import contextmanager
 
 import numpy as np
@@ -22,16 +23,22 @@ from . import abi, pytree
 
 
 def _materialize_library(data: bytes, digest: str) -> str:
-    """The package's model.so as a file dlopen can load, written once per digest."""
-    folder = cache_dir() / "libraries"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{digest}.so"
-    if not path.exists():
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".so")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    return str(path)
+    """The package's model.so as a file dlopen can load, written once per digest (in the
+    cache, or the temp directory where the cache is not writable)."""
+    for folder in (cache_dir() / "libraries",
+                   Path(tempfile.gettempdir()) / f"aotc-{os.getuid()}" / "libraries"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{digest}.so"
+            if not path.exists():
+                fd, tmp = tempfile.mkstemp(dir=folder, suffix=".so")
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)
+            return str(path)
+        except OSError as e:
+            error = e
+    raise PackageError(f"cannot write the model library anywhere to load it: {error}")
 
 
 def _is_torch_tensor(x) -> bool:
@@ -64,13 +71,12 @@ def as_arg(x, what: str) -> _Arg:
             raise InputError(f"{what}: tensor is on {x.device}; this package runs on the cpu")
         t = x.detach().contiguous()
         return _Arg(t, t.data_ptr(), tuple(t.shape), t.stride(), _dtype_of(str(t.dtype), what))
-    if not isinstance(x, np.ndarray):
-        if hasattr(x, "__dlpack__"):
-            x = np.from_dlpack(x)
-        elif isinstance(x, (int, float, bool, list, tuple)):
+    if isinstance(x, np.generic):
+        x = np.asarray(x)
+    elif not isinstance(x, np.ndarray):
+        if not hasattr(x, "__dlpack__"):
             raise InputError(f"{what}: expected a tensor or numpy array, got {type(x).__name__}")
-        else:
-            raise InputError(f"{what}: expected a tensor or numpy array, got {type(x).__name__}")
+        x = np.from_dlpack(x)
     a = np.ascontiguousarray(x)
     strides = tuple(s // a.itemsize for s in a.strides) if a.itemsize else (0,) * a.ndim
     return _Arg(a, a.ctypes.data, a.shape, strides, _dtype_of(a.dtype.name, what))

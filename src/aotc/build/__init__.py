@@ -1,0 +1,1 @@
+"""Building native code: toolchain, flags, cache."""
