@@ -23,9 +23,9 @@ from .source import user_source
 
 
 def to_sympy(v) -> sympy.Expr:
-    if isinstance(v, torch.SymInt):
+    if isinstance(v, (torch.SymInt, torch.SymBool, torch.SymFloat)):
         return sympy.sympify(v.node.expr)
-    return sympy.Integer(int(v))
+    return sympy.sympify(v)
 
 
 def meta_sizes(val) -> tuple:
@@ -115,12 +115,9 @@ class Importer:
         if node.target is operator.getitem:
             self.env[node] = self.env[node.args[0]][node.args[1]]
             return
-        if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
+        if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat, int, float, bool)):
             self.env[node] = to_sympy(val)  # shape arithmetic: its value is the expression
             return
-        if isinstance(val, (torch.SymFloat, torch.SymBool, float)):
-            raise UnsupportedOperatorError(str(node.target), user_source(node.meta.get("stack_trace")),
-                                           "symbolic float/bool values are not supported")
         op = node.target
         mutated = _mutated_arg(op)
         if mutated is not None:

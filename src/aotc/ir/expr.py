@@ -81,6 +81,21 @@ class Load:
 
 
 @dataclass(frozen=True)
+class IndirectLoad:
+    """Element `index` of `buffer`, where each symbol `ind<j>` in the index stands for the
+    value of `indirect[j]` (an int64 expression). With `wrap`, a negative value counts from
+    the end of its dim (x[idx]); any value left outside [0, bounds[j]) is an error the run
+    reports (gather, index_select and embedding take no negative indices)."""
+
+    buffer: str
+    index: tuple[sympy.Expr, ...]
+    indirect: tuple[Node, ...]
+    bounds: tuple[sympy.Expr, ...]
+    dtype: DType
+    wrap: bool = False
+
+
+@dataclass(frozen=True)
 class Constant:
     value: float | int | bool
     dtype: DType
@@ -131,10 +146,17 @@ class Cast:
     dtype: DType
 
 
-Node = Load | Constant | IndexValue | Unary | Binary | Where | Cast
+Node = Load | IndirectLoad | Constant | IndexValue | Unary | Binary | Where | Cast
+
+
+def indirect_var(j: int) -> sympy.Symbol:
+    """The symbol that stands for an IndirectLoad's j-th data-dependent index value."""
+    return sympy.Symbol(f"ind{j}", integer=True)
 
 
 def children(e: Node) -> tuple[Node, ...]:
+    if isinstance(e, IndirectLoad):
+        return e.indirect
     if isinstance(e, Unary):
         return (e.x,)
     if isinstance(e, Cast):
@@ -147,6 +169,8 @@ def children(e: Node) -> tuple[Node, ...]:
 
 
 def rebuild(e: Node, kids: tuple[Node, ...]) -> Node:
+    if isinstance(e, IndirectLoad):
+        return IndirectLoad(e.buffer, e.index, tuple(kids), e.bounds, e.dtype, e.wrap)
     if isinstance(e, Unary):
         return Unary(e.op, kids[0], e.dtype)
     if isinstance(e, Cast):
@@ -159,12 +183,18 @@ def rebuild(e: Node, kids: tuple[Node, ...]) -> Node:
 
 
 def transform(e: Node, leaf_fn, memo: dict | None = None) -> Node:
-    """Rebuild `e` bottom-up, replacing each leaf (Load/Constant/IndexValue) by leaf_fn(leaf)."""
+    """Rebuild `e` bottom-up, passing each leaf (Load/Constant/IndexValue) and each rebuilt
+    IndirectLoad (which carries an index too) through leaf_fn."""
     memo = {} if memo is None else memo
     if e in memo:
         return memo[e]
     kids = children(e)
-    out = rebuild(e, tuple(transform(k, leaf_fn, memo) for k in kids)) if kids else leaf_fn(e)
+    if isinstance(e, IndirectLoad):
+        out = leaf_fn(rebuild(e, tuple(transform(k, leaf_fn, memo) for k in kids)))
+    elif kids:
+        out = rebuild(e, tuple(transform(k, leaf_fn, memo) for k in kids))
+    else:
+        out = leaf_fn(e)
     memo[e] = out
     return out
 
@@ -175,8 +205,8 @@ def substitute_index(e: Node, mapping: dict) -> Node:
         return e
 
     def leaf(x: Node) -> Node:
-        if isinstance(x, Load):
-            return Load(x.buffer, tuple(sympy.sympify(i).xreplace(mapping) for i in x.index), x.dtype)
+        if isinstance(x, (Load, IndirectLoad)):
+            return with_index(x, tuple(sympy.sympify(i).xreplace(mapping) for i in x.index))
         if isinstance(x, IndexValue):
             return IndexValue(x.expr.xreplace(mapping), x.dtype)
         return x
@@ -184,16 +214,22 @@ def substitute_index(e: Node, mapping: dict) -> Node:
     return transform(e, leaf)
 
 
-def loads(e: Node) -> list[Load]:
-    """Every distinct Load in `e`, in first-visit order."""
+def with_index(x: Load | IndirectLoad, index: tuple) -> Load | IndirectLoad:
+    if isinstance(x, Load):
+        return Load(x.buffer, index, x.dtype)
+    return IndirectLoad(x.buffer, index, x.indirect, x.bounds, x.dtype, x.wrap)
+
+
+def loads(e: Node) -> list[Load | IndirectLoad]:
+    """Every distinct (direct or indirect) load in `e`, in first-visit order."""
     seen: dict[Node, None] = {}
-    out: list[Load] = []
+    out: list[Load | IndirectLoad] = []
 
     def visit(x: Node) -> None:
         if x in seen:
             return
         seen[x] = None
-        if isinstance(x, Load):
+        if isinstance(x, (Load, IndirectLoad)):
             out.append(x)
         for k in children(x):
             visit(k)
@@ -223,8 +259,8 @@ def simplify_loads(e: Node, ranges: dict) -> Node:
     from .symbols import simplify_index
 
     def leaf(x: Node) -> Node:
-        if isinstance(x, Load):
-            return Load(x.buffer, tuple(simplify_index(i, ranges) for i in x.index), x.dtype)
+        if isinstance(x, (Load, IndirectLoad)):
+            return with_index(x, tuple(simplify_index(i, ranges) for i in x.index))
         if isinstance(x, IndexValue):
             return IndexValue(simplify_index(x.expr, ranges), x.dtype)
         return x

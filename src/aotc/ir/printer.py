@@ -1,7 +1,7 @@
 """A stable text form of the IR, for dumps (`AOTC_DEBUG_DIR`) and Before/Expected tests."""
 from __future__ import annotations
 
-from .expr import Binary, Cast, Constant, IndexValue, Load, Node, Unary, Where
+from .expr import Binary, Cast, Constant, IndexValue, IndirectLoad, Load, Node, Unary, Where
 from .nodes import Buffer, BufferKind, Gemm, Operand, Pointwise, Program, Reduction
 
 
@@ -12,6 +12,10 @@ def format_index(index) -> str:
 def format_expr(e: Node) -> str:
     if isinstance(e, Load):
         return f"{e.buffer}[{format_index(e.index)}]"
+    if isinstance(e, IndirectLoad):
+        given = ", ".join(f"ind{j}={format_expr(v)} in [0, {b})"
+                          for j, (v, b) in enumerate(zip(e.indirect, e.bounds)))
+        return f"{e.buffer}[{format_index(e.index)} | {given}{', wrapped' if e.wrap else ''}]"
     if isinstance(e, Constant):
         return f"{e.value!r}:{e.dtype.name}"
     if isinstance(e, IndexValue):

@@ -1,5 +1,5 @@
 """Lowering: ATen ops -> loop-level IR. Importing this package registers every rule."""
-from . import creation, linalg, nn, pointwise, reduction, views  # noqa: F401
+from . import creation, indexing, linalg, nn, pointwise, reduction, views  # noqa: F401
 from .context import LoweringContext, TensorValue, buffer_value
 from .registry import LOWERINGS, covered_ops, lookup, register_lowering
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..ir.expr import Load, Node, loads, simplify_loads, substitute_index, transform
+from ..ir.expr import IndirectLoad, Load, Node, loads, simplify_loads, substitute_index, transform
 from ..ir.nodes import Gemm, Origin, Pointwise, Program, Reduction
 from ..ir.symbols import index_vars, reduction_var
 
@@ -30,6 +30,8 @@ def count_reads(program: Program) -> tuple[Counter, set[str]]:
         if body is not None:
             for ld in loads(body):
                 uses[ld.buffer] += 1
+                if isinstance(ld, IndirectLoad):  # a data-dependent index: read it in place
+                    pinned.add(ld.buffer)
         else:
             pinned.update(gemm_reads(buf.op))
     return uses, pinned

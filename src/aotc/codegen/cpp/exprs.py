@@ -4,7 +4,19 @@ from __future__ import annotations
 import sympy
 
 from ...dtypes import DType
-from ...ir.expr import Binary, Cast, Constant, IndexValue, Load, Node, Unary, Where, children
+from ...ir.expr import (
+    Binary,
+    Cast,
+    Constant,
+    IndexValue,
+    IndirectLoad,
+    Load,
+    Node,
+    Unary,
+    Where,
+    children,
+    indirect_var,
+)
 from ...ir.symbols import FloorDiv, ModIndex, flat_offset
 from . import ops
 
@@ -61,6 +73,7 @@ class BodyEmitter:
         self.pointer_of = pointer_of  # buffer name -> C++ name of its pointer in the kernel
         self.names: dict[Node, str] = {}
         self.lines: list[str] = []
+        self.checks_bounds = False  # set once an indirect load needs the `oob` flag
 
     def value(self, e: Node) -> str:
         if e in self.names:
@@ -77,6 +90,8 @@ class BodyEmitter:
 
     def _text(self, e: Node) -> str:
         v = self.value
+        if isinstance(e, IndirectLoad):
+            return self._indirect(e)
         if isinstance(e, Load):
             off = flat_offset(e.index, self.sizes[e.buffer])
             return f"{self.pointer_of(e.buffer)}[{c_index(off)}]"
@@ -93,3 +108,20 @@ class BodyEmitter:
                 return f"({v(e.x)} != 0)"
             return f"static_cast<{e.dtype.ctype}>({v(e.x)})"
         raise TypeError(f"cannot emit {e!r}")
+
+    def _indirect(self, e: IndirectLoad) -> str:
+        """Wrap negative data-dependent indices where the op does, and on an index out of
+        range raise the kernel's `oob` flag and read element 0 instead (never out of bounds)."""
+        names = {}
+        for j, (node, bound) in enumerate(zip(e.indirect, e.bounds)):
+            ix = f"ix{len(self.names)}_{j}"
+            b = c_index(bound)
+            self.lines.append(f"int64_t {ix} = {self.value(node)};")
+            if e.wrap:
+                self.lines.append(f"if ({ix} < 0) {ix} += {b};")
+            self.lines.append(f"if ({ix} < 0 || {ix} >= {b}) {{ __atomic_store_n(oob, 1, "
+                              f"__ATOMIC_RELAXED); {ix} = 0; }}")
+            names[indirect_var(j)] = sympy.Symbol(ix, integer=True)
+            self.checks_bounds = True
+        index = tuple(sympy.sympify(i).xreplace(names) for i in e.index)
+        return f"{self.pointer_of(e.buffer)}[{c_index(flat_offset(index, self.sizes[e.buffer]))}]"

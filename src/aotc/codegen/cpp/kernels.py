@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import sympy
 
 from ...dtypes import DType
-from ...ir.expr import IndexValue, Load, children
+from ...ir.expr import IndexValue, IndirectLoad, Load, children, loads
 from ...ir.nodes import Buffer, Gemm, Pointwise, Program, ReduceType, Reduction
 from ...ir.symbols import flat_offset, index_vars, numel, reduction_var
 from ...scheduler.memory import reads_of
@@ -25,6 +25,7 @@ PARALLEL_MIN_WORK = 16384  # elements (times reduction length) below which one t
 class Kernel:
     name: str
     reads: list[str]  # buffers passed after `out`, in order
+    checks_bounds: bool = False  # takes an `int *oob` flag raised on a bad indirect index
 
 
 def describe(buf: Buffer) -> list[str]:
@@ -33,8 +34,8 @@ def describe(buf: Buffer) -> list[str]:
     if o is None:
         return [f"// {buf.name}"]
     lines = [f"// {buf.name}: " + ", ".join(f"{n} ({t})" for n, t in zip(o.nodes, o.targets))]
-    if o.source:
-        lines.append(f"//   from {o.source}")
+    if o.source:  # a trailing backslash would splice the next line into the comment
+        lines.append(f"//   from {o.source}".rstrip("\\"))
     return lines
 
 
@@ -56,17 +57,21 @@ def emit_kernel(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> Ke
         f"const {program.buffers[b].dtype.ctype} *__restrict {b}" for b in reads]
     used = [*buf.sizes, *(op.ranges if isinstance(op, Reduction) else ()),
             *index_exprs(op.body), *(s for b in reads for s in sizes[b])]
+    body = BodyEmitter(sizes, lambda b: "out" if b == buf.name else b)
+    checks_bounds = any(isinstance(ld, IndirectLoad) for ld in loads(op.body))
+    if checks_bounds:
+        params.insert(0, "int *oob")
     code.lines_of(describe(buf))
     with code.block(f"static void {name}(const int64_t *sym, {', '.join(params)})"):
         for sym in symbols_in(program, *used):
             code.line(f"const int64_t {sym.name} = sym[{program_symbol_index(program, sym)}];")
-        nest = _Nest(code, buf, BodyEmitter(sizes, lambda b: "out" if b == buf.name else b))
+        nest = _Nest(code, buf, body)
         if isinstance(op, Pointwise):
             nest.pointwise(op)
         else:
             nest.reduction(op)
     code.line()
-    return Kernel(name, reads)
+    return Kernel(name, reads, checks_bounds)
 
 
 def index_exprs(body) -> list:
@@ -80,6 +85,8 @@ def index_exprs(body) -> list:
         seen.add(e)
         if isinstance(e, Load):
             out.extend(e.index)
+        elif isinstance(e, IndirectLoad):
+            out.extend(e.index + e.bounds)
         elif isinstance(e, IndexValue):
             out.append(e.expr)
         for k in children(e):

@@ -7,7 +7,7 @@ from ...ir.nodes import BufferKind, Gemm, Program
 from ...scheduler.memory import MemoryPlan
 from .code import CodeBuffer
 from .exprs import c_index
-from .kernels import emit_kernel, gemm_call, program_symbol_index
+from .kernels import describe, emit_kernel, gemm_call, program_symbol_index
 
 
 def emit_model(program: Program, plan: MemoryPlan, header: str = "") -> str:
@@ -170,6 +170,8 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, kernels: dic
             code.line('  return aotc::fail(AOTC_ERR_MEMORY, "cannot allocate a %lld-byte arena", '
                       "(long long)arena_bytes);")
         code.line("char *arena = m->arena;")
+        if any(k.checks_bounds for k in kernels.values()):
+            code.line("int oob = 0;  // raised by kernels that read through data-dependent indices")
         for name, buf in program.buffers.items():
             t = buf.dtype.ctype
             if buf.kind is BufferKind.INPUT:
@@ -186,11 +188,21 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, kernels: dic
         for buf in program.computed():
             if isinstance(buf.op, Gemm):
                 code.lines_of(gemm_call(buf, lambda n: n))
+            elif kernels[buf.name].checks_bounds:
+                k = kernels[buf.name]
+                code.line(f"{k.name}(sym, &oob, {', '.join([buf.name] + k.reads)});")
+                where = " ".join(line.lstrip("/ ") for line in describe(buf))
+                code.line("if (oob)")
+                code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "index out of range in {_c_str(where)}");')
             else:
                 k = kernels[buf.name]
                 code.line(f"{k.name}(sym, {', '.join([buf.name] + k.reads)});")
         code.line("return AOTC_OK;")
     code.line()
+
+
+def _c_str(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
 
 
 def _emit_abi(code: CodeBuffer) -> None:

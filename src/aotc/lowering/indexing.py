@@ -1,0 +1,93 @@
+"""Indexing lowerings: reads through data-dependent indices (index, index_select,
+embedding, gather) become IndirectLoads; codegen wraps negative indices and reports
+out-of-range ones as an input error."""
+from __future__ import annotations
+
+import sympy
+import torch
+
+from ..dtypes import DType
+from ..errors import UnsupportedOperatorError
+from ..ir.expr import IndirectLoad, Load, cast, indirect_var
+from ..ir.symbols import index_vars
+from .common import broadcast_index, dim_index
+from .context import LoweringContext, TensorValue
+from .registry import register_lowering
+
+aten = torch.ops.aten
+FAMILY = "indexing"
+
+
+def read_indirect(ctx: LoweringContext, x: TensorValue, src: list, indices: list,
+                  wrap: bool = False) -> TensorValue:
+    """Output element (i...) = x[src], where src[k] is an index expression for plain dims and
+    None for the dims indexed by the int64 expressions in `indices` (in order)."""
+    if not isinstance(x.body, Load):
+        x = ctx.realize(x)
+    it = iter(range(len(indices)))
+    full = [indirect_var(next(it)) if s is None else s for s in src]
+    bounds = tuple(x.sizes[k] for k, s in enumerate(src) if s is None)
+    inner = x.load(full)  # x may be a view: compose its index map with ours
+    load = IndirectLoad(inner.buffer, inner.index, tuple(indices), bounds, x.dtype, wrap)
+    return ctx.pointwise(load)
+
+
+def _index_node(t: TensorValue, shape, vars_):
+    """Index tensor `t` broadcast to `shape`, read at loop variables `vars_`, as int64."""
+    idx = broadcast_index(t.sizes, shape)
+    mapping = dict(zip(index_vars(len(shape)), vars_))
+    return cast(t.load(tuple(sympy.sympify(i).xreplace(mapping) for i in idx)), DType.int64)
+
+
+def _check_integer(ctx, t: TensorValue) -> None:
+    if t.dtype in (DType.bool, DType.uint8):
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       "boolean-mask indexing has a data-dependent shape")
+    if t.dtype.is_floating:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "indices must be integers")
+
+
+@register_lowering(aten.index.Tensor, family=FAMILY)
+def lower_index(ctx, x: TensorValue, indices, wrap: bool = True):
+    """x[i0, :, i2] advanced indexing: the broadcast index dims replace the indexed dims in
+    place when those are adjacent, else they lead the result (numpy's rule)."""
+    indices = list(indices) + [None] * (x.ndim - len(indices))
+    pos = [k for k, t in enumerate(indices) if t is not None]
+    for k in pos:
+        _check_integer(ctx, indices[k])
+    nb = max(indices[k].ndim for k in pos)
+    out = ctx.out_sizes
+    iv = index_vars(len(out))
+    adjacent = pos == list(range(pos[0], pos[-1] + 1))
+    first = pos[0] if adjacent else 0
+    bshape = tuple(out[first:first + nb])
+    bvars = iv[first:first + nb]
+    rest = iter(iv[:first] + iv[first + nb:])
+    src, nodes = [], []
+    for t in indices:
+        if t is None:
+            src.append(next(rest))
+        else:
+            src.append(None)
+            nodes.append(_index_node(t, bshape, bvars))
+    return read_indirect(ctx, x, src, nodes, wrap)
+
+
+@register_lowering(aten.index_select.default, family=FAMILY)
+def lower_index_select(ctx, x, dim, index):
+    dim = dim_index(dim, x.ndim)
+    return lower_index(ctx, x, [None] * dim + [index], wrap=False)
+
+
+@register_lowering(aten.embedding.default, family=FAMILY)
+def lower_embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return lower_index(ctx, weight, [indices], wrap=False)
+
+
+@register_lowering(aten.gather.default, family=FAMILY)
+def lower_gather(ctx, x, dim, index, sparse_grad=False):
+    _check_integer(ctx, index)
+    dim = dim_index(dim, x.ndim)
+    iv = index_vars(index.ndim)
+    src = [None if k == dim else iv[k] for k in range(x.ndim)]
+    return read_indirect(ctx, x, src, [cast(index.load(iv), DType.int64)])
