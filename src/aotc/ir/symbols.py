@@ -9,7 +9,7 @@ from functools import cache
 
 import sympy
 
-Expr = sympy.Expr
+from sympy import Expr  # the type of sizes and indices
 
 
 @cache

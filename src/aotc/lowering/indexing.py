@@ -28,6 +28,7 @@ def read_indirect(ctx: LoweringContext, x: TensorValue, src: list, indices: list
     full = [indirect_var(next(it)) if s is None else s for s in src]
     bounds = tuple(x.sizes[k] for k, s in enumerate(src) if s is None)
     inner = x.load(full)  # x may be a view: compose its index map with ours
+    assert isinstance(inner, Load)
     load = IndirectLoad(inner.buffer, inner.index, tuple(indices), bounds, x.dtype, wrap)
     return ctx.pointwise(load)
 

@@ -32,7 +32,7 @@ def count_reads(program: Program) -> tuple[Counter, set[str]]:
                 uses[ld.buffer] += 1
                 if isinstance(ld, IndirectLoad):  # a data-dependent index: read it in place
                     pinned.add(ld.buffer)
-        else:
+        elif isinstance(buf.op, Gemm):
             pinned.update(gemm_reads(buf.op))
     return uses, pinned
 
