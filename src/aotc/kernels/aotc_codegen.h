@@ -32,6 +32,12 @@ inline const char *dtype_name(int32_t d) {
   return (d >= 0 && d < 10) ? names[d] : "unknown";
 }
 
+inline int64_t numel(const aotc_tensor &t) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t.ndim; ++d) n *= t.sizes[d];
+  return n;
+}
+
 inline bool is_contiguous(const aotc_tensor &t) {
   // an empty tensor has no element to misplace: torch calls any stride of it contiguous
   for (int32_t d = 0; d < t.ndim; ++d)
@@ -62,7 +68,15 @@ template <typename T> inline T minimum(T a, T b) {
 
 template <typename T> inline T floordiv(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
-    return std::floor(a / b);
+    // torch's (and Python's) floor of the exact quotient: floor(a / b) would round first,
+    // so 1.0 // 0.1 gave 10 instead of 9. Same steps as c10's div_floor_floating.
+    if (b == 0) return a / b;
+    const T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= T(1);
+    if (div == 0) return std::copysign(T(0), a / b);
+    const T fl = std::floor(div);
+    return div - fl > T(0.5) ? fl + T(1) : fl;
   } else {
     if (b == 0) return 0;  // integer division by zero: defined here instead of UB
     T q = a / b;

@@ -115,12 +115,16 @@ int bind_inputs(const aotc_tensor *in, int64_t n_in, int64_t *sym) {
   // input 0 'x': float32[4, 6]
   if (in[0].ndim != 2)
     return aotc::fail(AOTC_ERR_INPUT, "input 'x': expected rank 2, got %d", (int)in[0].ndim);
+  if (in[0].ndim > 0 && (!in[0].sizes || !in[0].strides))
+    return aotc::fail(AOTC_ERR_ARGUMENT, "input 'x': null sizes or strides");
   if (in[0].dtype != AOTC_FLOAT32)
     return aotc::fail(AOTC_ERR_INPUT, "input 'x': expected dtype float32, got %s", aotc::dtype_name(in[0].dtype));
   if (in[0].sizes[0] != 4)
     return aotc::fail(AOTC_ERR_INPUT, "input 'x': dim 0 is %lld, expected 4", (long long)in[0].sizes[0]);
   if (in[0].sizes[1] != 6)
     return aotc::fail(AOTC_ERR_INPUT, "input 'x': dim 1 is %lld, expected 6", (long long)in[0].sizes[1]);
+  if (!in[0].data && aotc::numel(in[0]) > 0)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "input 'x': null data");
   if (!aotc::is_contiguous(in[0]))
     return aotc::fail(AOTC_ERR_INPUT, "input 'x': expected a contiguous (row-major) tensor");
   return AOTC_OK;
@@ -137,12 +141,16 @@ int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, const 
     return aotc::fail(AOTC_ERR_INPUT, "expected %lld outputs, got %lld", (long long)kNumOutputs, (long long)n_out);
   int64_t expect[kNumOutputs * kMaxRank + 1];
   output_sizes(sym, expect);
+  if (out[0].ndim > 0 && (!out[0].sizes || !out[0].strides))
+    return aotc::fail(AOTC_ERR_ARGUMENT, "output 0: null sizes or strides");
   if (out[0].ndim != 2 || out[0].dtype != AOTC_FLOAT32 || !aotc::is_contiguous(out[0]))
     return aotc::fail(AOTC_ERR_INPUT, "output 0: expected a contiguous float32 tensor of rank 2");
   if (out[0].sizes[0] != expect[0 * kMaxRank + 0])
     return aotc::fail(AOTC_ERR_INPUT, "output 0: dim 0 is %lld, expected %lld", (long long)out[0].sizes[0], (long long)expect[0 * kMaxRank + 0]);
   if (out[0].sizes[1] != expect[0 * kMaxRank + 1])
     return aotc::fail(AOTC_ERR_INPUT, "output 0: dim 1 is %lld, expected %lld", (long long)out[0].sizes[1], (long long)expect[0 * kMaxRank + 1]);
+  if (!out[0].data && aotc::numel(out[0]) > 0)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "output 0: null data");
   // memory plan: slot sizes follow the bound shapes
   int64_t arena_bytes = 0;
   const int64_t slot0 = arena_bytes;

@@ -71,6 +71,9 @@ def _emit_bind_inputs(code: CodeBuffer, program: Program) -> None:
             code.line(f"if (in[{k}].ndim != {len(buf.sizes)})")
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': expected rank '
                       f'{len(buf.sizes)}, got %d", (int)in[{k}].ndim);')
+            code.line(f"if (in[{k}].ndim > 0 && (!in[{k}].sizes || !in[{k}].strides))")
+            code.line(f'  return aotc::fail(AOTC_ERR_ARGUMENT, "input \'{nm}\': null sizes or '
+                      'strides");')
             code.line(f"if (in[{k}].dtype != AOTC_{buf.dtype.name.upper()})")
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': expected dtype '
                       f'{buf.dtype.name}, got %s", aotc::dtype_name(in[{k}].dtype));')
@@ -93,6 +96,8 @@ def _emit_bind_inputs(code: CodeBuffer, program: Program) -> None:
                               f"(long long){v});")
                 else:
                     deferred.append((k, nm, d, size))
+            code.line(f"if (!in[{k}].data && aotc::numel(in[{k}]) > 0)")
+            code.line(f'  return aotc::fail(AOTC_ERR_ARGUMENT, "input \'{nm}\': null data");')
             code.line(f"if (!aotc::is_contiguous(in[{k}]))")
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': expected a contiguous '
                       f'(row-major) tensor");')
@@ -146,6 +151,8 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, kernels: dic
         code.line("output_sizes(sym, expect);")
         for j, name in enumerate(program.outputs):
             buf = program.buffers[name]
+            code.line(f"if (out[{j}].ndim > 0 && (!out[{j}].sizes || !out[{j}].strides))")
+            code.line(f'  return aotc::fail(AOTC_ERR_ARGUMENT, "output {j}: null sizes or strides");')
             code.line(f"if (out[{j}].ndim != {len(buf.sizes)} || out[{j}].dtype != "
                       f"AOTC_{buf.dtype.name.upper()}"
                       f" || !aotc::is_contiguous(out[{j}]))")
@@ -156,6 +163,9 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, kernels: dic
                 code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "output {j}: dim {d} is %lld, '
                           f'expected %lld", (long long)out[{j}].sizes[{d}], '
                           f"(long long)expect[{j} * kMaxRank + {d}]);")
+        for j in range(len(program.outputs)):
+            code.line(f"if (!out[{j}].data && aotc::numel(out[{j}]) > 0)")
+            code.line(f'  return aotc::fail(AOTC_ERR_ARGUMENT, "output {j}: null data");')
         code.lines_of(_bind_symbol_lines(program))
         code.line("// memory plan: slot sizes follow the bound shapes")
         code.line("int64_t arena_bytes = 0;")
