@@ -17,6 +17,23 @@ from .errors import (  # noqa: E402
 from .runtime import CompiledModel, aoti_load_package, load_package  # noqa: E402
 
 
+def _configure_logging() -> None:
+    """AOTC_LOG=info|debug prints the compiler's log (stage timings, cache hits) to stderr."""
+    import logging
+    import os
+
+    level = os.environ.get("AOTC_LOG", "").upper()
+    if level in ("DEBUG", "INFO", "WARNING"):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[aotc %(levelname)s] %(message)s"))
+        logger = logging.getLogger("aotc")
+        logger.addHandler(handler)
+        logger.setLevel(level)
+
+
+_configure_logging()
+
+
 def compile_and_package(ep, package_path=None, options=None) -> str:
     """Compile an ExportedProgram into a .pt2 package and return its path."""
     from .api import compile_and_package as impl
