@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.testing import make_tensor
+from torch.testing._internal.common_methods_invocations import op_db  # needs expecttest
+from torch.testing._internal.opinfo.core import SampleInput
 from torch.utils import _pytree as pytree
 
 import aotc
-
-pytest.importorskip("expecttest", reason="torch's OpInfo database imports expecttest")
-from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 
 F32, I64, BOOL = torch.float32, torch.int64, torch.bool
 MAX_SAMPLES = 8
@@ -59,14 +59,16 @@ class Expected:
 
 
 def read_expected(path: Path = HERE / "expected_failures.txt") -> list[Expected]:
-    """Rows `op  dtype  sample|*  reason...`; '#' starts a comment line."""
+    """Rows `op  dtype  samples  reason...`: samples is `*` (the whole case) or a comma list
+    of OpInfo sample indices (one strict xfail each); '#' starts a comment line."""
     rows = []
     for line in path.read_text().splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        op, dtype, sample, reason = line.split(maxsplit=3)
-        rows.append(Expected(op, dtype, None if sample == "*" else int(sample), reason))
+        op, dtype, samples, reason = line.split(maxsplit=3)
+        picks = [None] if samples == "*" else [int(k) for k in samples.split(",")]
+        rows.extend(Expected(op, dtype, k, reason) for k in picks)
     return rows
 
 
@@ -92,7 +94,7 @@ class Sample:
     tensor_pos: list[int] = field(default_factory=list)
 
     @classmethod
-    def of(cls, index: int, s) -> "Sample":
+    def of(cls, index: int, s) -> Sample:
         leaves, spec = pytree.tree_flatten((s.input, tuple(s.args), dict(s.kwargs)))
         pos = [k for k, v in enumerate(leaves) if isinstance(v, torch.Tensor)]
         return cls(index, leaves, spec, pos)
@@ -128,13 +130,63 @@ class Batch(torch.nn.Module):
 
 
 def pick_samples(info, dtype) -> list[Sample]:
-    """At most MAX_SAMPLES samples, evenly spread over OpInfo's list (seeded, so stable)."""
+    """At most MAX_SAMPLES samples, evenly spread over OpInfo's list (seeded, so stable).
+
+    The generator behind opinfo.sample_inputs() is called directly: sample_inputs() only
+    wraps it in a tracker that runs inspect.stack() (~70 ms under pytest) per call.
+    """
     torch.manual_seed(0)
-    samples = list(info.sample_inputs("cpu", dtype))
+    samples = list(info.sample_inputs_func(info, "cpu", dtype, False))
     n = len(samples)
     keep = sorted({round(k * (n - 1) / (MAX_SAMPLES - 1)) for k in range(MAX_SAMPLES)}) \
         if n > MAX_SAMPLES else range(n)
-    return [Sample.of(k, samples[k]) for k in keep]
+    extra = EXTRA.get(opinfo_name(info), lambda d: [])(dtype)
+    return [Sample.of(k, samples[k]) for k in keep] + \
+        [Sample.of(EXTRA_BASE + k, x) for k, x in enumerate(extra)]
+
+
+# ---- samples OpInfo's small random ones miss (numbered from EXTRA_BASE) --------------------
+
+EXTRA_BASE = 100
+INF = float("inf")
+
+
+def _floor_edges(dtype) -> list[SampleInput]:
+    """Quotients whose float32 rounding is a whole number while the exact one is not."""
+    if dtype is not F32:
+        return []
+    a = torch.tensor([1.0, -1.0, 7.0, 5.0, INF, 0.3, -0.0])
+    b = torch.tensor([0.1, 0.1, 0.7, -0.0, 2.0, 0.1, 3.0])
+    return [SampleInput(a, args=(b,), kwargs={"rounding_mode": "floor"}),
+            SampleInput(a, args=(0.1,), kwargs={"rounding_mode": "floor"})]
+
+
+def _zero_dim_reduction(dtype) -> list[SampleInput]:
+    """A 0-dim tensor reduced over dim 0 / -1 (torch accepts both; there is no axis)."""
+    x = make_tensor((), dtype=dtype, device="cpu")
+    return [SampleInput(x, kwargs={"dim": 0, "keepdim": True}),
+            SampleInput(x.clone(), kwargs={"dim": -1})]
+
+
+def _large_reduction(dtype) -> list[SampleInput]:
+    """Over 16384 elements, where the generated loops switch to OpenMP."""
+    x = make_tensor((64, 600), dtype=dtype, device="cpu")
+    return _zero_dim_reduction(dtype) + [SampleInput(x), SampleInput(x.clone(), kwargs={"dim": 1})]
+
+
+def _large_softmax(dtype) -> list[SampleInput]:
+    x = make_tensor((64, 600), dtype=dtype, device="cpu")
+    return [SampleInput(x, kwargs={"dim": 0}), SampleInput(x.clone(), kwargs={"dim": 1})]
+
+
+def _large_broadcast(dtype) -> list[SampleInput]:
+    x, y = (make_tensor(s, dtype=dtype, device="cpu") for s in ((64, 600), (600,)))
+    return [SampleInput(x, args=(y,))]
+
+
+EXTRA = {"div.floor_rounding": _floor_edges, "sum": _large_reduction,
+         "mean": _large_reduction, "amax": _large_reduction, "amin": _large_reduction,
+         "softmax": _large_softmax, "add": _large_broadcast}
 
 
 def inputs_of(samples: list[Sample]) -> tuple:
@@ -147,13 +199,16 @@ def export(info, samples: list[Sample]):
         return torch.export.export(Batch(info.op, samples), inputs_of(samples))
 
 
-def exportable(info, samples: list[Sample]) -> list[Sample]:
-    """The samples torch.export can trace. A sample it rejects (data-dependent control flow,
-    a tensor used as a Python number, ...) says nothing about aotc, so it is skipped; the
-    batch is tried first so that the common case costs one export."""
+def exportable(info, samples: list[Sample]):
+    """(the samples torch.export can trace, their exported program).
+
+    Skipped: a sample torch.export rejects says nothing about aotc. Today that is narrow
+    with a tensor `start`, whose value becomes an unbacked symbol export cannot return.
+    Not skipped: 0-dim tensor inputs, which export takes as ordinary inputs. The batch is
+    tried first, so the common case costs one export.
+    """
     try:
-        export(info, samples)
-        return samples
+        return samples, export(info, samples)
     except Exception:  # noqa: BLE001 - any export failure is torch's, not aotc's
         pass
     ok = []
@@ -163,20 +218,21 @@ def exportable(info, samples: list[Sample]) -> list[Sample]:
             ok.append(s)
         except Exception:  # noqa: BLE001
             continue
-    return ok
+    return ok, (export(info, ok) if ok else None)
 
 
-def compile_and_run(info, samples: list[Sample], path: Path):
+def compile_and_run(ep, samples: list[Sample], path: Path):
     """(expected, actual): per-sample results of ep.module() and of the aotc package."""
-    ep = export(info, samples)
     args = inputs_of(samples)
     with torch.no_grad():
         expected = ep.module()(*args)
     model = aotc.load_package(aotc.compile_and_package(ep, package_path=path))
-    return expected, model(*args)
+    # with no tensor input (full, arange, ...) the numpy-only runtime answers numpy arrays
+    actual = pytree.tree_map(torch.as_tensor, model(*args))
+    return expected, actual
 
 
-def mismatches(samples: list[Sample], expected, actual) -> list[str]:
+def mismatches(info, samples: list[Sample], expected, actual) -> list[str]:
     """One line per sample whose aotc result differs from the exported program's.
 
     equal_nan: NaN where torch has NaN is the right answer (log of a negative, 0/0).
@@ -186,25 +242,55 @@ def mismatches(samples: list[Sample], expected, actual) -> list[str]:
         try:
             torch.testing.assert_close(a, e, equal_nan=True)
         except AssertionError as err:
-            bad.append(f"sample {s.index}: {str(err).splitlines()[0]}")
+            if not (opinfo_name(info) in REORDERS and as_accurate(info, s, e, a)):
+                bad.append(f"sample {s.index}: {str(err).splitlines()[0]}")
     return bad
 
 
-def check(info, samples: list[Sample], tmp_path: Path) -> None:
+def max_abs(t: torch.Tensor) -> float:
+    return t.abs().max().item() if t.numel() else 0.0
+
+
+# Ops that sum many float32 terms in an order each implementation chooses (GEMM blocking,
+# reduction trees): torch's result is one rounding of the exact sum, not the exact sum.
+REORDERS = {"mm", "addmm", "bmm", "nn.functional.linear", "matmul", "sum", "mean", "var",
+            "var.unbiased", "softmax", "softmax.with_dtype", "log_softmax",
+            "log_softmax.with_dtype"}
+
+
+def as_accurate(info, s: Sample, expected, actual) -> bool:
+    """aotc's error against a float64 evaluation is at most twice torch's own (+ the default
+    float32 atol), on every output: a different order of the same sum, not a wrong sum."""
+    ref = s.call(info.op, [t.double() if t.is_floating_point() else t for t in s.tensors()])
+    trees = [pytree.tree_leaves(x) for x in (expected, actual, ref)]
+    for e, a, r in zip(*trees):
+        if not (e.dtype == a.dtype == F32 and a.shape == e.shape):
+            return False
+        finite = e.isfinite()
+        same_specials = torch.equal(a[~finite].nan_to_num(), e[~finite].nan_to_num())
+        if not same_specials or not a[finite].isfinite().all():
+            return False
+        torch_err, aotc_err = (max_abs((x.double() - r)[finite]) for x in (e, a))
+        if aotc_err > 2 * torch_err + 1e-5:
+            return False
+    return True
+
+
+def check(info, samples: list[Sample], ep, tmp_path: Path, name: str = "batch") -> None:
     """Compile all samples as one program; when that fails, name the failing samples."""
     try:
-        expected, actual = compile_and_run(info, samples, tmp_path / "batch.pt2")
+        expected, actual = compile_and_run(ep, samples, tmp_path / f"{name}.pt2")
     except Exception as err:  # noqa: BLE001 - attributed per sample below
         if len(samples) == 1:
             raise
         failures = []
         for s in samples:
             try:
-                check(info, [s], tmp_path / f"s{s.index}")
+                check(info, [s], export(info, [s]), tmp_path, f"s{s.index}")
             except Exception as e:  # noqa: BLE001
                 failures.append(f"sample {s.index}: {type(e).__name__}: {str(e).splitlines()[0]}")
         raise AssertionError("\n".join(failures or [f"batch only: {err}"])) from err
-    bad = mismatches(samples, expected, actual)
+    bad = mismatches(info, samples, expected, actual)
     assert not bad, "\n".join(bad)
 
 
@@ -226,13 +312,22 @@ def cases():
             d = str(dtype).removeprefix("torch.")
             per_sample = sample_rows.get((name, d), {})
             row = whole.get((name, d))
-            marks = [pytest.mark.xfail(strict=True, reason=row.reason)] if row else []
+            marks = [xfail(row)] if row else []
             out.append(pytest.param(name, dtype, None, tuple(per_sample), marks=marks,
                                     id=f"{name}-{d}"))
             for k, r in sorted(per_sample.items()):
                 out.append(pytest.param(name, dtype, k, (), id=f"{name}-{d}-s{k}",
-                                        marks=pytest.mark.xfail(strict=True, reason=r.reason)))
+                                        marks=xfail(r)))
     return out
+
+
+class StaleRow(BaseException):
+    """A row naming a sample the sweep cannot run: not an Exception, so no xfail absorbs it."""
+
+
+def xfail(row: Expected):
+    # strict: an expected failure that passes fails the sweep, so the table stays true
+    return pytest.mark.xfail(strict=True, raises=Exception, reason=row.reason)
 
 
 def test_expected_failures_name_real_cases():
@@ -247,9 +342,10 @@ def test_opinfo(name, dtype, only, excluded, tmp_path):
     info = OPINFOS[name]
     samples = [s for s in pick_samples(info, dtype)
                if (s.index == only if only is not None else s.index not in excluded)]
+    samples, ep = exportable(info, samples)
     if only is not None and not samples:
-        pytest.fail(f"sample {only} is not among the swept samples")
-    samples = exportable(info, samples)
+        raise StaleRow(f"expected_failures.txt: sample {only} of {name} is not swept or "
+                       "cannot be exported")
     if not samples:
         pytest.skip("torch.export cannot export any sample")
-    check(info, samples, tmp_path)
+    check(info, samples, ep, tmp_path)

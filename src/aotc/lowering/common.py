@@ -1,7 +1,8 @@
 """Traits every lowering family shares: broadcasting, type promotion, operand loads."""
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Sequence
+from typing import Union
 
 import sympy
 
@@ -94,4 +95,6 @@ def dims_list(dims, ndim: int) -> list[int]:
         return list(range(ndim))
     if isinstance(dims, int):
         dims = [dims]
-    return sorted({dim_index(d, ndim) for d in dims})
+    dims = sorted({dim_index(d, ndim) for d in dims})
+    # a 0-dim tensor accepts dim 0 / -1 but has no axis to reduce over
+    return dims if ndim else []

@@ -88,13 +88,9 @@ def lower_mul(ctx, a, b):
 def lower_div(ctx, a, b, rounding_mode=None):
     if rounding_mode is None:
         return _binary(ctx, a, b, BinaryOp.DIV, _float_dtype(ctx, a, b))
-    d = promote(a, b)
-    if d.is_floating:
-        q = Binary(BinaryOp.DIV, operand(a, d, ctx.out_sizes), operand(b, d, ctx.out_sizes), d)
-        uop = UnaryOp.FLOOR if rounding_mode == "floor" else UnaryOp.TRUNC
-        return ctx.pointwise(cast(Unary(uop, q, d), ctx.out_dtype))
+    # floats too: FLOORDIV floors the exact quotient, where floor(a / b) would round first
     op = BinaryOp.FLOORDIV if rounding_mode == "floor" else BinaryOp.TRUNCDIV
-    return _binary(ctx, a, b, op, d)
+    return _binary(ctx, a, b, op, promote(a, b))
 
 
 @register_lowering(aten.floor_divide.default, aten.floor_divide.Scalar, family=FAMILY)

@@ -4,15 +4,15 @@ Also cat/split, whose results are index arithmetic over their inputs.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import sympy
 import torch
 
+from ..dtypes import DType
 from ..errors import CompileError
 from ..ir.expr import Binary, BinaryOp, IndexValue, Where, cast, constant, simplify_loads
 from ..ir.symbols import FloorDiv, ModIndex, contiguous_strides, index_vars, numel
-from ..dtypes import DType
 from .common import dim_index
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
