@@ -38,3 +38,14 @@ def test_decomposition_gap_names_both_ops(tmp_path):
 def test_not_an_exported_program(tmp_path):
     with pytest.raises(aotc.CompileError, match="expected a torch.export.ExportedProgram"):
         aotc.compile_and_package(torch.nn.Linear(2, 2), package_path=tmp_path / "m.pt2")
+
+
+class Half(torch.nn.Module):
+    def forward(self, x):
+        return x.float() * 2
+
+
+def test_half_precision_is_refused_not_miscomputed(tmp_path):
+    ep = torch.export.export(Half(), (torch.tensor([1.0, 2.0], dtype=torch.float16),))
+    with pytest.raises(aotc.CompileError, match="input x has dtype torch.float16"):
+        aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")

@@ -14,7 +14,7 @@ import sympy
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
-from ..dtypes import DType
+from ..dtypes import COMPUTABLE, DType
 from ..errors import CompileError, UnsupportedOperatorError
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
@@ -32,8 +32,15 @@ def meta_sizes(val) -> tuple:
     return tuple(to_sympy(s) for s in val.shape)
 
 
-def meta_dtype(val) -> DType:
-    return DType.from_name(str(val.dtype))
+def meta_dtype(val, what: str = "a tensor") -> DType:
+    try:
+        d = DType.from_name(str(val.dtype))
+    except ValueError:
+        d = None
+    if d not in COMPUTABLE:
+        raise CompileError(f"{what} has dtype {val.dtype}, which aotc does not compute yet "
+                           f"(supported: {', '.join(sorted(x.name for x in COMPUTABLE))})")
+    return d
 
 
 # Shape and metadata assertions that export inserts: the generated input checks already
@@ -94,7 +101,7 @@ class Importer:
     def _placeholder_buffer(self, node, val, kind: BufferKind) -> Buffer:
         sizes = meta_sizes(val) if kind is BufferKind.INPUT else tuple(
             sympy.Integer(s) for s in val.shape)
-        dtype = meta_dtype(val)
+        dtype = meta_dtype(val, f"input {node.name}")
         name = "in_" + node.name if kind is BufferKind.INPUT else "c_" + node.name
         return self.program.add(Buffer(name, dtype, sizes, kind))
 
@@ -139,9 +146,10 @@ class Importer:
         val = node.meta.get("val")
         if isinstance(val, (tuple, list)):
             sizes = tuple(meta_sizes(v) if isinstance(v, torch.Tensor) else () for v in val)
-            dtype = tuple(meta_dtype(v) if isinstance(v, torch.Tensor) else None for v in val)
+            dtype = tuple(meta_dtype(v, f"{node.name} ({op})") if isinstance(v, torch.Tensor)
+                          else None for v in val)
         elif isinstance(val, torch.Tensor):
-            sizes, dtype = meta_sizes(val), meta_dtype(val)
+            sizes, dtype = meta_sizes(val), meta_dtype(val, f"{node.name} ({op})")
         else:
             raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),
                                            "the exported graph has no shape metadata for it")

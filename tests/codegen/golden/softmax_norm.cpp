@@ -50,7 +50,7 @@ static void k1_softmax_max(const int64_t *sym, float *__restrict out, const floa
 static void k2_softmax_sum(const int64_t *sym, float *__restrict out, const float *__restrict mul, const float *__restrict softmax_max) {
   constexpr int64_t i1 = 0;
   for (int64_t i0 = 0; i0 < 4; ++i0) {
-    float acc = 0.0f;
+    double acc = 0.0;
     #pragma omp simd reduction(+:acc)
     for (int64_t r0 = 0; r0 < 6; ++r0) {
       const float t0 = mul[6*i0 + r0];
@@ -59,7 +59,7 @@ static void k2_softmax_sum(const int64_t *sym, float *__restrict out, const floa
       const float t3 = std::exp(t2);
       acc = acc + t3;
     }
-    out[i0 + i1] = acc;
+    out[i0 + i1] = static_cast<float>(acc);
   }
 }
 
@@ -84,13 +84,13 @@ static void k3_softmax(const int64_t *sym, float *__restrict out, const float *_
 static void k4_mean_sum(const int64_t *sym, float *__restrict out, const float *__restrict softmax) {
   constexpr int64_t i1 = 0;
   for (int64_t i0 = 0; i0 < 4; ++i0) {
-    float acc = 0.0f;
+    double acc = 0.0;
     #pragma omp simd reduction(+:acc)
     for (int64_t r0 = 0; r0 < 6; ++r0) {
       const float t0 = softmax[6*i0 + r0];
       acc = acc + t0;
     }
-    out[i0 + i1] = acc;
+    out[i0 + i1] = static_cast<float>(acc);
   }
 }
 

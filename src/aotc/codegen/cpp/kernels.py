@@ -150,7 +150,10 @@ class _Nest:
         rv = [reduction_var(k) for k in range(len(op.ranges))]
         work = sympy.expand(numel(sizes) * numel(op.ranges))
         opened = self._loops(iv, sizes, work, len(sizes))
-        self.code.line(f"{d.ctype} acc = {ops.reduce_init(kind, d)};")
+        # float32 sums and products accumulate in double: torch's cascade summation keeps
+        # the error of long sums near float32 rounding, and a double accumulator does too
+        acc_type = DType.float64 if (d is DType.float32 and kind in ("sum", "prod")) else d
+        self.code.line(f"{acc_type.ctype} acc = {ops.reduce_init(kind, acc_type)};")
         whole_sum = opened == 0 and op.reduce_type in (ReduceType.SUM, ReduceType.PROD)
         for k, (v, n) in enumerate(zip(rv, op.ranges)):
             if k == 0 and whole_sum:  # a full reduction: split it across threads
@@ -167,10 +170,11 @@ class _Nest:
             sym = "+" if op.reduce_type is ReduceType.SUM else "*"
             self.code.line(f"acc {sym}= {value};")
         else:
-            self.code.line(f"acc = {ops.reduce_combine(kind, 'acc', value, d)};")
+            self.code.line(f"acc = {ops.reduce_combine(kind, 'acc', value, acc_type)};")
         self._close(len(rv))
         off = flat_offset(iv, sizes)
-        self.code.line(f"out[{c_index(off)}] = acc;")
+        result = "acc" if acc_type is d else f"static_cast<{d.ctype}>(acc)"
+        self.code.line(f"out[{c_index(off)}] = {result};")
         self._close(opened)
 
 
