@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import torch
-from models import ReadmeModel
 
 from aotc.cli import main
+from models import ReadmeModel
 
 
 def test_compile_info_and_ops(tmp_path, capsys):

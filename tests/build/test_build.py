@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from models import ReadmeModel
 
 import aotc
 from aotc.build.compiler import build_model
 from aotc.build.toolchain import host_target, missing_features, target_for
 from aotc.passes.pipeline import compile_program
+from models import ReadmeModel
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from models import ReadmeModel
 
 from aotc.build.toolchain import host_target
 from aotc.codegen.cpp import emit_model
@@ -17,6 +16,7 @@ from aotc.frontend.importer import import_program
 from aotc.passes.dce import remove_dead_buffers
 from aotc.scheduler.fusion import fuse_pointwise
 from aotc.scheduler.memory import plan_memory
+from models import ReadmeModel
 
 GOLDEN = Path(__file__).parent / "golden"
 

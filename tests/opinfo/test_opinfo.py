@@ -45,6 +45,20 @@ MILESTONE: dict[str, tuple] = {
     # copies, conversions, creation
     "clone": ALL, "to": ALL, "float": ALL, "long": ALL, "bool": ALL,
     "full": ALL, "zeros": ALL, "ones": ALL, "arange": ALL,
+    # beyond the first milestone: more math, arg reductions, indexing, nn ops
+    "erf": (F32,), "sin": (F32,), "cos": (F32,), "floor": (F32, I64), "ceil": (F32, I64),
+    "round": (F32,), "trunc": (F32,), "reciprocal": (F32,), "sign": (F32, I64),
+    "log1p": (F32,), "expm1": (F32,), "remainder": (F32, I64), "fmod": (F32, I64),
+    "atan2": (F32,), "logical_and": ALL, "logical_or": ALL, "logical_not": ALL,
+    "bitwise_and": (I64, BOOL), "bitwise_not": (I64, BOOL), "isnan": (F32,),
+    "nn.functional.hardtanh": (F32,), "nn.functional.leaky_relu": (F32,),
+    "nn.functional.hardswish": (F32,), "nn.functional.hardsigmoid": (F32,),
+    "prod": (F32, I64), "any": ALL, "all": ALL, "std": (F32,),
+    "argmax": (F32, I64), "argmin": (F32, I64), "max.reduction_with_dim": (F32, I64),
+    "min.reduction_with_dim": (F32, I64),
+    "gather": (F32, I64), "index_select": (F32, I64), "nn.functional.embedding": (F32,),
+    "stack": ALL, "split": (F32,), "chunk": (F32,), "masked_fill": (F32, I64),
+    "nn.functional.layer_norm": (F32,), "t": ALL, "flatten": ALL, "unflatten": (F32,),
 }
 
 

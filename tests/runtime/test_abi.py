@@ -5,10 +5,10 @@ import ctypes
 
 import pytest
 import torch
-from models import ReadmeModel
 
 import aotc
 from aotc.runtime import abi
+from models import ReadmeModel
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ ARCH_FEATURES = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cpu_flags() -> frozenset[str]:
     try:
         with open("/proc/cpuinfo") as f:
@@ -52,7 +52,7 @@ def missing_features(arch: str) -> set[str]:
     return set(ARCH_FEATURES.get(arch, set())) - set(cpu_flags())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_target() -> Target:
     if platform.machine() not in ("x86_64", "AMD64"):
         return Target("cpu", "native", "native")
@@ -83,7 +83,7 @@ def compiler() -> str:
     return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiler_version(cxx: str) -> str:
     try:
         out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60)

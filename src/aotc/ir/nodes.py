@@ -22,6 +22,11 @@ class ReduceType(enum.Enum):
     MIN = "min"
     ANY = "any"
     ALL = "all"
+    ARGMAX = "argmax"  # int64 position (row-major over the reduced axes) of the first max
+    ARGMIN = "argmin"
+
+
+ARG_REDUCTIONS = frozenset({ReduceType.ARGMAX, ReduceType.ARGMIN})
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,8 @@ class Pointwise:
 
 @dataclass(frozen=True)
 class Reduction:
-    """Output element (i...) holds reduce_type over r in `ranges` of `body` (uses i* and r*)."""
+    """Output element (i...) holds reduce_type over r in `ranges` of `body` (uses i* and r*).
+    Arg reductions compare `body` values but store an int64 position."""
 
     reduce_type: ReduceType
     ranges: tuple[sympy.Expr, ...]

@@ -8,7 +8,6 @@ from __future__ import annotations
 from functools import cache
 
 import sympy
-
 from sympy import Expr  # the type of sizes and indices
 
 

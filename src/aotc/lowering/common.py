@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Union
 
 import sympy
 
@@ -12,7 +11,7 @@ from ..ir.expr import Node, cast, constant
 from ..ir.symbols import index_vars
 from .context import TensorValue
 
-Arg = Union[TensorValue, int, float, bool]
+Arg = TensorValue | int | float | bool
 
 
 

@@ -19,14 +19,15 @@ FAMILY = "indexing"
 
 
 def read_indirect(ctx: LoweringContext, x: TensorValue, src: list, indices: list,
-                  wrap: bool = False) -> TensorValue:
+                  wrap: bool = False, bounds: tuple | None = None) -> TensorValue:
     """Output element (i...) = x[src], where src[k] is an index expression for plain dims and
     None for the dims indexed by the int64 expressions in `indices` (in order)."""
     if not isinstance(x.body, Load):
         x = ctx.realize(x)
     it = iter(range(len(indices)))
     full = [indirect_var(next(it)) if s is None else s for s in src]
-    bounds = tuple(x.sizes[k] for k, s in enumerate(src) if s is None)
+    if bounds is None:
+        bounds = tuple(x.sizes[k] for k, s in enumerate(src) if s is None)
     inner = x.load(full)  # x may be a view: compose its index map with ours
     assert isinstance(inner, Load)
     load = IndirectLoad(inner.buffer, inner.index, tuple(indices), bounds, x.dtype, wrap)
@@ -40,11 +41,12 @@ def _index_node(t: TensorValue, shape, vars_):
     return cast(t.load(tuple(sympy.sympify(i).xreplace(mapping) for i in idx)), DType.int64)
 
 
-def _check_integer(ctx, t: TensorValue) -> None:
-    if t.dtype in (DType.bool, DType.uint8):
+def _check_integer(ctx, t: TensorValue, masks: bool = False) -> None:
+    """Index tensors hold integers; for x[idx], bool/uint8 ones are masks instead."""
+    if masks and t.dtype in (DType.bool, DType.uint8):
         raise UnsupportedOperatorError(ctx.target, ctx.source,
                                        "boolean-mask indexing has a data-dependent shape")
-    if t.dtype.is_floating:
+    if t.dtype.is_floating or t.dtype is DType.bool:
         raise UnsupportedOperatorError(ctx.target, ctx.source, "indices must be integers")
 
 
@@ -55,7 +57,7 @@ def lower_index(ctx, x: TensorValue, indices, wrap: bool = True):
     indices = list(indices) + [None] * (x.ndim - len(indices))
     pos = [k for k, t in enumerate(indices) if t is not None]
     for k in pos:
-        _check_integer(ctx, indices[k])
+        _check_integer(ctx, indices[k], masks=True)
     nb = max(indices[k].ndim for k in pos)
     out = ctx.out_sizes
     iv = index_vars(len(out))
@@ -76,8 +78,14 @@ def lower_index(ctx, x: TensorValue, indices, wrap: bool = True):
 
 @register_lowering(aten.index_select.default, family=FAMILY)
 def lower_index_select(ctx, x, dim, index):
+    _check_integer(ctx, index)
     dim = dim_index(dim, x.ndim)
-    return lower_index(ctx, x, [None] * dim + [index], wrap=False)
+    if x.ndim == 0:  # a scalar reads as a one-element vector: index 0 is the only valid one
+        return read_indirect(ctx, x, [], [cast(index.load((0,) * index.ndim), DType.int64)],
+                             bounds=(sympy.Integer(1),))
+    iv = index_vars(x.ndim)
+    src = [None if k == dim else iv[k] for k in range(x.ndim)]
+    return read_indirect(ctx, x, src, [cast(index.load((iv[dim],) if index.ndim else ()), DType.int64)])
 
 
 @register_lowering(aten.embedding.default, family=FAMILY)

@@ -1,4 +1,5 @@
-"""Reduction lowerings: sum/mean/amax/amin/prod/any/all/var and the softmax family."""
+"""Reduction lowerings: sum/mean/amax/amin/prod/any/all/var, argmax/argmin and max/min over
+a dim, and the softmax family."""
 from __future__ import annotations
 
 import sympy
@@ -6,7 +7,7 @@ import torch
 
 from ..dtypes import DType
 from ..ir.expr import Binary, BinaryOp, IndexValue, Node, Unary, UnaryOp, cast, constant
-from ..ir.nodes import ReduceType, Reduction
+from ..ir.nodes import ARG_REDUCTIONS, ReduceType, Reduction
 from ..ir.symbols import index_vars, numel, reduction_var
 from .common import dim_index, dims_list, operand
 from .context import LoweringContext, TensorValue
@@ -35,9 +36,10 @@ def reduce(ctx: LoweringContext, x: TensorValue, dims, keepdim: bool, rtype: Red
             src.append(iv[k] if keepdim else iv[o])
             o += 1
     elem = x.load(src)
-    body = body_of(elem, src) if body_of else cast(elem, dtype)
+    body = body_of(elem, src) if body_of else elem
+    value_dtype = x.dtype if rtype in ARG_REDUCTIONS else dtype  # arg: compare, store int64
     ranges = tuple(x.sizes[k] for k in dims)
-    return ctx.emit(Reduction(rtype, ranges, cast(body, dtype)), out_sizes, dtype, hint)
+    return ctx.emit(Reduction(rtype, ranges, cast(body, value_dtype)), out_sizes, dtype, hint)
 
 
 def _count(x: TensorValue, dims) -> sympy.Expr:
@@ -74,6 +76,23 @@ def lower_amax(ctx, x, dims=None, keepdim=False):
 @register_lowering(aten.amin.default, aten.min.default, family=FAMILY)
 def lower_amin(ctx, x, dims=None, keepdim=False):
     return reduce(ctx, x, dims, keepdim, ReduceType.MIN, ctx.out_dtype)
+
+
+@register_lowering(aten.argmax.default, aten.argmin.default, family=FAMILY)
+def lower_argmax(ctx, x, dim=None, keepdim=False):
+    rtype = ReduceType.ARGMAX if "argmax" in ctx.target else ReduceType.ARGMIN
+    return reduce(ctx, x, dim, keepdim, rtype, DType.int64)
+
+
+@register_lowering(aten.max.dim, aten.min.dim, family=FAMILY)
+def lower_max_dim(ctx, x, dim, keepdim=False):
+    """(values, indices) over one dim: a max and an argmax reduction."""
+    is_max = "max" in ctx.target
+    values = reduce(ctx, x, dim, keepdim, ReduceType.MAX if is_max else ReduceType.MIN, x.dtype,
+                    hint=f"{ctx.node_name}_values")
+    indices = reduce(ctx, x, dim, keepdim, ReduceType.ARGMAX if is_max else ReduceType.ARGMIN,
+                     DType.int64, hint=f"{ctx.node_name}_indices")
+    return values, indices
 
 
 @register_lowering(aten.any.default, aten.any.dim, aten.any.dims, family=FAMILY)

@@ -217,6 +217,8 @@ def _groups(old: list, new: list) -> list[tuple[int, int]]:
 
 def _divides(a, b) -> bool:
     """a divides b (symbolically) and a != b."""
+    if a == 0 or b == 0:  # empty dims: no refinement to find
+        return False
     q = sympy.cancel(b / a)
     num, den = sympy.fraction(q)
     return den == 1 and q != 1 and (not q.is_number or q > 1)

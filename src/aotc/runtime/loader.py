@@ -10,8 +10,8 @@ import os
 import sys
 import tempfile
 import threading
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 

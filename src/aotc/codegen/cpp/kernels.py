@@ -11,7 +11,7 @@ import sympy
 
 from ...dtypes import DType
 from ...ir.expr import IndexValue, IndirectLoad, Load, children, loads
-from ...ir.nodes import Buffer, Gemm, Pointwise, Program, ReduceType, Reduction
+from ...ir.nodes import ARG_REDUCTIONS, Buffer, Gemm, Pointwise, Program, ReduceType, Reduction
 from ...ir.symbols import flat_offset, index_vars, numel, reduction_var
 from ...scheduler.memory import reads_of
 from . import ops
@@ -153,7 +153,13 @@ class _Nest:
         # float32 sums and products accumulate in double: torch's cascade summation keeps
         # the error of long sums near float32 rounding, and a double accumulator does too
         acc_type = DType.float64 if (d is DType.float32 and kind in ("sum", "prod")) else d
-        self.code.line(f"{acc_type.ctype} acc = {ops.reduce_init(kind, acc_type)};")
+        if op.reduce_type in ARG_REDUCTIONS:  # compare values, keep the first best position
+            acc_type = op.body.dtype
+            init = ops.reduce_init("max" if op.reduce_type is ReduceType.ARGMAX else "min", acc_type)
+            self.code.line(f"{acc_type.ctype} acc = {init};")
+            self.code.line("int64_t arg = 0;")
+        else:
+            self.code.line(f"{acc_type.ctype} acc = {ops.reduce_init(kind, acc_type)};")
         whole_sum = opened == 0 and op.reduce_type in (ReduceType.SUM, ReduceType.PROD)
         for k, (v, n) in enumerate(zip(rv, op.ranges)):
             if k == 0 and whole_sum:  # a full reduction: split it across threads
@@ -166,7 +172,9 @@ class _Nest:
             self.code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
             self.code.level += 1
         value = self._emit_body(op.body)
-        if whole_sum:
+        if op.reduce_type in ARG_REDUCTIONS:
+            self._arg_step(op, rv, value)
+        elif whole_sum:
             sym = "+" if op.reduce_type is ReduceType.SUM else "*"
             self.code.line(f"acc {sym}= {value};")
         else:
@@ -174,8 +182,20 @@ class _Nest:
         self._close(len(rv))
         off = flat_offset(iv, sizes)
         result = "acc" if acc_type is d else f"static_cast<{d.ctype}>(acc)"
+        if op.reduce_type in ARG_REDUCTIONS:
+            result = "arg"
         self.code.line(f"out[{c_index(off)}] = {result};")
         self._close(opened)
+
+
+    def _arg_step(self, op: Reduction, rv, value: str) -> None:
+        """Take `value` when strictly better; a NaN is the best value, and the first one wins."""
+        cmp = ">" if op.reduce_type is ReduceType.ARGMAX else "<"
+        better = f"{value} {cmp} acc"
+        if op.body.dtype.is_floating:
+            better = f"!std::isnan(acc) && ({better} || std::isnan({value}))"
+        pos = c_index(flat_offset(tuple(rv), op.ranges))
+        self.code.line(f"if ({better}) {{ acc = {value}; arg = {pos}; }}")
 
 
 def parallel_pragma(work, collapse: int, extra: str = "") -> str:
