@@ -21,3 +21,12 @@ def test_compile_info_and_ops(tmp_path, capsys):
     assert "aten.linear.default" in capsys.readouterr().out
     assert main(["info", str(tmp_path / "missing.pt2")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_ops_table_in_docs_is_current():
+    from pathlib import Path
+
+    from aotc.cli import ops_markdown
+
+    table = Path(__file__).resolve().parent.parent / "docs" / "OPS.md"
+    assert table.read_text() == ops_markdown(), "regenerate: aotc ops --markdown > docs/OPS.md"
