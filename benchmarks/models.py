@@ -9,8 +9,8 @@ builds an entry (the compiling parent and the timing workers) gets identical ten
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -108,6 +108,25 @@ class SmallTransformer(torch.nn.Module):
         return self.head(self.norm(x))
 
 
+class Attention(torch.nn.Module):
+    """softmax(q k^T / sqrt(d)) v on (batch, heads, seq, head_dim) inputs."""
+
+    def forward(self, q, k, v):
+        att = torch.softmax((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1])), dim=-1)
+        return att @ v
+
+
+class Apply(torch.nn.Module):
+    """A module around one function of the input (for single-operator components)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
 @dataclass(frozen=True)
 class Benchmark:
     name: str
@@ -136,11 +155,26 @@ SUITE = [
               "2 encoder blocks + norm + head 256->64 (primitive layer norm), 1 x 128 tokens"),
 ]
 
-BY_NAME = {b.name: b for b in SUITE}
+# Pieces of the models above, one operator family each, to see where time goes. Not run by
+# default: name them with --models.
+COMPONENTS = [
+    Benchmark("linear_b64_1024", lambda: torch.nn.Linear(1024, 1024),
+              lambda: (torch.randn(64, 1024),), "one Linear 1024->1024 (GEMM + bias), batch 64"),
+    Benchmark("gelu_128x1024", lambda: Apply(F.gelu), lambda: (torch.randn(128, 1024),),
+              "GELU (erf) on 128 x 1024, as after fc1 in encoder_s128"),
+    Benchmark("layer_norm_128x256",
+              lambda: Apply(lambda x: F.layer_norm(x, x.shape[-1:])),
+              lambda: (torch.randn(1, 128, 256),), "aten.layer_norm over 256 on 1 x 128 x 256"),
+    Benchmark("attention_h4_s128", Attention,
+              lambda: tuple(torch.randn(1, 4, 128, 64) for _ in range(3)),
+              "softmax attention core of encoder_s128: 4 heads x 128 tokens x 64"),
+]
+
+BY_NAME = {b.name: b for b in SUITE + COMPONENTS}
 
 
 def select(names: str | None) -> list[Benchmark]:
-    """The benchmarks named in a comma-separated list (all of them for None/empty)."""
+    """The benchmarks named in a comma-separated list (the SUITE for None/empty)."""
     if not names:
         return list(SUITE)
     unknown = [n for n in names.split(",") if n not in BY_NAME]

@@ -12,10 +12,10 @@ same number of threads. The worker checks aotc (and AOTInductor) against eager w
 torch.testing.assert_close, then times the three round-robin: one batch of iterations of
 each, repeated R times, so that drift in machine load hits all three alike.
 
-Builds go under build/bench/ (ignored): aotc's cache (its per-model builds are cleared at
-the start of every run, so aotc compile times are cold; the shared kernel objects are built
-by a warm-up compile whose time is reported separately) and the AOTInductor packages, cached
-by model name and torch version so that re-runs do not recompile them.
+Builds go under build/bench/ (ignored): private aotc and inductor caches, cleared before
+compiling so that compile times are cold (a warm-up compile of a tiny model pays the one-time
+costs, reported separately), and the AOTInductor packages, cached by model name and torch
+version so that re-runs do not recompile them (their recorded compile times are reused).
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ import json
 import math
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -41,9 +42,10 @@ AOTI_DIR = BUILD / "aoti"
 INDUCTOR_CACHE = BUILD / "inductor-cache"
 NOTES_MARKER = "<!-- notes below are kept when run.py rewrites this file -->"
 
-# the compiler caches must be chosen before aotc or torch._inductor read them
-os.environ.setdefault("AOTC_CACHE_DIR", str(AOTC_CACHE))
-os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(INDUCTOR_CACHE))
+# private compiler caches (they are wiped for cold compiles), chosen before aotc or
+# torch._inductor read them
+os.environ["AOTC_CACHE_DIR"] = str(AOTC_CACHE)
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(INDUCTOR_CACHE)
 
 import torch  # noqa: E402
 
@@ -66,55 +68,73 @@ def timed(fn, *args, **kwargs):
     return out, time.perf_counter() - t0
 
 
-def aotc_warmup() -> float:
-    """Compile a tiny model so the shared kernel objects are built (or found) up front."""
-    import aotc
-
+def tiny_program():
     torch.manual_seed(0)
     tiny = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
-    with tempfile.TemporaryDirectory() as tmp:
-        _, seconds = timed(aotc.compile_and_package, export(tiny, (torch.randn(2, 4),)),
-                           package_path=os.path.join(tmp, "warmup.pt2"))
-    return seconds
+    return export(tiny, (torch.randn(2, 4),))
 
 
-def compile_aotc(name: str, ep) -> tuple[str, float]:
+def warmup(compile_fn) -> float:
+    """Seconds to compile a tiny model: the one-time costs every later compile reuses
+    (aotc's shared kernel objects; inductor's precompiled headers and runtime)."""
+    with tempfile.TemporaryDirectory(dir=BUILD) as tmp:
+        return timed(compile_fn, tiny_program(), package_path=os.path.join(tmp, "tiny.pt2"))[1]
+
+
+def aotc_compile(ep, package_path):
     import aotc
 
-    path = BUILD / "aotc" / f"{name}.pt2"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return timed(aotc.compile_and_package, ep, package_path=str(path))
+    return aotc.compile_and_package(ep, package_path=package_path)
+
+
+def aoti_compile(ep, package_path):
+    # compile with as many threads as cores: inductor then emits `#pragma omp parallel`
+    # without a fixed thread count, so the package follows OMP_NUM_THREADS at run time
+    torch.set_num_threads(os.cpu_count() or 1)
+    return torch._inductor.aoti_compile_and_package(ep, package_path=package_path,
+                                                    inductor_configs={"freezing": True})
+
+
+def aoti_cached(name: str):
+    """Compile seconds recorded with a cached AOTI package of this torch version, or None."""
+    stamp = AOTI_DIR / f"{name}.json"
+    if (AOTI_DIR / f"{name}.pt2").exists() and stamp.exists():
+        info = json.loads(stamp.read_text())
+        if info.get("torch") == torch.__version__:
+            return info["compile_s"]
+    return None
 
 
 def compile_aoti(name: str, ep) -> tuple[str, float, bool]:
     """(package path, compile seconds, whether it came from an earlier run's cache)."""
     path = AOTI_DIR / f"{name}.pt2"
-    stamp = AOTI_DIR / f"{name}.json"
-    if path.exists() and stamp.exists():
-        info = json.loads(stamp.read_text())
-        if info.get("torch") == torch.__version__:
-            return str(path), info["compile_s"], True
+    cached = aoti_cached(name)
+    if cached is not None:
+        return str(path), cached, True
     AOTI_DIR.mkdir(parents=True, exist_ok=True)
-    # compile with as many threads as cores: inductor then emits `#pragma omp parallel`
-    # without a fixed thread count, so the package follows OMP_NUM_THREADS at run time
-    torch.set_num_threads(os.cpu_count() or 1)
-    out, seconds = timed(torch._inductor.aoti_compile_and_package, ep, package_path=str(path),
-                         inductor_configs={"freezing": True})
-    stamp.write_text(json.dumps({"torch": torch.__version__, "compile_s": seconds}))
+    out, seconds = timed(aoti_compile, ep, str(path))
+    (AOTI_DIR / f"{name}.json").write_text(
+        json.dumps({"torch": torch.__version__, "compile_s": seconds}))
     return out, seconds, False
 
 
-def compile_all(benches, with_aoti: bool) -> list[dict]:
-    # cold builds: no model code from earlier runs (AOTI packages themselves stay cached)
-    shutil.rmtree(Path(os.environ["AOTC_CACHE_DIR"]) / "models", ignore_errors=True)
-    shutil.rmtree(os.environ["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
+def compile_all(benches, with_aoti: bool, meta: dict) -> list[dict]:
+    """Export and compile every benchmark; warm-up compile times go into meta."""
+    # cold builds: nothing from earlier runs (AOTI packages themselves stay cached)
+    shutil.rmtree(AOTC_CACHE, ignore_errors=True)
+    meta["aotc_warmup_s"] = warmup(aotc_compile)
+    if with_aoti and any(aoti_cached(b.name) is None for b in benches):
+        shutil.rmtree(INDUCTOR_CACHE, ignore_errors=True)
+        meta["aoti_warmup_s"] = warmup(aoti_compile)
     entries = []
     for bench in benches:
         model, inputs = bench.build()
         ep = export(model, inputs)
         entry = {"name": bench.name}
         try:
-            entry["aotc"], entry["aotc_compile_s"] = compile_aotc(bench.name, ep)
+            path = BUILD / "aotc" / f"{bench.name}.pt2"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            entry["aotc"], entry["aotc_compile_s"] = timed(aotc_compile, ep, str(path))
         except Exception as e:  # report and go on: one failure must not hide the rest
             entry["aotc_error"] = f"{type(e).__name__}: {e}"
         if with_aoti:
@@ -130,7 +150,7 @@ def compile_all(benches, with_aoti: bool) -> list[dict]:
 # ----------------------------------------------------------------------------- timing
 
 def load_impls(entry: dict, threads: int) -> tuple[dict, tuple]:
-    """name -> callable for every implementation available for this entry."""
+    """({name: callable} for every implementation available for this entry, its inputs)."""
     import aotc
 
     model, inputs = models.BY_NAME[entry["name"]].build()
@@ -158,11 +178,12 @@ def per_iter_ms(fn, inputs, iters: int) -> float:
 
 
 def calibrate(fns: dict, inputs: tuple, batch_ms: float) -> int:
-    """Warm every implementation up; iterations per batch so the slowest takes ~batch_ms."""
+    """Warm every implementation up; iterations per batch so the slowest takes ~batch_ms.
+    The fastest of three probes is used, so a burst of outside load does not shrink batches."""
     slowest = 0.0
     for fn in fns.values():
         per_iter_ms(fn, inputs, 3)
-        slowest = max(slowest, per_iter_ms(fn, inputs, 5))
+        slowest = max(slowest, min(per_iter_ms(fn, inputs, 3) for _ in range(3)))
     return max(1, min(5000, round(batch_ms / max(slowest, 1e-4))))
 
 
@@ -182,6 +203,33 @@ def summarize(samples: list[float]) -> dict:
     return {"median_ms": statistics.median(samples), "iqr_pct": 100 * (q[2] - q[0]) / q[1]}
 
 
+def measure(fns: dict, inputs: tuple, spec: dict) -> dict:
+    """One timing attempt, with the share of the machine other processes used meanwhile."""
+    waited = wait_for_idle(spec["wait_idle"])
+    iters = calibrate(fns, inputs, spec["batch_ms"])
+    busy0, own0, t0 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
+    samples = time_interleaved(fns, inputs, iters, spec["reps"])
+    busy1, own1, t1 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
+    res = {"iters": iters, "waited_s": waited, **{n: summarize(s) for n, s in samples.items()}}
+    res["noise_pct"] = max(res[n]["iqr_pct"] for n in samples)
+    if busy0 is not None:
+        other = (busy1 - busy0) - (own1 - own0)
+        res["background_pct"] = max(0.0, 100 * other / ((t1 - t0) * (os.cpu_count() or 1)))
+    return res
+
+
+def measure_quietest(fns: dict, inputs: tuple, spec: dict) -> dict:
+    """Time up to 1 + retries times while the spread is over noise_pct; keep the attempt with
+    the smallest spread (all implementations of an attempt share its conditions)."""
+    attempts = []
+    for _ in range(1 + spec["retries"]):
+        attempts.append(measure(fns, inputs, spec))
+        if attempts[-1]["noise_pct"] <= spec["noise_pct"]:
+            break
+    best = min(attempts, key=lambda a: a["noise_pct"])
+    return {**best, "attempts": len(attempts)}
+
+
 def worker(spec_path: str) -> None:
     """Time every entry of the spec at one thread count; write results next to the spec."""
     spec = json.loads(Path(spec_path).read_text())
@@ -194,32 +242,62 @@ def worker(spec_path: str) -> None:
             try:
                 fns, inputs = load_impls(entry, threads)
                 check_outputs(fns, inputs)
-                iters = calibrate(fns, inputs, spec["batch_ms"])
-                samples = time_interleaved(fns, inputs, iters, spec["reps"])
-                res.update(iters=iters, **{n: summarize(s) for n, s in samples.items()})
+                res.update(measure_quietest(fns, inputs, spec))
             except Exception as e:
                 res["error"] = f"{type(e).__name__}: {e}"
             results.append(res)
-            print(f"[{threads} thread(s)] {entry['name']}: "
-                  + (res.get("error") or "  ".join(
-                      f"{n} {res[n]['median_ms']:.4f} ms" for n in IMPLS if n in res)),
-                  file=sys.stderr, flush=True)
+            log(f"[{threads} thread(s)] {entry['name']}: " + (res.get("error") or "  ".join(
+                f"{n} {res[n]['median_ms']:.4f} ms" for n in IMPLS if n in res)))
     Path(spec["result"]).write_text(json.dumps({"threads": threads,
                                                 "torch_threads": torch.get_num_threads(),
                                                 "results": results}))
 
 
-def run_threads(entries: list[dict], threads: int, reps: int, batch_ms: float) -> dict:
+def run_threads(entries: list[dict], threads: int, args) -> dict:
     """Run the worker in a fresh process with OMP_NUM_THREADS=threads."""
     runnable = [e for e in entries if "aotc" in e]
     with tempfile.TemporaryDirectory(dir=BUILD) as tmp:
         spec = Path(tmp) / "spec.json"
         result = Path(tmp) / "result.json"
-        spec.write_text(json.dumps({"threads": threads, "reps": reps, "batch_ms": batch_ms,
-                                    "entries": runnable, "result": str(result)}))
+        spec.write_text(json.dumps({
+            "threads": threads, "reps": args.reps, "batch_ms": args.batch_ms,
+            "wait_idle": args.wait_idle, "retries": args.retries, "noise_pct": args.noise_pct,
+            "entries": runnable, "result": str(result)}))
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         subprocess.run([sys.executable, __file__, "--worker", str(spec)], env=env, check=True)
         return json.loads(result.read_text())
+
+
+# ----------------------------------------------------------------------------- machine load
+
+def cpu_busy_seconds():
+    """Machine-wide busy CPU seconds since boot (Linux /proc/stat; None elsewhere)."""
+    try:
+        ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # minus idle, iowait
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def wait_for_idle(max_wait_s: float, busy_below: float = 0.10) -> float:
+    """Wait (up to max_wait_s) until the machine is less than busy_below busy over a
+    one-second window; returns the seconds waited. Call it while this process is idle."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < max_wait_s:
+        b0 = cpu_busy_seconds()
+        if b0 is None:
+            break
+        time.sleep(1.0)
+        if (cpu_busy_seconds() - b0) / (os.cpu_count() or 1) < busy_below:
+            break
+        if time.perf_counter() - start < 1.5:
+            log("machine busy; waiting for it to go idle")
+    return time.perf_counter() - start
 
 
 # ----------------------------------------------------------------------------- report
@@ -250,25 +328,27 @@ def ratio(res: dict, a: str, b: str):
 def table(run: dict, entries: dict) -> list[str]:
     lines = [f"### {run['threads']} thread(s)", "",
              "| model | eager ms | AOTI ms | aotc ms | aotc/eager | aotc/AOTI "
-             "| compile s aotc | compile s AOTI | iters × reps | max IQR % |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "| compile s aotc | compile s AOTI | iters × reps | spread % | other load % |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     vs_eager, vs_aoti = [], []
     for res in run["results"]:
         e = entries[res["name"]]
         if "error" in res:
-            lines.append(f"| {res['name']} | error: {res['error'][:120]} |||||||||")
+            error = res["error"].replace("|", "/").replace("\n", " ")[:160]
+            lines.append(f"| {res['name']} | error: {error} ||||||||||")
             continue
         r_e, r_a = ratio(res, "aotc", "eager"), ratio(res, "aotc", "aoti")
         vs_eager.append(r_e)
         vs_aoti.append(r_a)
-        iqr = max(res[n]["iqr_pct"] for n in IMPLS if n in res)
+        tries = f" (try {res['attempts']})" if res["attempts"] > 1 else ""
         lines.append(
             f"| {res['name']} | {ms(res['eager']['median_ms'])} "
             f"| {ms(res.get('aoti', {}).get('median_ms'))} | {ms(res['aotc']['median_ms'])} "
             f"| {fmt(r_e)} | {fmt(r_a)} | {fmt(e.get('aotc_compile_s'), 2)} "
-            f"| {fmt(e.get('aoti_compile_s'), 1)} | {res['iters']} × {run['reps']} | {iqr:.0f} |")
+            f"| {fmt(e.get('aoti_compile_s'), 1)} | {res['iters']} × {run['reps']}{tries} "
+            f"| {res['noise_pct']:.0f} | {fmt(res.get('background_pct'), 0)} |")
     lines.append(f"| **geomean** | | | | **{fmt(geomean(vs_eager))}** "
-                 f"| **{fmt(geomean(vs_aoti))}** | | | | |")
+                 f"| **{fmt(geomean(vs_aoti))}** | | | | | |")
     return lines + [""]
 
 
@@ -291,6 +371,18 @@ def cpu_facts() -> dict:
     return facts
 
 
+def source_revision() -> str:
+    """The checkout's commit, and whether src/ differs from it (read-only git calls)."""
+    def git(*cmd):
+        return subprocess.run(["git", "--no-optional-locks", *cmd], cwd=ROOT,
+                              capture_output=True, text=True)
+    head = git("rev-parse", "--short", "HEAD")
+    if head.returncode != 0:
+        return "unknown (not a git checkout)"
+    dirty = git("diff", "--quiet", "HEAD", "--", "src").returncode != 0
+    return head.stdout.strip() + (" with uncommitted changes under src/" if dirty else "")
+
+
 def header(args, meta: dict) -> list[str]:
     import aotc
 
@@ -302,19 +394,27 @@ def header(args, meta: dict) -> list[str]:
         f"- machine: {cpu['cores']} logical cores, {cpu['model']}; "
         f"flags: {', '.join(cpu['flags']) or 'n/a'}; {platform.system()} {platform.release()}",
         f"- load average (1 min) at start / end: {meta['load'][0]:.2f} / {meta['load'][1]:.2f}",
-        f"- torch {torch.__version__}, aotc {aotc.__version__}, Python {platform.python_version()}",
+        f"- torch {torch.__version__}, aotc {aotc.__version__} at {meta['revision']}, "
+        f"Python {platform.python_version()}",
         f"- timing: {args.reps} interleaved reps per implementation; each rep is one batch of "
         f"~{args.batch_ms:.0f} ms of back-to-back calls; table cells are medians of the "
-        "per-call time over reps; 'max IQR %' is the largest interquartile range of the three "
-        "implementations, relative to the median (a noise indicator).",
+        "per-call time over reps. 'spread %': the largest interquartile range of the three "
+        "implementations relative to its median; 'other load %': CPU the rest of the machine "
+        "used while the model was timed (this machine is shared). Before each model the "
+        f"worker waits up to {args.wait_idle:.0f} s for an idle machine, and an attempt whose "
+        f"spread exceeds {args.noise_pct:.0f}% is retried up to {args.retries} time(s), "
+        "keeping the attempt with the smallest spread ('try k').",
         "- threads: every thread count runs in a fresh process with OMP_NUM_THREADS=n and "
         "torch.set_num_threads(n); aotc packages are loaded with num_threads=n. One package "
         "per model and compiler serves every thread count.",
-        f"- compile: aotc time is a cold build of the model (shared kernel objects built "
-        f"beforehand by a warm-up compile: {meta['warmup_s']:.2f} s this run); AOTI is "
-        "`aoti_compile_and_package(..., inductor_configs={'freezing': True})`"
-        + (", cached from an earlier run for: " + ", ".join(meta["aoti_cached"])
-           if meta["aoti_cached"] else "") + ".",
+        "- compile: wall time of a cold compile of the model, after a warm-up compile of a "
+        "tiny model that pays the one-time costs (aotc: building the shared kernel objects, "
+        f"{meta['aotc_warmup_s']:.1f} s this run; AOTI: "
+        + (f"{meta['aoti_warmup_s']:.1f} s this run" if "aoti_warmup_s" in meta
+           else "not needed this run") + "). AOTI is `aoti_compile_and_package(ep, "
+        "inductor_configs={'freezing': True})`, compiled once with as many threads as cores"
+        + ("; its packages (and compile times) were cached from an earlier run for: "
+           + ", ".join(meta["aoti_cached"]) if meta["aoti_cached"] else "") + ".",
         "- eager: the nn.Module under torch.inference_mode. Ratios: lower is better for aotc.",
         "",
     ]
@@ -363,10 +463,21 @@ def parse_args(argv=None):
                    help="markdown output (default: benchmarks/RESULTS.md for full runs)")
     p.add_argument("--reps", type=int, default=None, help="round-robin repetitions")
     p.add_argument("--batch-ms", type=float, default=None, help="target ms per timed batch")
+    p.add_argument("--wait-idle", type=float, default=None,
+                   help="seconds to wait at most for an idle machine before timing each model "
+                        "(default 20; 0 with --quick)")
+    p.add_argument("--retries", type=int, default=None,
+                   help="re-time a model whose spread exceeds --noise-pct (default 2; 0 quick)")
+    p.add_argument("--noise-pct", type=float, default=15.0,
+                   help="spread (IQR/median, %%) above which a timing attempt is retried")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.reps = args.reps or (5 if args.quick else 21)
     args.batch_ms = args.batch_ms or (15.0 if args.quick else 50.0)
+    if args.wait_idle is None:
+        args.wait_idle = 0.0 if args.quick else 20.0
+    if args.retries is None:
+        args.retries = 0 if args.quick else 2
     if args.out is None and not args.quick:
         args.out = str(HERE / "RESULTS.md")
     return args
@@ -387,14 +498,13 @@ def main(argv=None) -> None:
         return worker(args.worker)
     start = time.perf_counter()
     meta = {"command": command_line(), "load": [os.getloadavg()[0]],
+            "revision": source_revision(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     BUILD.mkdir(parents=True, exist_ok=True)
     benches = models.select(args.models)
-    meta["warmup_s"] = aotc_warmup()
-    entries = compile_all(benches, with_aoti=not args.quick)
+    entries = compile_all(benches, not args.quick, meta)
     meta["aoti_cached"] = [e["name"] for e in entries if e.get("aoti_cached")]
-    runs = [run_threads(entries, int(n), args.reps, args.batch_ms)
-            for n in args.threads.split(",")]
+    runs = [run_threads(entries, int(n), args) for n in args.threads.split(",")]
     meta["load"].append(os.getloadavg()[0])
     meta["wall_s"] = time.perf_counter() - start
     out = Path(args.out) if args.out else None
