@@ -56,7 +56,7 @@ static void k2_softmax_sum(const int64_t *sym, float *__restrict out, const floa
       const float t0 = mul[6*i0 + r0];
       const float t1 = softmax_max[i0];
       const float t2 = t0 - t1;
-      const float t3 = std::exp(t2);
+      const float t3 = aotc::exp(t2);
       acc = acc + t3;
     }
     out[i0 + i1] = static_cast<float>(acc);
@@ -71,7 +71,7 @@ static void k3_softmax(const int64_t *sym, float *__restrict out, const float *_
       const float t0 = mul[6*i0 + i1];
       const float t1 = softmax_max[i0];
       const float t2 = t0 - t1;
-      const float t3 = std::exp(t2);
+      const float t3 = aotc::exp(t2);
       const float t4 = softmax_sum[i0];
       const float t5 = t3 / t4;
       out[6*i0 + i1] = t5;

@@ -34,15 +34,15 @@ def unary(op: UnaryOp, x: str, dtype: DType) -> str:
     t = dtype.ctype
     return {
         UnaryOp.NEG: f"-{x}",
-        UnaryOp.EXP: f"std::exp({x})",
+        UnaryOp.EXP: f"aotc::exp({x})",
         UnaryOp.EXPM1: f"std::expm1({x})",
         UnaryOp.LOG: f"std::log({x})",
         UnaryOp.LOG1P: f"std::log1p({x})",
         UnaryOp.SQRT: f"std::sqrt({x})",
         UnaryOp.RSQRT: f"({t}(1) / std::sqrt({x}))",
         UnaryOp.ABS: f"std::abs({x})",
-        UnaryOp.TANH: f"std::tanh({x})",
-        UnaryOp.ERF: f"std::erf({x})",
+        UnaryOp.TANH: f"aotc::tanh({x})",
+        UnaryOp.ERF: f"aotc::erf({x})",
         UnaryOp.SIGMOID: f"aotc::sigmoid({x})",
         UnaryOp.SIN: f"std::sin({x})",
         UnaryOp.COS: f"std::cos({x})",
