@@ -187,3 +187,16 @@ def test_concurrent_calls_from_threads(readme):
         outs = list(pool.map(model, xs))
     for x, out in zip(xs, outs):
         torch.testing.assert_close(out, ep.module()(x))
+
+
+class Scaled(torch.nn.Module):
+    def forward(self, x, factor: int):
+        return x * factor
+
+
+def test_specialized_scalar_input_is_checked(compile_model):
+    x = torch.randn(2, 3)
+    ep, model = compile_model(Scaled(), (x, 3))
+    torch.testing.assert_close(model(x, 3), x * 3)
+    with pytest.raises(ValueError, match="input 'factor': the model was compiled for the constant 3"):
+        model(x, 4)

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 import tempfile
 import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ from ..dtypes import DType
 from ..errors import InputError, PackageError
 from ..package.format import PackageReader
 from . import abi, pytree
+from .tensors import Frame, as_input, empty, is_torch_tensor
 
 
 def _materialize_library(data: bytes, digest: str) -> str:
@@ -39,56 +38,6 @@ def _materialize_library(data: bytes, digest: str) -> str:
         except OSError as e:
             error = e
     raise PackageError(f"cannot write the model library anywhere to load it: {error}")
-
-
-def _is_torch_tensor(x) -> bool:
-    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
-
-
-class _Arg:
-    """One tensor argument as the ABI sees it, keeping its memory alive."""
-
-    __slots__ = ("owner", "struct", "_sizes", "_strides")
-
-    def __init__(self, owner, ptr: int, shape, strides, dtype: DType):
-        self.owner = owner
-        n = len(shape)
-        self._sizes = (ctypes.c_int64 * max(n, 1))(*shape)
-        self._strides = (ctypes.c_int64 * max(n, 1))(*strides)
-        self.struct = abi.Tensor(ptr, self._sizes, self._strides, n, dtype.code)
-
-
-def _dtype_of(name: str, what: str) -> DType:
-    try:
-        return DType.from_name(name)
-    except ValueError:
-        raise InputError(f"{what}: dtype {name} is not supported by aotc") from None
-
-
-def as_arg(x, what: str) -> _Arg:
-    if _is_torch_tensor(x):
-        if x.device.type != "cpu":
-            raise InputError(f"{what}: tensor is on {x.device}; this package runs on the cpu")
-        t = x.detach().contiguous()
-        return _Arg(t, t.data_ptr(), tuple(t.shape), t.stride(), _dtype_of(str(t.dtype), what))
-    if isinstance(x, np.generic):
-        x = np.asarray(x)
-    elif not isinstance(x, np.ndarray):
-        if not hasattr(x, "__dlpack__"):
-            raise InputError(f"{what}: expected a tensor or numpy array, got {type(x).__name__}")
-        x = np.from_dlpack(x)
-    a = np.ascontiguousarray(x)
-    strides = tuple(s // a.itemsize for s in a.strides) if a.itemsize else (0,) * a.ndim
-    return _Arg(a, a.ctypes.data, a.shape, strides, _dtype_of(a.dtype.name, what))
-
-
-def _empty(shape, dtype: DType, like_torch: bool):
-    if like_torch:
-        torch = sys.modules["torch"]
-        t = torch.empty(tuple(shape), dtype=getattr(torch, dtype.name))
-        return t, t.data_ptr()
-    a = np.empty(tuple(shape), dtype=dtype.numpy_name)
-    return a, a.ctypes.data
 
 
 class CompiledModel:
@@ -111,9 +60,17 @@ class CompiledModel:
         self._weights = (np.memmap(path, dtype=np.uint8, mode="r", offset=w_offset, shape=(w_size,))
                          if w_size else np.zeros(0, np.uint8))
         self._constants = self._constant_pointers(w_size)
-        self._outputs = [(_dtype_of(o["dtype"], "output"), len(o["sizes"]))
+        self._outputs = [(DType.from_name(o["dtype"]), len(o["sizes"]))
                          for o in self.metadata["outputs"]]
-        self._max_rank = max([r for _, r in self._outputs] + [1])
+        self._inputs = [i for i in self.metadata["inputs"] if i["kind"] == "tensor"]
+        self._plain_args = _plain_positional(self.metadata["in_spec"], len(self.metadata["inputs"]))
+        self._frames: dict[int, Frame] = {}
+        self._input_plan = [(f"input '{i['name']}'", None) if i["kind"] == "tensor"
+                            else (None, (i["name"], i["value"])) for i in self.metadata["inputs"]]
+        self._structure = self._output_structure()
+        # with no dynamic dims the output sizes are known now (the run still checks inputs)
+        self._static_shapes = None if self.metadata["symbols"] else [
+            tuple(o["sizes"]) for o in self.metadata["outputs"]]
         threads = self.metadata.get("num_threads", 0) if num_threads is None else num_threads
         self._num_threads = int(threads or 0)
         self._single = run_single_threaded
@@ -139,53 +96,86 @@ class CompiledModel:
         if self._num_threads:
             abi.check(self._lib, self._lib.aotc_set_num_threads(h, self._num_threads))
         self._all.append(h.value)
+        self._frames[h.value] = Frame([len(i["sizes"]) for i in self._inputs],
+                                      [rank for _, rank in self._outputs])
         return h.value
 
-    @contextmanager
-    def _handle(self):
+    def _acquire(self) -> int:
         if self._single:  # the caller promised one thread at a time: no lock
-            yield self._free[0]
-            return
+            return self._free[0]
         with self._lock:
-            h = self._free.pop() if self._free else None
-        if h is None:
-            h = self._new_handle()
-        try:
-            yield h
-        finally:
+            if self._free:
+                return self._free.pop()
+        return self._new_handle()
+
+    def _release(self, h: int) -> None:
+        if not self._single:
             with self._lock:
                 self._free.append(h)
 
     def __call__(self, *args, **kwargs):
-        leaves = pytree.flatten_call(self.metadata["in_spec"], args, kwargs)
-        specs = self.metadata["inputs"]
-        if len(leaves) != len(specs):
-            raise InputError(f"expected {len(specs)} inputs, got {len(leaves)}")
-        tensor_args, any_torch = [], False
-        for leaf, spec in zip(leaves, specs):
-            if spec["kind"] == "scalar":
-                if leaf != spec["value"]:
-                    raise InputError(f"input '{spec['name']}': the model was compiled for the "
-                                     f"constant {spec['value']!r}, got {leaf!r}")
+        if self._plain_args and not kwargs and len(args) == len(self._input_plan):
+            leaves = args  # the common case: positional tensors, nothing nested
+        else:
+            leaves = pytree.flatten_call(self.metadata["in_spec"], args, kwargs)
+        if len(leaves) != len(self._input_plan):
+            raise InputError(f"expected {len(self._input_plan)} inputs, got {len(leaves)}")
+        inputs, any_torch = [], False
+        for leaf, (what, constant) in zip(leaves, self._input_plan):
+            if what is None:  # a non-tensor input that export specialized
+                name, value = constant
+                if leaf != value:
+                    raise InputError(f"input '{name}': the model was compiled for the constant "
+                                     f"{value!r}, got {leaf!r}")
                 continue
-            any_torch = any_torch or _is_torch_tensor(leaf)
-            tensor_args.append(as_arg(leaf, f"input '{spec['name']}'"))
-        n_in, n_out = len(tensor_args), len(self._outputs)
-        ins = (abi.Tensor * max(n_in, 1))(*(a.struct for a in tensor_args))
-        sizes = (ctypes.c_int64 * (max(n_out, 1) * self._max_rank))()
-        with self._handle() as h:
-            abi.check(self._lib, self._lib.aotc_output_shapes(h, ins, n_in, sizes))
-            outs, out_args = [], []
-            for j, (dtype, rank) in enumerate(self._outputs):
-                shape = sizes[j * self._max_rank: j * self._max_rank + rank]
-                obj, ptr = _empty(shape, dtype, any_torch)
-                outs.append(obj)
-                out_args.append(_Arg(obj, ptr, shape, _contiguous(shape), dtype))
-            out_structs = (abi.Tensor * max(n_out, 1))(*(a.struct for a in out_args))
-            abi.check(self._lib, self._lib.aotc_run(h, ins, n_in, out_structs, n_out))
-        leaves = [outs[leaf["index"]] if leaf["kind"] == "tensor" else leaf["value"]
-                  for leaf in self.metadata["output_leaves"]]
-        return pytree.unflatten(self.metadata["out_spec"], leaves)
+            any_torch = any_torch or is_torch_tensor(leaf)
+            inputs.append(as_input(leaf, what))
+        h = self._acquire()
+        try:
+            outs = self._run(h, self._frames[h], inputs, any_torch)
+        finally:
+            self._release(h)
+        return self._structure(outs)
+
+    def _output_structure(self):
+        """outs -> the exported output structure (fast paths for the usual shapes)."""
+        spec, leaves = self.metadata["out_spec"], self.metadata["output_leaves"]
+        in_order = [leaf.get("index") for leaf in leaves] == list(range(len(leaves)))
+        if spec["kind"] == "leaf" and in_order:
+            return lambda outs: outs[0]
+        if (spec["kind"] == "tuple" and in_order
+                and all(c["kind"] == "leaf" for c in spec["children"])):
+            return tuple
+
+        def general(outs):
+            values = [outs[leaf["index"]] if leaf["kind"] == "tensor" else leaf["value"]
+                      for leaf in leaves]
+            return pytree.unflatten(spec, values)
+
+        return general
+
+    def _run(self, h: int, frame: Frame, inputs: list, like_torch: bool) -> list:
+        lib = self._lib
+        for k, (_, ptr, shape, strides, dtype) in enumerate(inputs):
+            frame.set_input(k, ptr, shape, strides, dtype)
+        n_in, n_out = len(inputs), len(self._outputs)
+        shapes = self._static_shapes
+        if shapes is None:  # sizes follow the inputs' dynamic dims
+            key = tuple(tuple(i[2]) for i in inputs)
+            if key != frame.input_shapes:
+                abi.check(lib, lib.aotc_output_shapes(h, frame.ins, n_in, frame.out_sizes))
+                frame.output_shapes = [frame.output_shape(j, rank)
+                                       for j, (_, rank) in enumerate(self._outputs)]
+                frame.input_shapes = key
+            shapes = frame.output_shapes
+        outs = []
+        for j, (dtype, _) in enumerate(self._outputs):
+            shape = shapes[j]
+            obj, ptr = empty(shape, dtype, like_torch)
+            outs.append(obj)
+            frame.set_output(j, ptr, shape, dtype)
+        abi.check(lib, lib.aotc_run(h, frame.ins, n_in, frame.outs, n_out))
+        return outs
 
     def __del__(self):
         lib = getattr(self, "_lib", None)
@@ -209,12 +199,12 @@ def _check_target(path: str, meta: dict) -> None:
                            "options={'isa': 'avx2'} (or 'sse2') for older machines")
 
 
-def _contiguous(shape) -> list[int]:
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= s
-    return strides[::-1]
+def _plain_positional(in_spec: dict, n: int) -> bool:
+    """Whether the inputs are just n positional leaves (no nesting, no keywords)."""
+    args, kwargs = in_spec["children"] if len(in_spec.get("children", [])) == 2 else (None, None)
+    return (args is not None and args["kind"] == "tuple" and len(args["children"]) == n
+            and all(c["kind"] == "leaf" for c in args["children"])
+            and not kwargs.get("children"))
 
 
 def load_package(path, model_name: str | None = None, run_single_threaded: bool = False,
