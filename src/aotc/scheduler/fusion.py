@@ -1,14 +1,15 @@
 """Fusion: which pointwise buffers are inlined into their consumers' loops.
 
-Lowering makes every op a buffer; here a pointwise buffer read by exactly one load
-(or one that only re-reads another buffer) disappears into its reader's body, so a
+Lowering makes every op a buffer; here a pointwise buffer read by exactly one load (or a
+cheap one, such as a scale, read by several) disappears into its readers' bodies, so a
 chain such as add -> relu -> mul, or exp feeding a sum, runs as one loop nest.
 """
 from __future__ import annotations
 
 from collections import Counter
 
-from ..ir.expr import IndirectLoad, Load, Node, loads, simplify_loads, substitute_index, transform
+from ..ir.expr import (IndirectLoad, Load, Node, Unary, UnaryOp, children, loads, simplify_loads,
+                       substitute_index, transform)
 from ..ir.nodes import Gemm, Origin, Pointwise, Program, Reduction
 from ..ir.symbols import index_vars, reduction_var
 
@@ -52,8 +53,38 @@ def merge_origins(*origins: Origin | None) -> Origin | None:
     return Origin(tuple(n for n, _ in nodes), tuple(t for _, t in nodes), source)
 
 
+# ops whose recomputation per reader could cost more than storing the result once
+EXPENSIVE = frozenset({UnaryOp.EXP, UnaryOp.EXPM1, UnaryOp.LOG, UnaryOp.LOG1P, UnaryOp.ERF,
+                       UnaryOp.TANH, UnaryOp.SIGMOID, UnaryOp.SIN, UnaryOp.COS, UnaryOp.SQRT,
+                       UnaryOp.RSQRT})
+MAX_RECOMPUTE_OPS = 2
+
+
+def cheap_to_recompute(body: Node) -> bool:
+    """A body of at most a couple of arithmetic ops on at most two loads: computing it again
+    in each reader is cheaper than writing it to memory and reading it back."""
+    ops, n_loads = 0, 0
+    seen: set = set()
+    stack = [body]
+    while stack:
+        e = stack.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        if isinstance(e, (Load, IndirectLoad)):
+            n_loads += 1
+        elif isinstance(e, Unary) and e.op in EXPENSIVE:
+            return False
+        elif children(e):
+            ops += 1
+        stack.extend(children(e))
+    return ops <= MAX_RECOMPUTE_OPS and n_loads <= 2 and not any(
+        isinstance(e, IndirectLoad) for e in seen)
+
+
 def fuse_pointwise(program: Program) -> Program:
-    """Inline single-use (or pure re-read) pointwise buffers into the loops that read them."""
+    """Inline pointwise buffers into the loops that read them: those with one reader, and
+    cheap ones (a scale, a shift) whatever their readers."""
     uses, pinned = count_reads(program)
     inlined: dict[str, Node] = {}
     origins: dict[str, Origin | None] = {}
@@ -79,7 +110,7 @@ def fuse_pointwise(program: Program) -> Program:
             op = buf.op = Reduction(op.reduce_type, op.ranges, body)
         buf.origin = merge_origins(*used, buf.origin)
         if (isinstance(op, Pointwise) and buf.name not in pinned
-                and (uses[buf.name] <= 1 or isinstance(op.body, Load))):
+                and (uses[buf.name] <= 1 or cheap_to_recompute(op.body))):
             inlined[buf.name] = op.body
             origins[buf.name] = buf.origin
     for name in inlined:

@@ -19,69 +19,60 @@ struct Model {
   int32_t num_threads;
 };
 
-// mul: mul (aten.mul.Tensor)
+// softmax_max: mul (aten.mul.Tensor), softmax (aten.softmax.int)
 //   from test_golden.py:26 (y = torch.softmax(x * 0.5, dim=-1))
-static void k0_mul(const int64_t *sym, float *__restrict out, const float *__restrict in_x) {
-  for (int64_t i0 = 0; i0 < 4; ++i0) {
-    for (int64_t i1 = 0; i1 < 6; ++i1) {
-      const float t0 = in_x[6*i0 + i1];
-      const float t1 = t0 * 0.5f;
-      out[6*i0 + i1] = t1;
-    }
-  }
-}
-
-// softmax_max: softmax (aten.softmax.int)
-//   from test_golden.py:26 (y = torch.softmax(x * 0.5, dim=-1))
-static void k1_softmax_max(const int64_t *sym, float *__restrict out, const float *__restrict mul) {
+static void k0_softmax_max(const int64_t *sym, float *__restrict out, const float *__restrict in_x) {
   constexpr int64_t i1 = 0;
   for (int64_t i0 = 0; i0 < 4; ++i0) {
     float acc = float(-INFINITY);
     for (int64_t r0 = 0; r0 < 6; ++r0) {
-      const float t0 = mul[6*i0 + r0];
-      acc = aotc::maximum<float>(acc, t0);
+      const float t0 = in_x[6*i0 + r0];
+      const float t1 = t0 * 0.5f;
+      acc = aotc::maximum<float>(acc, t1);
     }
     out[i0 + i1] = acc;
   }
 }
 
-// softmax_sum: softmax (aten.softmax.int)
+// softmax_sum: mul (aten.mul.Tensor), softmax (aten.softmax.int)
 //   from test_golden.py:26 (y = torch.softmax(x * 0.5, dim=-1))
-static void k2_softmax_sum(const int64_t *sym, float *__restrict out, const float *__restrict mul, const float *__restrict softmax_max) {
+static void k1_softmax_sum(const int64_t *sym, float *__restrict out, const float *__restrict in_x, const float *__restrict softmax_max) {
   constexpr int64_t i1 = 0;
   for (int64_t i0 = 0; i0 < 4; ++i0) {
     double acc = 0.0;
     #pragma omp simd reduction(+:acc)
     for (int64_t r0 = 0; r0 < 6; ++r0) {
-      const float t0 = mul[6*i0 + r0];
-      const float t1 = softmax_max[i0];
-      const float t2 = t0 - t1;
-      const float t3 = aotc::exp(t2);
-      acc = acc + t3;
+      const float t0 = in_x[6*i0 + r0];
+      const float t1 = t0 * 0.5f;
+      const float t2 = softmax_max[i0];
+      const float t3 = t1 - t2;
+      const float t4 = aotc::exp(t3);
+      acc = acc + t4;
     }
     out[i0 + i1] = static_cast<float>(acc);
   }
 }
 
-// softmax: softmax (aten.softmax.int)
+// softmax: mul (aten.mul.Tensor), softmax (aten.softmax.int)
 //   from test_golden.py:26 (y = torch.softmax(x * 0.5, dim=-1))
-static void k3_softmax(const int64_t *sym, float *__restrict out, const float *__restrict mul, const float *__restrict softmax_max, const float *__restrict softmax_sum) {
+static void k2_softmax(const int64_t *sym, float *__restrict out, const float *__restrict in_x, const float *__restrict softmax_max, const float *__restrict softmax_sum) {
   for (int64_t i0 = 0; i0 < 4; ++i0) {
     for (int64_t i1 = 0; i1 < 6; ++i1) {
-      const float t0 = mul[6*i0 + i1];
-      const float t1 = softmax_max[i0];
-      const float t2 = t0 - t1;
-      const float t3 = aotc::exp(t2);
-      const float t4 = softmax_sum[i0];
-      const float t5 = t3 / t4;
-      out[6*i0 + i1] = t5;
+      const float t0 = in_x[6*i0 + i1];
+      const float t1 = t0 * 0.5f;
+      const float t2 = softmax_max[i0];
+      const float t3 = t1 - t2;
+      const float t4 = aotc::exp(t3);
+      const float t5 = softmax_sum[i0];
+      const float t6 = t4 / t5;
+      out[6*i0 + i1] = t6;
     }
   }
 }
 
 // mean_sum: mean (aten.mean.dim)
 //   from test_golden.py:27 (return y - y.mean(dim=-1, keepdim=True))
-static void k4_mean_sum(const int64_t *sym, float *__restrict out, const float *__restrict softmax) {
+static void k3_mean_sum(const int64_t *sym, float *__restrict out, const float *__restrict softmax) {
   constexpr int64_t i1 = 0;
   for (int64_t i0 = 0; i0 < 4; ++i0) {
     double acc = 0.0;
@@ -96,7 +87,7 @@ static void k4_mean_sum(const int64_t *sym, float *__restrict out, const float *
 
 // sub: mean (aten.mean.dim), sub (aten.sub.Tensor)
 //   from test_golden.py:27 (return y - y.mean(dim=-1, keepdim=True))
-static void k5_sub(const int64_t *sym, float *__restrict out, const float *__restrict mean_sum, const float *__restrict softmax) {
+static void k4_sub(const int64_t *sym, float *__restrict out, const float *__restrict mean_sum, const float *__restrict softmax) {
   for (int64_t i0 = 0; i0 < 4; ++i0) {
     for (int64_t i1 = 0; i1 < 6; ++i1) {
       const float t0 = softmax[6*i0 + i1];
@@ -154,12 +145,10 @@ int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, const 
   // memory plan: slot sizes follow the bound shapes
   int64_t arena_bytes = 0;
   const int64_t slot0 = arena_bytes;
-  arena_bytes += aotc::align64(96);
+  arena_bytes += aotc::align64(16);
   const int64_t slot1 = arena_bytes;
   arena_bytes += aotc::align64(16);
   const int64_t slot2 = arena_bytes;
-  arena_bytes += aotc::align64(16);
-  const int64_t slot3 = arena_bytes;
   arena_bytes += aotc::align64(96);
   if (arena_bytes > m->arena_bytes) {
     std::free(m->arena);
@@ -170,18 +159,16 @@ int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, const 
   }
   char *arena = m->arena;
   const float *in_x = static_cast<const float *>(in[0].data);
-  float *mul = reinterpret_cast<float *>(arena + slot0);
-  float *softmax_max = reinterpret_cast<float *>(arena + slot1);
-  float *softmax_sum = reinterpret_cast<float *>(arena + slot2);
-  float *softmax = reinterpret_cast<float *>(arena + slot3);
-  float *mean_sum = reinterpret_cast<float *>(arena + slot1);
+  float *softmax_max = reinterpret_cast<float *>(arena + slot0);
+  float *softmax_sum = reinterpret_cast<float *>(arena + slot1);
+  float *softmax = reinterpret_cast<float *>(arena + slot2);
+  float *mean_sum = reinterpret_cast<float *>(arena + slot0);
   float *sub = static_cast<float *>(out[0].data);
-  k0_mul(sym, mul, in_x);
-  k1_softmax_max(sym, softmax_max, mul);
-  k2_softmax_sum(sym, softmax_sum, mul, softmax_max);
-  k3_softmax(sym, softmax, mul, softmax_max, softmax_sum);
-  k4_mean_sum(sym, mean_sum, softmax);
-  k5_sub(sym, sub, mean_sum, softmax);
+  k0_softmax_max(sym, softmax_max, in_x);
+  k1_softmax_sum(sym, softmax_sum, in_x, softmax_max);
+  k2_softmax(sym, softmax, in_x, softmax_max, softmax_sum);
+  k3_mean_sum(sym, mean_sum, softmax);
+  k4_sub(sym, sub, mean_sum, softmax);
   return AOTC_OK;
 }
 
