@@ -8,8 +8,18 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..ir.expr import (IndirectLoad, Load, Node, Unary, UnaryOp, children, loads, simplify_loads,
-                       substitute_index, transform)
+from ..ir.expr import (
+    IndirectLoad,
+    Load,
+    Node,
+    Unary,
+    UnaryOp,
+    children,
+    loads,
+    simplify_loads,
+    substitute_index,
+    transform,
+)
 from ..ir.nodes import Gemm, Origin, Pointwise, Program, Reduction
 from ..ir.symbols import index_vars, reduction_var
 

@@ -25,10 +25,27 @@ static void k0_softmax_max(const int64_t *sym, float *__restrict out, const floa
   constexpr int64_t i1 = 0;
   for (int64_t i0 = 0; i0 < 4; ++i0) {
     float acc = float(-INFINITY);
-    for (int64_t r0 = 0; r0 < 6; ++r0) {
-      const float t0 = in_x[6*i0 + r0];
-      const float t1 = t0 * 0.5f;
-      acc = aotc::maximum<float>(acc, t1);
+    for (int64_t rs = 0; rs < 6; rs += 1024) {
+      const int64_t re = std::min<int64_t>(rs + 1024, 6);
+      float lanes[16];
+      for (int l = 0; l < 16; ++l) lanes[l] = float(-INFINITY);
+      int64_t rb = rs;
+      for (; rb + 16 <= re; rb += 16) {
+        #pragma omp simd
+        for (int64_t l = 0; l < 16; ++l) {
+          const int64_t r0 = rb + l;
+          const float t0 = in_x[6*i0 + r0];
+          const float t1 = t0 * 0.5f;
+          lanes[l] = ((t1 > lanes[l]) | (t1 != t1)) ? t1 : lanes[l];
+        }
+      }
+      for (; rb < re; ++rb) {
+        const int64_t r0 = rb;
+        const float t0 = in_x[6*i0 + r0];
+        const float t1 = t0 * 0.5f;
+        lanes[0] = ((t1 > lanes[0]) | (t1 != t1)) ? t1 : lanes[0];
+      }
+      for (int l = 0; l < 16; ++l) acc = ((lanes[l] > acc) | (lanes[l] != lanes[l])) ? lanes[l] : acc;
     }
     out[i0 + i1] = acc;
   }
@@ -40,14 +57,33 @@ static void k1_softmax_sum(const int64_t *sym, float *__restrict out, const floa
   constexpr int64_t i1 = 0;
   for (int64_t i0 = 0; i0 < 4; ++i0) {
     double acc = 0.0;
-    #pragma omp simd reduction(+:acc)
-    for (int64_t r0 = 0; r0 < 6; ++r0) {
-      const float t0 = in_x[6*i0 + r0];
-      const float t1 = t0 * 0.5f;
-      const float t2 = softmax_max[i0];
-      const float t3 = t1 - t2;
-      const float t4 = aotc::exp(t3);
-      acc = acc + t4;
+    for (int64_t rs = 0; rs < 6; rs += 1024) {
+      const int64_t re = std::min<int64_t>(rs + 1024, 6);
+      float lanes[16];
+      for (int l = 0; l < 16; ++l) lanes[l] = 0.0f;
+      int64_t rb = rs;
+      for (; rb + 16 <= re; rb += 16) {
+        #pragma omp simd
+        for (int64_t l = 0; l < 16; ++l) {
+          const int64_t r0 = rb + l;
+          const float t0 = in_x[6*i0 + r0];
+          const float t1 = t0 * 0.5f;
+          const float t2 = softmax_max[i0];
+          const float t3 = t1 - t2;
+          const float t4 = aotc::exp(t3);
+          lanes[l] += t4;
+        }
+      }
+      for (; rb < re; ++rb) {
+        const int64_t r0 = rb;
+        const float t0 = in_x[6*i0 + r0];
+        const float t1 = t0 * 0.5f;
+        const float t2 = softmax_max[i0];
+        const float t3 = t1 - t2;
+        const float t4 = aotc::exp(t3);
+        lanes[0] += t4;
+      }
+      for (int l = 0; l < 16; ++l) acc += lanes[l];
     }
     out[i0 + i1] = static_cast<float>(acc);
   }
@@ -76,10 +112,25 @@ static void k3_mean_sum(const int64_t *sym, float *__restrict out, const float *
   constexpr int64_t i1 = 0;
   for (int64_t i0 = 0; i0 < 4; ++i0) {
     double acc = 0.0;
-    #pragma omp simd reduction(+:acc)
-    for (int64_t r0 = 0; r0 < 6; ++r0) {
-      const float t0 = softmax[6*i0 + r0];
-      acc = acc + t0;
+    for (int64_t rs = 0; rs < 6; rs += 1024) {
+      const int64_t re = std::min<int64_t>(rs + 1024, 6);
+      float lanes[16];
+      for (int l = 0; l < 16; ++l) lanes[l] = 0.0f;
+      int64_t rb = rs;
+      for (; rb + 16 <= re; rb += 16) {
+        #pragma omp simd
+        for (int64_t l = 0; l < 16; ++l) {
+          const int64_t r0 = rb + l;
+          const float t0 = softmax[6*i0 + r0];
+          lanes[l] += t0;
+        }
+      }
+      for (; rb < re; ++rb) {
+        const int64_t r0 = rb;
+        const float t0 = softmax[6*i0 + r0];
+        lanes[0] += t0;
+      }
+      for (int l = 0; l < 16; ++l) acc += lanes[l];
     }
     out[i0 + i1] = static_cast<float>(acc);
   }

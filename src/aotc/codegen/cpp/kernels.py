@@ -5,6 +5,7 @@ become C++ functions: OpenMP over the outer loops, the body once in the innermos
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy
@@ -145,57 +146,128 @@ class _Nest:
 
     def reduction(self, op: Reduction) -> None:
         sizes, d = self.buf.sizes, self.buf.dtype
-        kind = op.reduce_type.value
         iv = index_vars(len(sizes))
         rv = [reduction_var(k) for k in range(len(op.ranges))]
         work = sympy.expand(numel(sizes) * numel(op.ranges))
         opened = self._loops(iv, sizes, work, len(sizes))
-        # float32 sums and products accumulate in double: torch's cascade summation keeps
-        # the error of long sums near float32 rounding, and a double accumulator does too
-        acc_type = DType.float64 if (d is DType.float32 and kind in ("sum", "prod")) else d
-        if op.reduce_type in ARG_REDUCTIONS:  # compare values, keep the first best position
-            acc_type = op.body.dtype
-            init = ops.reduce_init("max" if op.reduce_type is ReduceType.ARGMAX else "min", acc_type)
-            self.code.line(f"{acc_type.ctype} acc = {init};")
-            self.code.line("int64_t arg = 0;")
-        else:
-            self.code.line(f"{acc_type.ctype} acc = {ops.reduce_init(kind, acc_type)};")
-        whole_sum = opened == 0 and op.reduce_type in (ReduceType.SUM, ReduceType.PROD)
-        for k, (v, n) in enumerate(zip(rv, op.ranges)):
-            if k == 0 and whole_sum:  # a full reduction: split it across threads
-                sym = "+" if op.reduce_type is ReduceType.SUM else "*"
-                pragma = parallel_pragma(work, len(rv), f" reduction({sym}:acc)")
-                if pragma:
-                    self.code.line(pragma)
-            elif k == len(rv) - 1 and op.reduce_type is ReduceType.SUM and not whole_sum:
-                self.code.line("#pragma omp simd reduction(+:acc)")
-            self.code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
-            self.code.level += 1
-        value = self._emit_body(op.body)
+        acc = accumulation(op, d)
         if op.reduce_type in ARG_REDUCTIONS:
-            self._arg_step(op, rv, value)
-        elif whole_sum:
-            sym = "+" if op.reduce_type is ReduceType.SUM else "*"
-            self.code.line(f"acc {sym}= {value};")
+            self._arg_reduction(op, rv)
+        elif not rv or (opened == 0 and acc.clause is not None):
+            self._whole_reduction(op, rv, acc, work)  # one output: split it across threads
         else:
-            self.code.line(f"acc = {ops.reduce_combine(kind, 'acc', value, acc_type)};")
-        self._close(len(rv))
-        off = flat_offset(iv, sizes)
-        result = "acc" if acc_type is d else f"static_cast<{d.ctype}>(acc)"
-        if op.reduce_type in ARG_REDUCTIONS:
-            result = "arg"
-        self.code.line(f"out[{c_index(off)}] = {result};")
+            self._lane_reduction(op, rv, acc)
+        self.code.line(f"out[{c_index(flat_offset(iv, sizes))}] = {acc.finish('acc')};")
         self._close(opened)
 
+    def _open(self, v, n) -> None:
+        self.code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
+        self.code.level += 1
 
-    def _arg_step(self, op: Reduction, rv, value: str) -> None:
-        """Take `value` when strictly better; a NaN is the best value, and the first one wins."""
-        cmp = ">" if op.reduce_type is ReduceType.ARGMAX else "<"
-        better = f"{value} {cmp} acc"
-        if op.body.dtype.is_floating:
-            better = f"!std::isnan(acc) && ({better} || std::isnan({value}))"
+    def _lane_reduction(self, op: Reduction, rv, acc: Accumulation) -> None:
+        """Accumulate in LANES independent accumulators, element r into lane r % LANES, so
+        the compiler vectorizes the innermost loop without reassociating one long chain.
+        Lanes cover blocks of BLOCK elements and fold into `acc` after each block (in double
+        for float32 sums), so no lane ever adds up more than BLOCK / LANES terms."""
+        last, n = rv[-1], c_index(op.ranges[-1])
+        self.code.line(f"{acc.acc_type} acc = {acc.init};")
+        for v, m in zip(rv[:-1], op.ranges[:-1]):
+            self._open(v, m)
+        with self.code.block(f"for (int64_t rs = 0; rs < {n}; rs += {BLOCK})"):
+            self.code.line(f"const int64_t re = std::min<int64_t>(rs + {BLOCK}, {n});")
+            self.code.line(f"{acc.lane_type} lanes[{LANES}];")
+            self.code.line(f"for (int l = 0; l < {LANES}; ++l) lanes[l] = {acc.lane_init};")
+            self.code.line("int64_t rb = rs;")
+            with self.code.block(f"for (; rb + {LANES} <= re; rb += {LANES})"):
+                # a loop, not 16 unrolled statements: only loops get their selects vectorized
+                self.code.line("#pragma omp simd")
+                with self.code.block(f"for (int64_t l = 0; l < {LANES}; ++l)"):
+                    self.code.line(f"const int64_t {last} = rb + l;")
+                    self.code.line(acc.update("lanes[l]", self._emit_body(op.body)))
+            size = op.ranges[-1]
+            if not (size.is_number and int(size) % LANES == 0):  # a tail to finish
+                with self.code.block("for (; rb < re; ++rb)"):
+                    self.code.line(f"const int64_t {last} = rb;")
+                    self.code.line(acc.update("lanes[0]", self._emit_body(op.body)))
+            self.code.line(f"for (int l = 0; l < {LANES}; ++l) {acc.update('acc', 'lanes[l]')}")
+        self._close(len(rv) - 1)
+
+    def _whole_reduction(self, op: Reduction, rv, acc: Accumulation, work) -> None:
+        self.code.line(f"{acc.acc_type} acc = {acc.init};")
+        pragma = parallel_pragma(work, len(rv), f" {acc.clause}") if rv and acc.clause else ""
+        if pragma:
+            self.code.line(pragma)
+        for v, n in zip(rv, op.ranges):
+            self._open(v, n)
+        self.code.line(acc.update("acc", self._emit_body(op.body)))
+        self._close(len(rv))
+
+    def _arg_reduction(self, op: Reduction, rv) -> None:
+        """Compare values, keep the first best position; a NaN is the best value."""
+        cmp, name = (">", "max") if op.reduce_type is ReduceType.ARGMAX else ("<", "min")
+        t = op.body.dtype
+        self.code.line(f"{t.ctype} best = {ops.reduce_init(name, t)};")
+        self.code.line("int64_t acc = 0;")
+        for v, n in zip(rv, op.ranges):
+            self._open(v, n)
+        value = self._emit_body(op.body)
+        better = f"{value} {cmp} best"
+        if t.is_floating:
+            better = f"!std::isnan(best) && ({better} || std::isnan({value}))"
         pos = c_index(flat_offset(tuple(rv), op.ranges))
-        self.code.line(f"if ({better}) {{ acc = {value}; arg = {pos}; }}")
+        self.code.line(f"if ({better}) {{ best = {value}; acc = {pos}; }}")
+        self._close(len(rv))
+
+
+LANES = 16  # independent accumulators per reduction: one AVX-512 (or two AVX2) vectors of float
+BLOCK = 1024  # elements per lane block: 64 terms per lane before folding into the total
+
+
+@dataclass
+class Accumulation:
+    """How a reduction accumulates: the total's C type and initial value, the lanes' type and
+    initial value, the update statement (element into lane, lane into total), the OpenMP
+    reduction clause that splits a whole tensor across threads (None: no OpenMP form),
+    and the stored value."""
+
+    acc_type: str
+    init: str
+    lane_type: str
+    lane_init: str
+    update: Callable[[str, str], str]
+    clause: str | None
+    finish: Callable[[str], str]
+
+
+def accumulation(op: Reduction, d: DType) -> Accumulation:
+    kind = op.reduce_type
+    same = lambda acc: acc  # noqa: E731
+    if kind in ARG_REDUCTIONS:  # emitted by _arg_reduction; the position is the value
+        return Accumulation("int64_t", "0", "int64_t", "0", lambda a, v: "", None, same)
+    if kind in (ReduceType.SUM, ReduceType.PROD):
+        # float32 totals are double: torch's cascade summation keeps long sums near float32
+        # rounding, and blocked float lanes folded into a double total do too
+        acc_t = DType.float64 if d is DType.float32 else d
+        sym = "+" if kind is ReduceType.SUM else "*"
+        finish = same if acc_t is d else (lambda a: f"static_cast<{d.ctype}>({a})")
+        return Accumulation(acc_t.ctype, ops.reduce_init(kind.value, acc_t), d.ctype,
+                            ops.reduce_init(kind.value, d), lambda a, v: f"{a} {sym}= {v};",
+                            f"reduction({sym}:acc)", finish)
+    if kind in (ReduceType.ANY, ReduceType.ALL) or d is DType.bool:
+        any_ = kind in (ReduceType.ANY, ReduceType.MAX)
+        init, sym, clause = ("false", "|", "||") if any_ else ("true", "&", "&&")
+        return Accumulation("bool", init, "bool", init, lambda a, v: f"{a} = {a} {sym} {v};",
+                            f"reduction({clause}:acc)", same)
+    cmp, name = (">", "max") if kind is ReduceType.MAX else ("<", "min")
+    init = ops.reduce_init(name, d)
+    if not d.is_floating:
+        return Accumulation(d.ctype, init, d.ctype, init,
+                            lambda a, v: f"{a} = {v} {cmp} {a} ? {v} : {a};",
+                            f"reduction({name}:acc)", same)
+    # floats: a NaN wins and then stays (nothing compares greater than it), as in torch.amax
+    return Accumulation(d.ctype, init, d.ctype, init,
+                        lambda a, v: f"{a} = (({v} {cmp} {a}) | ({v} != {v})) ? {v} : {a};",
+                        None, same)
 
 
 def parallel_pragma(work, collapse: int, extra: str = "") -> str:

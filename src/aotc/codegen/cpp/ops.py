@@ -105,14 +105,3 @@ def reduce_init(kind: str, dtype: DType) -> str:
     if dtype is DType.bool:
         return "false" if kind == "max" else "true"
     return f"std::numeric_limits<{dtype.ctype}>::{'lowest' if kind == 'max' else 'max'}()"
-
-
-def reduce_combine(kind: str, acc: str, x: str, dtype: DType) -> str:
-    return {
-        "sum": f"{acc} + {x}",
-        "prod": f"{acc} * {x}",
-        "max": f"aotc::maximum<{dtype.ctype}>({acc}, {x})",
-        "min": f"aotc::minimum<{dtype.ctype}>({acc}, {x})",
-        "any": f"{acc} || {x}",
-        "all": f"{acc} && {x}",
-    }[kind]
