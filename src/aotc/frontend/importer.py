@@ -62,10 +62,11 @@ class Importer:
 
     # ---- placeholders --------------------------------------------------------------------
     def import_symbols(self) -> None:
+        """Shape symbols and their [min, max]; ranges of derived expressions (2*s0) follow."""
         for s, vr in self.ep.range_constraints.items():
-            lo = int(vr.lower) if vr.lower.is_finite else 0
-            hi = int(vr.upper) if vr.upper.is_finite and int(vr.upper) < 2**62 else None
-            self.program.symbols[sympy.sympify(s)] = (lo, hi)
+            s = sympy.sympify(s)
+            if s.is_Symbol:
+                self.program.symbols[s] = (_bound(vr.lower) or 0, _bound(vr.upper))
 
     def import_placeholders(self) -> None:
         specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
@@ -220,6 +221,15 @@ class Importer:
             claimed.add(name)
             self.program.outputs.append(name)
             self.program.output_leaves.append(OutputLeaf(buffer=name))
+
+
+def _bound(v) -> int | None:
+    """A range end as an int, None when infinite (torch's int_oo) or beyond int64."""
+    try:
+        b = int(v)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
+    return b if abs(b) < 2**62 else None
 
 
 def import_program(ep: torch.export.ExportedProgram) -> Program:
