@@ -145,17 +145,15 @@ class Importer:
 
     def context(self, node, op) -> LoweringContext:
         val = node.meta.get("val")
-        if isinstance(val, (tuple, list)):
-            sizes = tuple(meta_sizes(v) if isinstance(v, torch.Tensor) else () for v in val)
-            dtype = tuple(meta_dtype(v, f"{node.name} ({op})") if isinstance(v, torch.Tensor)
-                          else None for v in val)
-        elif isinstance(val, torch.Tensor):
-            sizes, dtype = meta_sizes(val), meta_dtype(val, f"{node.name} ({op})")
-        else:
+        vals = val if isinstance(val, (tuple, list)) else (val,)
+        outputs = tuple((meta_sizes(v), meta_dtype(v, f"{node.name} ({op})"))
+                        if isinstance(v, torch.Tensor) else None for v in vals)
+        first = next((o for o in outputs if o is not None), None)
+        if first is None:
             raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),
                                            "the exported graph has no shape metadata for it")
-        return LoweringContext(self.program, node.name, str(op), sizes, dtype,
-                               user_source(node.meta.get("stack_trace")))
+        return LoweringContext(self.program, node.name, str(op), first[0], first[1],
+                               user_source(node.meta.get("stack_trace")), outputs)
 
     def _import_decomposed(self, node, op) -> None:
         where = user_source(node.meta.get("stack_trace"))

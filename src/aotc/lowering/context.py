@@ -53,9 +53,11 @@ class LoweringContext:
     program: Program
     node_name: str
     target: str
-    out_sizes: tuple[sympy.Expr, ...] | tuple[tuple[sympy.Expr, ...], ...]
-    out_dtype: DType | None | tuple[DType | None, ...]
+    out_sizes: tuple[sympy.Expr, ...]  # of the node's (first) tensor output
+    out_dtype: DType
     source: str = ""
+    # every output of a multi-output node (sizes, dtype); None where it is not a tensor
+    outputs: tuple[tuple[tuple[sympy.Expr, ...], DType] | None, ...] = ()
 
     def origin(self) -> Origin:
         return Origin((self.node_name,), (self.target,), self.source)

@@ -38,8 +38,7 @@ def _channel(ctx, v, out):
 
 
 def _batch_norm(ctx, x, weight, bias, mean, var, eps):
-    d = ctx.out_dtype if not isinstance(ctx.out_dtype, tuple) else ctx.out_dtype[0]
-    out = ctx.out_sizes if not isinstance(ctx.out_dtype, tuple) else ctx.out_sizes[0]
+    d, out = ctx.out_dtype, ctx.out_sizes
     rstd = Unary(UnaryOp.RSQRT, Binary(BinaryOp.ADD, _channel(ctx, var, out), constant(eps, d), d), d)
     y = Binary(BinaryOp.MUL, Binary(BinaryOp.SUB, operand(x, d, out), _channel(ctx, mean, out), d),
                rstd, d)
@@ -64,6 +63,6 @@ def lower_native_batch_norm_inference(ctx, x, weight, bias, running_mean, runnin
                                       eps):
     y = _batch_norm(ctx, x, weight, bias, running_mean, running_var, eps)
     # the saved mean/invstd outputs are empty in inference mode
-    empties = tuple(ctx.pointwise(constant(0, ctx.out_dtype[k]), ctx.out_sizes[k], hint=f"unused{k}")
-                    for k in (1, 2))
+    empties = tuple(ctx.pointwise(constant(0, dtype), sizes, hint=f"unused{k}")
+                    for k, (sizes, dtype) in enumerate(ctx.outputs[1:3], 1))
     return (y,) + empties

@@ -11,7 +11,7 @@ import torch
 
 from ..dtypes import DType
 from ..errors import CompileError
-from ..ir.expr import Binary, BinaryOp, IndexValue, Where, cast, constant, simplify_loads
+from ..ir.expr import Binary, BinaryOp, IndexValue, Node, Where, cast, constant, simplify_loads
 from ..ir.symbols import FloorDiv, ModIndex, contiguous_strides, index_vars, numel
 from .common import dim_index
 from .context import LoweringContext, TensorValue
@@ -198,7 +198,8 @@ def reshape_index(old: Sequence, new: Sequence) -> list:
 
 def _groups(old: list, new: list) -> list[tuple[int, int]]:
     """Pairs (#old axes, #new axes) of consecutive runs with equal products."""
-    out, i, j = [], 0, 0
+    out: list[tuple[int, int]] = []
+    i = j = 0
     while i < len(old) and j < len(new):
         pa, pb, ni, nj = old[i], new[j], 1, 1
         while sympy.simplify(pa - pb) != 0:
@@ -260,7 +261,7 @@ def lower_cat(ctx: LoweringContext, tensors, dim=0):
     for t in parts:
         starts.append(acc)
         acc = acc + t.sizes[dim]
-    body = None
+    body: Node | None = None
     for t, start in reversed(list(zip(parts, starts))):
         # clamp so that the branch not taken still reads in bounds
         local = sympy.Min(sympy.Max(pos - start, 0), t.sizes[dim] - 1)
@@ -274,4 +275,5 @@ def lower_cat(ctx: LoweringContext, tensors, dim=0):
             cond = Binary(BinaryOp.LT, IndexValue(pos, DType.int64), IndexValue(end, DType.int64),
                           DType.bool)
             body = Where(cond, val, body, d)
+    assert body is not None  # parts is non-empty: empty pieces only were dropped
     return ctx.pointwise(body)
