@@ -78,3 +78,24 @@ def test_memory_plan_reuses_slots_with_symbolic_sizes():
     (s,) = p.symbols
     assert len(plan.slots) < len(intermediates)  # something was reused
     assert all(sympy.sympify(size).free_symbols <= {s} for size in plan.slots)
+
+
+class RowOps(torch.nn.Module):
+    def forward(self, x):
+        y = torch.softmax(x, -1)
+        m = x.mean(-1, keepdim=True)
+        return y, x - m, m
+
+
+def test_row_groups_keep_reductions_in_registers():
+    from aotc.passes.pipeline import _schedule_dump
+    from aotc.scheduler.grouping import group_rows
+
+    p = fuse_pointwise(lowered(RowOps(), torch.randn(3, 4)))
+    schedule = group_rows(p)
+    # softmax: max and sum live in registers; the mean is an output, so it is also stored
+    assert _schedule_dump(schedule) == (
+        "kernel 0: rows of [3] x 4: softmax_max (local), softmax_sum (local), softmax\n"
+        "kernel 1: rows of [3] x 4: mean_sum (local), mean, sub\n")
+    plan = plan_memory(p, frozenset({"softmax_max", "softmax_sum", "mean_sum"}))
+    assert not set(plan.slot_of) & {"softmax_max", "softmax_sum", "mean_sum"}

@@ -3,6 +3,7 @@
     import      ExportedProgram -> loop-level IR (frontend/importer.py, lowering/)
     dce         drop buffers no output needs (passes/dce.py)
     fuse        inline pointwise producers into their consumers (scheduler/fusion.py)
+    group       the kernel sequence: row groups of reductions + their reader (scheduler/grouping.py)
     plan        arena slots for intermediates (scheduler/memory.py)
     codegen     one C++ translation unit (codegen/cpp/)
     build       g++ with cached kernel objects (build/compiler.py)
@@ -24,6 +25,7 @@ from ..codegen.cpp import emit_model
 from ..ir.nodes import Program
 from ..ir.printer import format_program
 from ..scheduler.fusion import fuse_pointwise
+from ..scheduler.grouping import RowGroup, Scheduled, group_rows
 from ..scheduler.memory import MemoryPlan, plan_memory
 from .dce import remove_dead_buffers
 
@@ -35,7 +37,7 @@ class Compiled:
     program: Program
     plan: MemoryPlan
     source: str
-    library: Path
+    library: Path | None  # None when the build stage was skipped
     cached: bool
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -47,6 +49,23 @@ class Stage:
     dump: Callable | None = None  # value -> text written to <debug_dir>/<nn>_<name>.txt
 
 
+def _local(schedule: list[Scheduled]) -> frozenset[str]:
+    return frozenset(n for item in schedule if isinstance(item, RowGroup) for n in item.local)
+
+
+def _schedule_dump(schedule: list[Scheduled]) -> str:
+    lines = []
+    for k, item in enumerate(schedule):
+        if isinstance(item, RowGroup):
+            members = ", ".join(m.name + (" (local)" if m.name in item.local else "")
+                                for m in item.members)
+            lines.append(f"kernel {k}: rows of [{', '.join(map(str, item.outer))}] x {item.row}: "
+                         f"{members}")
+        else:
+            lines.append(f"kernel {k}: {item.name}")
+    return "\n".join(lines) + "\n"
+
+
 def _plan_dump(plan: MemoryPlan) -> str:
     lines = [f"slot{k}: {size} bytes" for k, size in enumerate(plan.slots)]
     lines += [f"{b} -> slot{s}" for b, s in plan.slot_of.items()]
@@ -54,7 +73,9 @@ def _plan_dump(plan: MemoryPlan) -> str:
 
 
 def compile_program(ep, target: Target, opt_level: str = "-O3",
-                    debug_dir: Path | None = None, header: str = "") -> Compiled:
+                    debug_dir: Path | None = None, header: str = "",
+                    build: bool = True) -> Compiled:
+    """Run every stage in order (`build=False` stops after codegen: no compiler runs)."""
     from ..frontend.importer import import_program
 
     timings: dict[str, float] = {}
@@ -63,12 +84,14 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
         Stage("import", lambda: import_program(ep), format_program),
         Stage("dce", lambda: remove_dead_buffers(state["import"]), format_program),
         Stage("fuse", lambda: fuse_pointwise(state["dce"]), format_program),
-        Stage("plan", lambda: plan_memory(state["fuse"]), _plan_dump),
-        Stage("codegen", lambda: emit_model(state["fuse"], state["plan"], header), str),
+        Stage("group", lambda: group_rows(state["fuse"]), _schedule_dump),
+        Stage("plan", lambda: plan_memory(state["fuse"], _local(state["group"])), _plan_dump),
+        Stage("codegen", lambda: emit_model(state["fuse"], state["plan"], state["group"], header),
+              str),
         Stage("build", lambda: build_model(state["codegen"], target, opt_level),
               lambda r: f"{r[0]} (cached: {r[1]})\n"),
     ]
-    for k, stage in enumerate(stages):
+    for k, stage in enumerate(stages if build else stages[:-1]):
         t0 = time.perf_counter()
         state[stage.name] = stage.run()
         timings[stage.name] = time.perf_counter() - t0
@@ -77,5 +100,5 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
             debug_dir.mkdir(parents=True, exist_ok=True)
             suffix = "cpp" if stage.name == "codegen" else "txt"
             (debug_dir / f"{k:02d}_{stage.name}.{suffix}").write_text(stage.dump(state[stage.name]))
-    library, cached = state["build"]
+    library, cached = state.get("build", (None, False))
     return Compiled(state["fuse"], state["plan"], state["codegen"], library, cached, timings)

@@ -35,7 +35,8 @@ def reads_of(buf: Buffer) -> set[str]:
     return set(gemm_reads(buf.op))
 
 
-def plan_memory(program: Program) -> MemoryPlan:
+def plan_memory(program: Program, local: frozenset[str] = frozenset()) -> MemoryPlan:
+    """Arena slots for intermediates; `local` buffers live in registers and get none."""
     order = program.computed()
     last_use: dict[str, int] = {}
     for t, buf in enumerate(order):
@@ -48,7 +49,7 @@ def plan_memory(program: Program) -> MemoryPlan:
     for t, buf in enumerate(order):
         for name in [n for n, _ in live.items() if last_use.get(n, -1) < t]:
             free.append(live.pop(name))
-        if buf.name in outputs:
+        if buf.name in outputs or buf.name in local:
             continue
         need = nbytes(buf)
         slot = _pick(plan.slots, free, need)

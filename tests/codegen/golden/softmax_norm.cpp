@@ -20,132 +20,126 @@ struct Model {
 };
 
 // softmax_max: mul (aten.mul.Tensor), softmax (aten.softmax.int)
-//   from test_golden.py:26 (y = torch.softmax(x * 0.5, dim=-1))
-static void k0_softmax_max(const int64_t *sym, float *__restrict out, const float *__restrict in_x) {
-  constexpr int64_t i1 = 0;
-  for (int64_t i0 = 0; i0 < 4; ++i0) {
-    float acc = float(-INFINITY);
-    for (int64_t rs = 0; rs < 6; rs += 1024) {
-      const int64_t re = std::min<int64_t>(rs + 1024, 6);
-      float lanes[16];
-      for (int l = 0; l < 16; ++l) lanes[l] = float(-INFINITY);
-      int64_t rb = rs;
-      for (; rb + 16 <= re; rb += 16) {
-        #pragma omp simd
-        for (int64_t l = 0; l < 16; ++l) {
-          const int64_t r0 = rb + l;
-          const float t0 = in_x[6*i0 + r0];
-          const float t1 = t0 * 0.5f;
-          lanes[l] = ((t1 > lanes[l]) | (t1 != t1)) ? t1 : lanes[l];
-        }
-      }
-      for (; rb < re; ++rb) {
-        const int64_t r0 = rb;
-        const float t0 = in_x[6*i0 + r0];
-        const float t1 = t0 * 0.5f;
-        lanes[0] = ((t1 > lanes[0]) | (t1 != t1)) ? t1 : lanes[0];
-      }
-      for (int l = 0; l < 16; ++l) acc = ((lanes[l] > acc) | (lanes[l] != lanes[l])) ? lanes[l] : acc;
-    }
-    out[i0 + i1] = acc;
-  }
-}
-
+//   from test_golden.py:22 (y = torch.softmax(x * 0.5, dim=-1))
 // softmax_sum: mul (aten.mul.Tensor), softmax (aten.softmax.int)
-//   from test_golden.py:26 (y = torch.softmax(x * 0.5, dim=-1))
-static void k1_softmax_sum(const int64_t *sym, float *__restrict out, const float *__restrict in_x, const float *__restrict softmax_max) {
-  constexpr int64_t i1 = 0;
+//   from test_golden.py:22 (y = torch.softmax(x * 0.5, dim=-1))
+// softmax: mul (aten.mul.Tensor), softmax (aten.softmax.int)
+//   from test_golden.py:22 (y = torch.softmax(x * 0.5, dim=-1))
+static void k0_softmax_rows(const int64_t *sym, float *__restrict softmax, const float *__restrict in_x) {
   for (int64_t i0 = 0; i0 < 4; ++i0) {
-    double acc = 0.0;
-    for (int64_t rs = 0; rs < 6; rs += 1024) {
-      const int64_t re = std::min<int64_t>(rs + 1024, 6);
-      float lanes[16];
-      for (int l = 0; l < 16; ++l) lanes[l] = 0.0f;
-      int64_t rb = rs;
-      for (; rb + 16 <= re; rb += 16) {
-        #pragma omp simd
-        for (int64_t l = 0; l < 16; ++l) {
-          const int64_t r0 = rb + l;
+    float softmax_max_row;
+    {
+      constexpr int64_t i1 = 0;
+      float acc = float(-INFINITY);
+      for (int64_t rs = 0; rs < 6; rs += 1024) {
+        const int64_t re = std::min<int64_t>(rs + 1024, 6);
+        float lanes[16];
+        for (int l = 0; l < 16; ++l) lanes[l] = float(-INFINITY);
+        int64_t rb = rs;
+        for (; rb + 16 <= re; rb += 16) {
+          #pragma omp simd
+          for (int64_t l = 0; l < 16; ++l) {
+            const int64_t r0 = rb + l;
+            const float t0 = in_x[6*i0 + r0];
+            const float t1 = t0 * 0.5f;
+            lanes[l] = ((t1 > lanes[l]) | (t1 != t1)) ? t1 : lanes[l];
+          }
+        }
+        for (; rb < re; ++rb) {
+          const int64_t r0 = rb;
           const float t0 = in_x[6*i0 + r0];
           const float t1 = t0 * 0.5f;
-          const float t2 = softmax_max[i0];
+          lanes[0] = ((t1 > lanes[0]) | (t1 != t1)) ? t1 : lanes[0];
+        }
+        for (int l = 0; l < 16; ++l) acc = ((lanes[l] > acc) | (lanes[l] != lanes[l])) ? lanes[l] : acc;
+      }
+      softmax_max_row = acc;
+    }
+    float softmax_sum_row;
+    {
+      constexpr int64_t i1 = 0;
+      double acc = 0.0;
+      for (int64_t rs = 0; rs < 6; rs += 1024) {
+        const int64_t re = std::min<int64_t>(rs + 1024, 6);
+        float lanes[16];
+        for (int l = 0; l < 16; ++l) lanes[l] = 0.0f;
+        int64_t rb = rs;
+        for (; rb + 16 <= re; rb += 16) {
+          #pragma omp simd
+          for (int64_t l = 0; l < 16; ++l) {
+            const int64_t r0 = rb + l;
+            const float t0 = in_x[6*i0 + r0];
+            const float t1 = t0 * 0.5f;
+            const float t2 = softmax_max_row;
+            const float t3 = t1 - t2;
+            const float t4 = aotc::exp(t3);
+            lanes[l] += t4;
+          }
+        }
+        for (; rb < re; ++rb) {
+          const int64_t r0 = rb;
+          const float t0 = in_x[6*i0 + r0];
+          const float t1 = t0 * 0.5f;
+          const float t2 = softmax_max_row;
           const float t3 = t1 - t2;
           const float t4 = aotc::exp(t3);
-          lanes[l] += t4;
+          lanes[0] += t4;
         }
+        for (int l = 0; l < 16; ++l) acc += lanes[l];
       }
-      for (; rb < re; ++rb) {
-        const int64_t r0 = rb;
-        const float t0 = in_x[6*i0 + r0];
-        const float t1 = t0 * 0.5f;
-        const float t2 = softmax_max[i0];
-        const float t3 = t1 - t2;
-        const float t4 = aotc::exp(t3);
-        lanes[0] += t4;
-      }
-      for (int l = 0; l < 16; ++l) acc += lanes[l];
+      softmax_sum_row = static_cast<float>(acc);
     }
-    out[i0 + i1] = static_cast<float>(acc);
-  }
-}
-
-// softmax: mul (aten.mul.Tensor), softmax (aten.softmax.int)
-//   from test_golden.py:26 (y = torch.softmax(x * 0.5, dim=-1))
-static void k2_softmax(const int64_t *sym, float *__restrict out, const float *__restrict in_x, const float *__restrict softmax_max, const float *__restrict softmax_sum) {
-  for (int64_t i0 = 0; i0 < 4; ++i0) {
     for (int64_t i1 = 0; i1 < 6; ++i1) {
       const float t0 = in_x[6*i0 + i1];
       const float t1 = t0 * 0.5f;
-      const float t2 = softmax_max[i0];
+      const float t2 = softmax_max_row;
       const float t3 = t1 - t2;
       const float t4 = aotc::exp(t3);
-      const float t5 = softmax_sum[i0];
+      const float t5 = softmax_sum_row;
       const float t6 = t4 / t5;
-      out[6*i0 + i1] = t6;
+      softmax[6*i0 + i1] = t6;
     }
   }
 }
 
 // mean_sum: mean (aten.mean.dim)
-//   from test_golden.py:27 (return y - y.mean(dim=-1, keepdim=True))
-static void k3_mean_sum(const int64_t *sym, float *__restrict out, const float *__restrict softmax) {
-  constexpr int64_t i1 = 0;
-  for (int64_t i0 = 0; i0 < 4; ++i0) {
-    double acc = 0.0;
-    for (int64_t rs = 0; rs < 6; rs += 1024) {
-      const int64_t re = std::min<int64_t>(rs + 1024, 6);
-      float lanes[16];
-      for (int l = 0; l < 16; ++l) lanes[l] = 0.0f;
-      int64_t rb = rs;
-      for (; rb + 16 <= re; rb += 16) {
-        #pragma omp simd
-        for (int64_t l = 0; l < 16; ++l) {
-          const int64_t r0 = rb + l;
-          const float t0 = softmax[6*i0 + r0];
-          lanes[l] += t0;
-        }
-      }
-      for (; rb < re; ++rb) {
-        const int64_t r0 = rb;
-        const float t0 = softmax[6*i0 + r0];
-        lanes[0] += t0;
-      }
-      for (int l = 0; l < 16; ++l) acc += lanes[l];
-    }
-    out[i0 + i1] = static_cast<float>(acc);
-  }
-}
-
+//   from test_golden.py:23 (return y - y.mean(dim=-1, keepdim=True))
 // sub: mean (aten.mean.dim), sub (aten.sub.Tensor)
-//   from test_golden.py:27 (return y - y.mean(dim=-1, keepdim=True))
-static void k4_sub(const int64_t *sym, float *__restrict out, const float *__restrict mean_sum, const float *__restrict softmax) {
+//   from test_golden.py:23 (return y - y.mean(dim=-1, keepdim=True))
+static void k1_sub_rows(const int64_t *sym, float *__restrict sub, const float *__restrict softmax) {
   for (int64_t i0 = 0; i0 < 4; ++i0) {
+    float mean_sum_row;
+    {
+      constexpr int64_t i1 = 0;
+      double acc = 0.0;
+      for (int64_t rs = 0; rs < 6; rs += 1024) {
+        const int64_t re = std::min<int64_t>(rs + 1024, 6);
+        float lanes[16];
+        for (int l = 0; l < 16; ++l) lanes[l] = 0.0f;
+        int64_t rb = rs;
+        for (; rb + 16 <= re; rb += 16) {
+          #pragma omp simd
+          for (int64_t l = 0; l < 16; ++l) {
+            const int64_t r0 = rb + l;
+            const float t0 = softmax[6*i0 + r0];
+            lanes[l] += t0;
+          }
+        }
+        for (; rb < re; ++rb) {
+          const int64_t r0 = rb;
+          const float t0 = softmax[6*i0 + r0];
+          lanes[0] += t0;
+        }
+        for (int l = 0; l < 16; ++l) acc += lanes[l];
+      }
+      mean_sum_row = static_cast<float>(acc);
+    }
     for (int64_t i1 = 0; i1 < 6; ++i1) {
       const float t0 = softmax[6*i0 + i1];
-      const float t1 = mean_sum[i0];
+      const float t1 = mean_sum_row;
       const float t2 = t1 / 6.0f;
       const float t3 = t0 - t2;
-      out[6*i0 + i1] = t3;
+      sub[6*i0 + i1] = t3;
     }
   }
 }
@@ -196,10 +190,6 @@ int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, const 
   // memory plan: slot sizes follow the bound shapes
   int64_t arena_bytes = 0;
   const int64_t slot0 = arena_bytes;
-  arena_bytes += aotc::align64(16);
-  const int64_t slot1 = arena_bytes;
-  arena_bytes += aotc::align64(16);
-  const int64_t slot2 = arena_bytes;
   arena_bytes += aotc::align64(96);
   if (arena_bytes > m->arena_bytes) {
     std::free(m->arena);
@@ -210,16 +200,10 @@ int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, const 
   }
   char *arena = m->arena;
   const float *in_x = static_cast<const float *>(in[0].data);
-  float *softmax_max = reinterpret_cast<float *>(arena + slot0);
-  float *softmax_sum = reinterpret_cast<float *>(arena + slot1);
-  float *softmax = reinterpret_cast<float *>(arena + slot2);
-  float *mean_sum = reinterpret_cast<float *>(arena + slot0);
+  float *softmax = reinterpret_cast<float *>(arena + slot0);
   float *sub = static_cast<float *>(out[0].data);
-  k0_softmax_max(sym, softmax_max, in_x);
-  k1_softmax_sum(sym, softmax_sum, in_x, softmax_max);
-  k2_softmax(sym, softmax, in_x, softmax_max, softmax_sum);
-  k3_mean_sum(sym, mean_sum, softmax);
-  k4_sub(sym, sub, mean_sum, softmax);
+  k0_softmax_rows(sym, softmax, in_x);
+  k1_sub_rows(sym, sub, softmax);
   return AOTC_OK;
 }
 

@@ -27,8 +27,8 @@ class CodeBuffer:
 
     @contextmanager
     def block(self, header: str, trailer: str = ""):
-        """`header {` ... `}`."""
-        self.line(header + " {")
+        """`header {` ... `}` (a bare scope when header is empty)."""
+        self.line(f"{header} {{" if header else "{")
         with self.indent():
             yield
         self.line("}" + trailer)

@@ -68,9 +68,10 @@ def _paren(e) -> str:
 class BodyEmitter:
     """Emits one statement per DAG node (`const T tN = ...;`), each node once (CSE)."""
 
-    def __init__(self, buffer_sizes: dict[str, tuple], pointer_of):
+    def __init__(self, buffer_sizes: dict[str, tuple], pointer_of, scalars=None):
         self.sizes = buffer_sizes
         self.pointer_of = pointer_of  # buffer name -> C++ name of its pointer in the kernel
+        self.scalars = {} if scalars is None else scalars  # buffer -> local (row groups)
         self.names: dict[Node, str] = {}
         self.lines: list[str] = []
         self.checks_bounds = False  # set once an indirect load needs the `oob` flag
@@ -92,6 +93,8 @@ class BodyEmitter:
         v = self.value
         if isinstance(e, IndirectLoad):
             return self._indirect(e)
+        if isinstance(e, Load) and e.buffer in self.scalars:
+            return self.scalars[e.buffer]
         if isinstance(e, Load):
             off = flat_offset(e.index, self.sizes[e.buffer])
             return f"{self.pointer_of(e.buffer)}[{c_index(off)}]"

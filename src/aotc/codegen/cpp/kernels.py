@@ -25,7 +25,7 @@ PARALLEL_MIN_WORK = 16384  # elements (times reduction length) below which one t
 @dataclass
 class Kernel:
     name: str
-    reads: list[str]  # buffers passed after `out`, in order
+    args: list[str]  # buffers passed after `sym` (and `oob`), in order
     checks_bounds: bool = False  # takes an `int *oob` flag raised on a bad indirect index
 
 
@@ -72,7 +72,7 @@ def emit_kernel(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> Ke
         else:
             nest.reduction(op)
     code.line()
-    return Kernel(name, reads, checks_bounds)
+    return Kernel(name, [buf.name] + reads, checks_bounds)
 
 
 def index_exprs(body) -> list:
