@@ -4,13 +4,29 @@ from __future__ import annotations
 import torch
 
 from ..errors import CompileError
-from ..ir.expr import Binary, BinaryOp, Unary, UnaryOp, constant
+from ..ir.expr import Binary, BinaryOp, Unary, UnaryOp, cast, constant
+from ..ir.symbols import index_var
 from .common import operand
+from .context import TensorValue
 from .reduction import lower_mean_keep, variance
 from .registry import register_lowering
 
 aten = torch.ops.aten
 FAMILY = "nn"
+
+
+def normalize(ctx, x, mean, var, weight, bias, eps, read) -> TensorValue:
+    """(x - mean) * rsqrt(var + eps) * weight + bias, elementwise over the output, where
+    read(v) gives a statistic or parameter at the output index (they broadcast differently
+    in layer and batch norm)."""
+    d, out = ctx.out_dtype, ctx.out_sizes
+    rstd = Unary(UnaryOp.RSQRT, Binary(BinaryOp.ADD, read(var), constant(eps, d), d), d)
+    y = Binary(BinaryOp.MUL, Binary(BinaryOp.SUB, operand(x, d, out), read(mean), d), rstd, d)
+    if weight is not None:
+        y = Binary(BinaryOp.MUL, y, read(weight), d)
+    if bias is not None:
+        y = Binary(BinaryOp.ADD, y, read(bias), d)
+    return ctx.pointwise(y, out)
 
 
 @register_lowering(aten.layer_norm.default, family=FAMILY)
@@ -19,34 +35,14 @@ def lower_layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5,
     dims = list(range(x.ndim - len(normalized_shape), x.ndim))
     mean = lower_mean_keep(ctx, x, dims, d)
     var = variance(ctx, x, dims, 0, True, d, mean)
-    out = ctx.out_sizes
-    rstd = Unary(UnaryOp.RSQRT, Binary(BinaryOp.ADD, operand(var, d, out), constant(eps, d), d), d)
-    y = Binary(BinaryOp.MUL, Binary(BinaryOp.SUB, operand(x, d, out), operand(mean, d, out), d),
-               rstd, d)
-    if weight is not None:
-        y = Binary(BinaryOp.MUL, y, operand(weight, d, out), d)
-    if bias is not None:
-        y = Binary(BinaryOp.ADD, y, operand(bias, d, out), d)
-    return ctx.pointwise(y)
-
-
-def _channel(ctx, v, out):
-    """A per-channel (dim 1) vector read at the output index."""
-    from ..ir.symbols import index_var
-
-    return v.load((index_var(1),)) if v is not None and len(out) > 1 else None
+    return normalize(ctx, x, mean, var, weight, bias, eps,
+                     lambda v: operand(v, d, ctx.out_sizes))
 
 
 def _batch_norm(ctx, x, weight, bias, mean, var, eps):
-    d, out = ctx.out_dtype, ctx.out_sizes
-    rstd = Unary(UnaryOp.RSQRT, Binary(BinaryOp.ADD, _channel(ctx, var, out), constant(eps, d), d), d)
-    y = Binary(BinaryOp.MUL, Binary(BinaryOp.SUB, operand(x, d, out), _channel(ctx, mean, out), d),
-               rstd, d)
-    if weight is not None:
-        y = Binary(BinaryOp.MUL, y, _channel(ctx, weight, out), d)
-    if bias is not None:
-        y = Binary(BinaryOp.ADD, y, _channel(ctx, bias, out), d)
-    return ctx.pointwise(y, out)
+    """Inference batch norm: the statistics and parameters are per channel (dim 1)."""
+    return normalize(ctx, x, mean, var, weight, bias, eps,
+                     lambda v: cast(v.load((index_var(1),)), ctx.out_dtype))
 
 
 @register_lowering(aten.batch_norm.default, family=FAMILY)
