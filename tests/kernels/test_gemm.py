@@ -32,14 +32,56 @@ def _build(out_dir: Path, march: str) -> ctypes.CDLL:
     return lib
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return _build(tmp_path_factory.mktemp("gemm"), "x86-64-v3")
+# CPU flags each -march level needs before its build can run on this host
+# (the same sets aotc checks before loading a model built for that level).
+MARCH_FLAGS = {
+    "x86-64-v4": {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx2", "fma"},
+    "x86-64-v3": {"avx2", "fma", "bmi2"},
+    "x86-64": set(),
+}
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
 
 
 @pytest.fixture(scope="module")
-def lib_portable(tmp_path_factory):
-    return _build(tmp_path_factory.mktemp("gemm_portable"), "x86-64")
+def builds(tmp_path_factory):
+    """march -> library, each built once for the module and only if this CPU can run it."""
+    cache: dict[str, ctypes.CDLL] = {}
+
+    def get(march: str) -> ctypes.CDLL:
+        missing = MARCH_FLAGS[march] - _cpu_flags()
+        if missing:
+            pytest.skip(f"{march} build needs {' '.join(sorted(missing))}, which this CPU lacks")
+        if march not in cache:
+            cache[march] = _build(tmp_path_factory.mktemp(f"gemm_{march}"), march)
+        return cache[march]
+    return get
+
+
+# The AVX-512 (12x32 tiles, masked edges, unpacked few-row path) and AVX2 (6x16)
+# micro-kernels; the general sweep runs against both.
+@pytest.fixture(scope="module", params=["x86-64-v4", "x86-64-v3"])
+def lib(request, builds):
+    return builds(request.param)
+
+
+@pytest.fixture(scope="module")
+def lib_portable(builds):
+    return builds("x86-64")
+
+
+@pytest.fixture(scope="module", params=["x86-64-v4", "x86-64-v3", "x86-64"])
+def any_lib(request, builds):
+    return builds(request.param)
 
 
 def _view(buf, offset, shape, strides):
@@ -102,17 +144,59 @@ def run_case(lib, batch, M, N, K, *, a_t=False, b_t=False, shared_b=False, bias=
     assert np.all(C[~written] == SENTINEL)
 
 
+BIAS_KINDS = [None, "row", "col", "full", "full_t", "scalar"]
+# (A stored transposed, B stored transposed): B^T is the [N, K] weight of a linear layer
+LAYOUTS = [(False, False), (False, True), (True, False), (True, True)]
 SHAPES = [(1, 1, 1), (5, 7, 3), (6, 16, 1), (7, 17, 33), (13, 31, 257), (8, 16, 10),
-          (64, 256, 300), (6, 16, 256), (12, 32, 512), (150, 40, 20)]
+          (64, 256, 300), (6, 16, 256), (12, 32, 512), (150, 40, 20), (40, 40, 1024),
+          (3, 70, 96)]
 
 
 @pytest.mark.parametrize("M,N,K", SHAPES)
-@pytest.mark.parametrize("a_t,b_t", [(False, False), (False, True), (True, False), (True, True)])
+@pytest.mark.parametrize("a_t,b_t", LAYOUTS)
 def test_shapes_and_layouts(lib, M, N, K, a_t, b_t):
     run_case(lib, 1, M, N, K, a_t=a_t, b_t=b_t, bias="row")
 
 
-@pytest.mark.parametrize("bias", [None, "row", "col", "full", "full_t", "scalar"])
+@pytest.mark.parametrize("K", [1, 7, 257])
+def test_edge_tiles(any_lib, K):
+    """Every N from 1 to 33 (around the 16- and 32-wide tiles) against M around the
+    6- and 12-row tiles: partial, masked and zero-padded edges. Layouts, bias kinds
+    and alpha/beta rotate through the cases rather than multiplying them."""
+    case = 0
+    for M in (1, 2, 5, 6, 7, 11, 12, 13, 25):
+        for N in range(1, 34):
+            a_t, b_t = LAYOUTS[case % 4]
+            run_case(any_lib, 1, M, N, K, a_t=a_t, b_t=b_t, bias=BIAS_KINDS[case % 6],
+                     alpha=(1.0, -0.5, 2.0)[case % 3], beta=(1.0, 0.25)[case % 2],
+                     ldc_pad=case % 3, seed=case)
+            case += 1
+
+
+FEW_ROWS = [1, 2, 3, 4, 5, 8, 31, 32, 33]
+
+
+@pytest.mark.parametrize("M", FEW_ROWS)
+def test_few_rows_against_transposed_weight(lib, M):
+    """Few rows times a transposed [N, K] weight with long K: the AVX-512 build reads
+    both operands in place here (dot products, 4 rows by 4 columns at a time)."""
+    for case, (N, K) in enumerate([(1, 24 * M), (3, 100), (4, 1030), (5, 777), (17, 64 * M), (64, 513)]):
+        run_case(lib, 1, M, N, K, b_t=True, bias=BIAS_KINDS[case % 6], alpha=0.5, beta=-1.5,
+                 seed=case)
+    run_case(lib, 3, M, 37, 300, b_t=True, shared_b=True, bias="full")
+
+
+@pytest.mark.parametrize("M", FEW_ROWS)
+def test_few_rows_against_row_major_b(lib, M):
+    """Few rows times a row-major B: the AVX-512 build reads B in place here, in
+    strips of 64 to 256 columns, with A in either layout."""
+    for case, (N, K) in enumerate([(1, 5), (63, 1), (64, 40), (65, 7), (129, 33), (300, 70)]):
+        run_case(lib, 1, M, N, K, a_t=bool(case % 2), bias=BIAS_KINDS[case % 6], alpha=-0.5,
+                 beta=2.0, seed=case)
+    run_case(lib, 2, M, 200, 20, shared_b=True, bias="col")
+
+
+@pytest.mark.parametrize("bias", BIAS_KINDS)
 @pytest.mark.parametrize("M,N,K", [(5, 7, 3), (13, 31, 257), (64, 48, 300)])
 def test_bias_kinds(lib, bias, M, N, K):
     run_case(lib, 1, M, N, K, b_t=True, bias=bias, alpha=0.5, beta=-2.0)

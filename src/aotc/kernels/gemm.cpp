@@ -5,12 +5,17 @@
 //     for each KC-deep slice of K                 pack B[KC x NC] into NR-wide panels
 //       for each MC-tall row block                pack A[MC x KC] into MR-tall panels (L2)
 //         for each NR column panel, MR row panel  micro-kernel: MR x NR tile in registers
-// Packed panels are zero padded, so the micro-kernel never branches on edges;
-// partial tiles are computed into a local tile and copied out element-wise.
-// For small M, all of A is packed once and B is packed in narrow chunks instead.
+// Packed panels are zero padded, so the micro-kernel never branches on its
+// inner loop. The tile shapes and micro-kernels live in gemm_microkernels.h:
+// 12x32 with masked edge tiles for AVX-512, 6x16 for AVX2, where partial tiles
+// (like all tiles of the portable build) go through a local tile instead.
+// For small M, all of A is packed once and B is packed in narrow chunks; with
+// AVX-512, up to 32 rows skip packing altogether (dot products against a
+// transposed weight, register strips of a row-major B).
 // Threads split the batch, or split C of each matrix into a tm x tn grid.
 
 #include "aotc_kernels.h"
+#include "gemm_microkernels.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -20,23 +25,10 @@
 #include <omp.h>
 #endif
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define AOTC_GEMM_AVX2 1
-#else
-#define AOTC_GEMM_AVX2 0
-#endif
-
 namespace {
 
-// 6x16 uses 12 of the 16 ymm registers for accumulators, leaving room for
-// two B vectors and one broadcast A value.
-constexpr int64_t MR = 6;
-constexpr int64_t NR = 16;
-// KC*NR*4 = 16 KiB: one B micro-panel sits in L1 while it is swept over the A block.
-constexpr int64_t KC = 256;
-// MC*KC*4 = 144 KiB: the packed A block lives in L2.
-constexpr int64_t MC = 144;
+using namespace aotc_gemm;
+
 // KC*NC*4 = 2 MiB: the packed B block lives in L3.
 constexpr int64_t NC = 2048;
 // Small-M mode (see gemm_range): up to 1 MiB of A packed once, B packed in
@@ -58,15 +50,6 @@ struct Problem {
     float alpha, beta;
 };
 
-// What to do with a finished tile: C = alpha*acc + beta*bias on the first K
-// slice (bias may be null), C += alpha*acc on the following ones.
-struct Epilogue {
-    float alpha, beta;
-    bool accumulate;
-    const float *bias;  // at the tile origin
-    int64_t sbm, sbn;
-};
-
 // Element-wise store of an MR x NR tile (row stride NR); handles partial tiles
 // and any bias strides.
 void store_tile(const float *tile, int64_t mr, int64_t nr, float *c, int64_t ldc,
@@ -83,98 +66,34 @@ void store_tile(const float *tile, int64_t mr, int64_t nr, float *c, int64_t ldc
 }
 
 #if AOTC_GEMM_AVX2
-
-// The hot loop: acc[i] += a[k*MR + i] * b[k*NR : k*NR + 16] for every k.
-// Always inlined so the accumulators stay in registers.
-__attribute__((always_inline)) inline void
-accumulate_6x16(int64_t kc, const float *__restrict a, const float *__restrict b,
-                __m256 acc[MR][2]) {
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-#pragma GCC unroll 4
-    for (int64_t k = 0; k < kc; ++k) {
-        const __m256 b0 = _mm256_load_ps(b);
-        const __m256 b1 = _mm256_load_ps(b + 8);
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) {
-            const __m256 ai = _mm256_broadcast_ss(a + i);
-            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+// The first `rows` rows of an MR-row panel of a row-major A: register
+// transposes of 8x8 and 4x4 blocks rather than one strided store per element
+// (that took an eighth of the time of 128x128x64 products).
+void pack_a_rows(const float *src, int64_t sa_m, int64_t rows, int64_t kc, float *dst) {
+    int64_t i = 0;
+    for (; i + 8 <= rows; i += 8)
+        for (int64_t k = 0; k + 8 <= kc; k += 8) {
+            __m256 r[8];
+            for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + (i + j) * sa_m + k);
+            transpose8(r);
+            for (int j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (k + j) * MR + i, r[j]);
         }
-        a += MR;
-        b += NR;
-    }
-}
-
-// Raw product into a local tile (edge tiles and unusual bias strides).
-void compute_tile(int64_t kc, const float *a, const float *b, float *tile) {
-    __m256 acc[MR][2];
-    accumulate_6x16(kc, a, b, acc);
-    for (int i = 0; i < MR; ++i) {
-        _mm256_storeu_ps(tile + i * NR, acc[i][0]);
-        _mm256_storeu_ps(tile + i * NR + 8, acc[i][1]);
-    }
-}
-
-// Full tile straight into C with the epilogue fused; bias needs sbn of 0 or 1.
-void kernel_full(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                 const Epilogue &e) {
-    for (int i = 0; i < MR; ++i) _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc), _MM_HINT_T0);
-    __m256 acc[MR][2];
-    accumulate_6x16(kc, a, b, acc);
-    const __m256 va = _mm256_set1_ps(e.alpha), vb = _mm256_set1_ps(e.beta);
-    for (int i = 0; i < MR; ++i) {
-        float *ci = c + i * ldc;
-        __m256 r0 = _mm256_mul_ps(va, acc[i][0]);
-        __m256 r1 = _mm256_mul_ps(va, acc[i][1]);
-        if (e.accumulate) {
-            r0 = _mm256_add_ps(r0, _mm256_loadu_ps(ci));
-            r1 = _mm256_add_ps(r1, _mm256_loadu_ps(ci + 8));
-        } else if (e.bias) {
-            const float *bi = e.bias + i * e.sbm;
-            if (e.sbn == 0) {
-                const __m256 v = _mm256_set1_ps(e.beta * bi[0]);
-                r0 = _mm256_add_ps(r0, v);
-                r1 = _mm256_add_ps(r1, v);
-            } else {
-                r0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(bi), r0);
-                r1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(bi + 8), r1);
-            }
+    for (; i + 4 <= rows; i += 4)
+        for (int64_t k = 0; k + 4 <= kc; k += 4) {
+            __m128 r0 = _mm_loadu_ps(src + i * sa_m + k), r1 = _mm_loadu_ps(src + (i + 1) * sa_m + k);
+            __m128 r2 = _mm_loadu_ps(src + (i + 2) * sa_m + k), r3 = _mm_loadu_ps(src + (i + 3) * sa_m + k);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_storeu_ps(dst + k * MR + i, r0);
+            _mm_storeu_ps(dst + (k + 1) * MR + i, r1);
+            _mm_storeu_ps(dst + (k + 2) * MR + i, r2);
+            _mm_storeu_ps(dst + (k + 3) * MR + i, r3);
         }
-        _mm256_storeu_ps(ci, r0);
-        _mm256_storeu_ps(ci + 8, r1);
+    // what the blocks left over: the k tails, and rows past the last group of 4
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t done = r < rows / 8 * 8 ? kc / 8 * 8 : r < i ? kc / 4 * 4 : 0;
+        for (int64_t k = done; k < kc; ++k) dst[k * MR + r] = src[r * sa_m + k];
     }
 }
-
-// In-register transpose of an 8x8 block.
-inline void transpose8(__m256 r[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 4; ++i) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int h = 0; h < 8; h += 4) {
-        u[h + 0] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
-        u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
-        u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
-        u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; ++i) {
-        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-    }
-}
-
-#else  // portable fallback: plain loops the compiler can vectorise for any target
-
-void compute_tile(int64_t kc, const float *a, const float *b, float *tile) {
-    float acc[MR][NR] = {};
-    for (int64_t k = 0; k < kc; ++k, a += MR, b += NR)
-        for (int64_t i = 0; i < MR; ++i)
-            for (int64_t j = 0; j < NR; ++j) acc[i][j] += a[i] * b[j];
-    std::memcpy(tile, acc, sizeof(acc));
-}
-
 #endif
 
 // Pack rows [0, mc) x cols [0, kc) of A (already offset to the block origin)
@@ -187,12 +106,47 @@ void pack_a(const float *A, int64_t sa_m, int64_t sa_k, int64_t mc, int64_t kc, 
         if (mr == MR && sa_m == 1) {
             for (int64_t k = 0; k < kc; ++k)
                 for (int64_t i = 0; i < MR; ++i) dst[k * MR + i] = src[k * sa_k + i];
+#if AOTC_GEMM_AVX2
+        } else if (sa_k == 1) {
+            pack_a_rows(src, sa_m, mr, kc, dst);
+#endif
         } else {  // walk each row along k: the usual row-major case streams
             for (int64_t i = 0; i < mr; ++i)
                 for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = src[i * sa_m + k * sa_k];
         }
     }
 }
+
+#if AOTC_GEMM_AVX2
+// Columns [0, ncols) x k in [0, kc8) of an NR-column panel of a transposed
+// weight (each column of B is a contiguous row of [N, K]), both multiples of
+// 8: 8x8 register transposes. Rows a multiple of 2 KiB apart (K = 1024, 3072, ...)
+// crowd into few L1 sets, so with NR = 32 taking 8 floats at a time from each
+// of the panel's rows keeps missing (pack 3x slower at K = 1024); those rows
+// are first copied 16 at a time, front to back, into a small staging block
+// with padded rows. Other strides, and the 16 rows of an AVX2 panel, measured
+// faster transposed straight from B.
+void pack_b_transposed(const float *src, int64_t sb_n, int64_t ncols, int64_t kc8, float *dst) {
+    const auto transpose_from = [&](const float *rows, int64_t ld, int64_t nrows, float *out) {
+        for (int64_t k0 = 0; k0 < kc8; k0 += 8)
+            for (int64_t h = 0; h < nrows; h += 8) {
+                __m256 r[8];
+                for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(rows + (h + j) * ld + k0);
+                transpose8(r);
+                for (int k = 0; k < 8; ++k) _mm256_store_ps(out + (k0 + k) * NR + h, r[k]);
+            }
+    };
+    if (NR < 32 || sb_n % 512 != 0) return transpose_from(src, sb_n, ncols, dst);
+    constexpr int64_t G = 16, LS = KC + 16;  // padded rows spread over the L1 sets
+    alignas(32) float stage[G * LS];
+    for (int64_t g = 0; g < ncols; g += G) {
+        const int64_t rows = std::min(G, ncols - g);
+        for (int64_t j = 0; j < rows; ++j)
+            std::memcpy(stage + j * LS, src + (g + j) * sb_n, sizeof(float) * kc8);
+        transpose_from(stage, LS, rows, dst + g);
+    }
+}
+#endif
 
 // Pack rows [0, kc) x cols [0, nc) of B into NR-column panels laid out
 // k-major: dst[q*NR*kc + k*NR + j].
@@ -207,26 +161,21 @@ void pack_b(const float *B, int64_t sb_k, int64_t sb_n, int64_t kc, int64_t nc, 
     for (dst += j0 * kc; j0 < nc; j0 += NR, dst += NR * kc) {
         const int64_t nr = std::min(NR, nc - j0);
         const float *src = B + j0 * sb_n;
-        int64_t k0 = 0;
+        if (nr < NR) std::memset(dst, 0, sizeof(float) * NR * kc);
+        int64_t k0 = 0, j8 = 0;  // [0, k0) x [0, j8) is packed already
 #if AOTC_GEMM_AVX2
-        if (nr == NR && sb_k == 1) {  // transposed weight [N, K]: 8x8 register transposes
-            for (; k0 + 8 <= kc; k0 += 8) {
-                for (int h = 0; h < 2; ++h) {
-                    __m256 r[8];
-                    for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + (h * 8 + j) * sb_n + k0);
-                    transpose8(r);
-                    for (int k = 0; k < 8; ++k) _mm256_store_ps(dst + (k0 + k) * NR + h * 8, r[k]);
-                }
-            }
+        if (sb_k == 1) {  // transposed weight [N, K]
+            k0 = kc / 8 * 8;
+            j8 = nr / 8 * 8;
+            pack_b_transposed(src, sb_n, j8, k0, dst);
         }
 #endif
-        if (nr < NR) std::memset(dst, 0, sizeof(float) * NR * kc);
         if (std::abs(sb_k) < std::abs(sb_n)) {  // columns are the contiguous direction
             for (int64_t j = 0; j < nr; ++j)
-                for (int64_t k = k0; k < kc; ++k) dst[k * NR + j] = src[j * sb_n + k * sb_k];
+                for (int64_t k = j < j8 ? k0 : 0; k < kc; ++k) dst[k * NR + j] = src[j * sb_n + k * sb_k];
         } else {
-            for (int64_t k = k0; k < kc; ++k)
-                for (int64_t j = 0; j < nr; ++j) dst[k * NR + j] = src[k * sb_k + j * sb_n];
+            for (int64_t k = 0; k < kc; ++k)
+                for (int64_t j = k < k0 ? j8 : 0; j < nr; ++j) dst[k * NR + j] = src[k * sb_k + j * sb_n];
         }
     }
 }
@@ -244,7 +193,12 @@ void macro_kernel(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const flo
             if (e.bias) e.bias += ir * e.sbm + jr * e.sbn;
             const float *a = Ap + ir * kc, *b = Bp + jr * kc;
             float *c = C + ir * ldc + jr;
-#if AOTC_GEMM_AVX2
+#if AOTC_GEMM_AVX512
+            if (fast_bias) {
+                kernel_tile(kc, a, b, c, ldc, mr, nr, e);
+                continue;
+            }
+#elif AOTC_GEMM_AVX2
             if (mr == MR && nr == NR && fast_bias) {
                 kernel_full(kc, a, b, c, ldc, e);
                 continue;
@@ -288,9 +242,108 @@ void naive_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0
         }
 }
 
+#if AOTC_GEMM_AVX512
+// With few rows (up to FEW_ROWS per thread), each element of B is used only
+// that many times, and packing B can cost more than the products: 1x1024x1024
+// ran 2.5x (row-major B) to 5x (transposed) slower packed, 16x3072x768 2x.
+// Two paths read B in place instead:
+// - a transposed weight (A and B unit stride along k): dot products along k,
+//   which win once K amortises the horizontal sums of each 4x4 block of C
+//   (measured from about K = 24 per row);
+// - a row-major B (unit stride along n): rows of C accumulated in registers
+//   over strips of B, whatever the strides of A.
+// Near 32 rows the packed path catches up.
+constexpr int64_t FEW_ROWS = 32;
+constexpr int64_t DOT_MIN_K_PER_ROW = 24;
+// Each group of 4 rows sweeps at most this many floats of B (512 KiB), so that
+// the next group finds them in L2.
+constexpr int64_t DOT_B_CHUNK = 128 * 1024;
+
+// Rows [m0, m0 + R) of C_b[:, n0:n1] by dot_rows4; needs sa_k == sb_k == 1.
+template <int R>
+void dot_range(const Problem &p, int64_t b, int64_t m0, int64_t n0, int64_t n1) {
+    const float *A = p.A + b * p.sa_batch + m0 * p.sa_m, *B = p.B + b * p.sb_batch;
+    const float *bias = p.bias ? p.bias + b * p.sbias_batch + m0 * p.sbias_m : nullptr;
+    float *C = p.C + b * p.sc_batch + m0 * p.ldc;
+    for (int64_t n = n0; n < n1; n += 4) {
+        const float *cols[4];  // past the edge, repeat the last column
+        for (int j = 0; j < 4; ++j) cols[j] = B + std::min(n + j, n1 - 1) * p.sb_n;
+        float out[R][4];
+        dot_rows4<R>(p.K, A, p.sa_m, cols, out);
+        for (int r = 0; r < R; ++r)
+            for (int64_t j = 0; j < std::min<int64_t>(4, n1 - n); ++j) {
+                float v = p.alpha * out[r][j];
+                if (bias) v += p.beta * bias[r * p.sbias_m + (n + j) * p.sbias_n];
+                C[r * p.ldc + n + j] = v;
+            }
+    }
+}
+
+// C_b[m0:m1, n0:n1] in groups of 4 rows, walking N in chunks of DOT_B_CHUNK.
+void dot_rows_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    const int64_t ncb = std::max<int64_t>(4, DOT_B_CHUNK / p.K / 4 * 4);
+    for (int64_t nc = n0; nc < n1; nc += ncb) {
+        const int64_t nc1 = std::min(n1, nc + ncb);
+        for (int64_t m = m0; m < m1; m += 4) {
+            switch (std::min<int64_t>(4, m1 - m)) {
+                case 1: dot_range<1>(p, b, m, nc, nc1); break;
+                case 2: dot_range<2>(p, b, m, nc, nc1); break;
+                case 3: dot_range<3>(p, b, m, nc, nc1); break;
+                default: dot_range<4>(p, b, m, nc, nc1); break;
+            }
+        }
+    }
+}
+
+// Rows [m, m + R) of C_b[:, n0:n1] against a row-major B read in place, 16*W
+// columns at a time (bias strides as for kernel_tile).
+template <int R, int W>
+void axpy_cols(const Problem &p, int64_t b, int64_t m, int64_t n0, int64_t n1) {
+    const float *a = p.A + b * p.sa_batch + m * p.sa_m;
+    for (int64_t n = n0; n < n1; n += 16 * W) {
+        Epilogue e{p.alpha, p.beta, false, nullptr, p.sbias_m, p.sbias_n};
+        if (p.bias) e.bias = p.bias + b * p.sbias_batch + m * p.sbias_m + n * p.sbias_n;
+        axpy_rows<R, W>(p.K, a, p.sa_m, p.sa_k, p.B + b * p.sb_batch + n, p.sb_k,
+                        p.C + b * p.sc_batch + m * p.ldc + n, p.ldc, std::min<int64_t>(16 * W, n1 - n), e);
+    }
+}
+
+// C_b[m0:m1, n0:n1] against a row-major B read in place. Up to 3 rows of a
+// wide C take strips of B as wide as 16 accumulators allow (1x1024x1024: 35%
+// faster than 64 columns); otherwise rows go 4 at a time over 64-column
+// strips, which stay in L2 from one group of rows to the next.
+void axpy_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    if (n1 - n0 > 128) {
+        switch (m1 - m0) {
+            case 1: return axpy_cols<1, 16>(p, b, m0, n0, n1);
+            case 2: return axpy_cols<2, 8>(p, b, m0, n0, n1);
+            case 3: return axpy_cols<3, 5>(p, b, m0, n0, n1);
+        }
+    }
+    for (int64_t n = n0; n < n1; n += 64) {
+        const int64_t n_end = std::min(n1, n + 64);
+        for (int64_t m = m0; m < m1; m += 4) {
+            switch (std::min<int64_t>(4, m1 - m)) {
+                case 1: axpy_cols<1, 4>(p, b, m, n, n_end); break;
+                case 2: axpy_cols<2, 4>(p, b, m, n, n_end); break;
+                case 3: axpy_cols<3, 4>(p, b, m, n, n_end); break;
+                default: axpy_cols<4, 4>(p, b, m, n, n_end); break;
+            }
+        }
+    }
+}
+#endif
+
 // One thread's share: C_b[m0:m1, n0:n1], all of K (K > 0).
 void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     if (m0 >= m1 || n0 >= n1) return;
+#if AOTC_GEMM_AVX512
+    const int64_t rows = m1 - m0;
+    if (rows <= FEW_ROWS && p.sa_k == 1 && p.sb_k == 1 && p.K >= DOT_MIN_K_PER_ROW * rows)
+        return dot_rows_range(p, b, m0, m1, n0, n1);
+    if (rows <= FEW_ROWS && p.sb_n == 1 && (!p.bias || p.sbias_n == 0 || p.sbias_n == 1))
+        return axpy_range(p, b, m0, m1, n0, n1);
+#endif
     // Split K and M into near-equal blocks so no block is a sliver.
     const int64_t kcb = ceil_div(p.K, ceil_div(p.K, KC));
     const int64_t mcb = round_up(ceil_div(m1 - m0, ceil_div(m1 - m0, MC)), MR);
@@ -298,7 +351,7 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
     // in L2, pack A once and walk N in narrow chunks, so each packed B chunk is
     // consumed from L2 instead of round-tripping through L3/memory (small M).
     const bool a_resident = m1 - m0 <= mcb && mcb * p.K <= A_RESIDENT_MAX;
-    const int64_t ncb = std::min(a_resident ? NC_SMALL_M : NC, round_up(n1 - n0, NR));
+    const int64_t ncb = std::min(round_up(a_resident ? NC_SMALL_M : NC, NR), round_up(n1 - n0, NR));
     const int64_t a_size = round_up(mcb * (a_resident ? p.K : kcb), 16);
     float *buf = tls_scratch.get(static_cast<size_t>(a_size + ncb * kcb));
     if (!buf) return naive_range(p, b, m0, m1, n0, n1);

@@ -1,0 +1,337 @@
+// Register-blocked SGEMM micro-kernels and the tile shapes they imply, one set
+// per compile target (AVX-512, AVX2+FMA, portable). Private to gemm.cpp.
+//
+// A micro-kernel multiplies a packed MR-row panel of A (k-major: a[k*MR + i])
+// by a packed NR-column panel of B (k-major: b[k*NR + j]), keeping the whole
+// MR x NR tile of C in vector registers, and then applies the epilogue. The
+// AVX-512 set also has kernels for a few rows of A that read B unpacked.
+#ifndef AOTC_GEMM_MICROKERNELS_H
+#define AOTC_GEMM_MICROKERNELS_H
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define AOTC_GEMM_AVX2 1
+#else
+#define AOTC_GEMM_AVX2 0
+#endif
+#if AOTC_GEMM_AVX2 && defined(__AVX512F__)
+#define AOTC_GEMM_AVX512 1
+#else
+#define AOTC_GEMM_AVX512 0
+#endif
+
+namespace aotc_gemm {
+
+#if AOTC_GEMM_AVX512
+// 12x32 keeps 24 of the 32 zmm registers as accumulators (two vectors per
+// row), leaving room for the two B vectors and the broadcast A values. On
+// Zen 4 it measured level with 14x32 and ahead of 8x48 and 6x64, which waste
+// more work on the N = 16 and M = 8 edges.
+constexpr int64_t MR = 12;
+constexpr int64_t NR = 32;
+// KC*NR*4 = 32 KiB: one B micro-panel, streamed from L2 at worst while it is
+// swept over the A block. 192..384 measured the same; 256 keeps K slices few.
+constexpr int64_t KC = 256;
+// MC*KC*4 = 144 KiB: the packed A block lives in L2.
+constexpr int64_t MC = 144;
+#else
+// 6x16 uses 12 of the 16 ymm registers for accumulators, leaving room for
+// two B vectors and one broadcast A value.
+constexpr int64_t MR = 6;
+constexpr int64_t NR = 16;
+// KC*NR*4 = 16 KiB: one B micro-panel sits in L1 while it is swept over the A block.
+constexpr int64_t KC = 256;
+// MC*KC*4 = 144 KiB: the packed A block lives in L2.
+constexpr int64_t MC = 144;
+#endif
+
+// What to do with a finished tile: C = alpha*acc + beta*bias on the first K
+// slice (bias may be null), C += alpha*acc on the following ones.
+struct Epilogue {
+    float alpha, beta;
+    bool accumulate;
+    const float *bias;  // at the tile origin
+    int64_t sbm, sbn;
+};
+
+#if AOTC_GEMM_AVX512
+
+constexpr int NV = int(NR / 16);  // zmm vectors per tile row
+
+// Lanes of columns [16v, 16v + 16) that lie inside the first n columns.
+inline __mmask16 lane_mask(int64_t n, int v) {
+    const int64_t lanes = std::min<int64_t>(std::max<int64_t>(n - 16 * v, 0), 16);
+    return static_cast<__mmask16>((1u << lanes) - 1u);
+}
+
+// acc[i][v] = sum over k of a[k*MR + i] * b[k*NR + 16v : +16], for the first
+// ROWS rows and W vectors of a panel pair. Edge tiles use fewer rows or
+// vectors so that they skip the zero padding rather than multiply it.
+// Always inlined so the accumulators stay in registers.
+template <int ROWS, int W>
+__attribute__((always_inline)) inline void
+accumulate_zmm(int64_t kc, const float *__restrict a, const float *__restrict b,
+               __m512 (&acc)[ROWS][W]) {
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i)
+#pragma GCC unroll 4
+        for (int v = 0; v < W; ++v) acc[i][v] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+    for (int64_t k = 0; k < kc; ++k) {
+        __m512 bv[W];
+#pragma GCC unroll 4
+        for (int v = 0; v < W; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
+#pragma GCC unroll 16
+        for (int i = 0; i < ROWS; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 4
+            for (int v = 0; v < W; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+        }
+        a += MR;
+        b += NR;
+    }
+}
+
+// Applies the epilogue to an mr x nr tile (mr <= ROWS, nr <= 16*W) and stores
+// it into C; masked loads and stores leave the columns past nr untouched, so
+// edge tiles need no bounce buffer. The bias needs sbn of 0 or 1.
+template <int ROWS, int W>
+__attribute__((always_inline)) inline void
+store_zmm(__m512 (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64_t nr, const Epilogue &e) {
+    __mmask16 mask[W];
+    for (int v = 0; v < W; ++v) mask[v] = lane_mask(nr, v);
+    const __m512 va = _mm512_set1_ps(e.alpha), vb = _mm512_set1_ps(e.beta);
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) {
+        if (i >= mr) break;
+        float *ci = c + i * ldc;
+        const float *bi = e.bias ? e.bias + i * e.sbm : nullptr;
+#pragma GCC unroll 4
+        for (int v = 0; v < W; ++v) {
+            __m512 r = _mm512_mul_ps(va, acc[i][v]);
+            if (e.accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask[v], ci + 16 * v));
+            else if (bi && e.sbn == 0) r = _mm512_add_ps(r, _mm512_set1_ps(e.beta * bi[0]));
+            else if (bi) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask[v], bi + 16 * v), r);
+            _mm512_mask_storeu_ps(ci + 16 * v, mask[v], r);
+        }
+    }
+}
+
+// An mr x nr tile of packed panels straight into C with the epilogue fused.
+template <int ROWS, int W>
+void kernel_zmm(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                int64_t mr, int64_t nr, const Epilogue &e) {
+    for (int64_t i = 0; i < mr; ++i) _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc), _MM_HINT_T0);
+    __m512 acc[ROWS][W];
+    accumulate_zmm<ROWS, W>(kc, a, b, acc);
+    store_zmm<ROWS, W>(acc, c, ldc, mr, nr, e);
+}
+
+// Any tile with a fast bias: the smallest instantiation that covers mr x nr.
+template <int W>
+void kernel_rows(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                 int64_t mr, int64_t nr, const Epilogue &e) {
+    if (mr > 8) kernel_zmm<MR, W>(kc, a, b, c, ldc, mr, nr, e);
+    else if (mr > 4) kernel_zmm<8, W>(kc, a, b, c, ldc, mr, nr, e);
+    else if (mr > 2) kernel_zmm<4, W>(kc, a, b, c, ldc, mr, nr, e);
+    else if (mr > 1) kernel_zmm<2, W>(kc, a, b, c, ldc, mr, nr, e);
+    else kernel_zmm<1, W>(kc, a, b, c, ldc, mr, nr, e);
+}
+static_assert(MR > 8 && NV == 2, "kernel_rows and kernel_tile assume 12x32-like tiles");
+
+inline void kernel_tile(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                        int64_t mr, int64_t nr, const Epilogue &e) {
+    if (nr > 16) kernel_rows<2>(kc, a, b, c, ldc, mr, nr, e);
+    else kernel_rows<1>(kc, a, b, c, ldc, mr, nr, e);
+}
+
+// Raw product into a local MR x NR tile (bias with other strides).
+inline void compute_tile(int64_t kc, const float *a, const float *b, float *tile) {
+    __m512 acc[MR][NV];
+    accumulate_zmm<MR, NV>(kc, a, b, acc);
+    for (int i = 0; i < MR; ++i)
+        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(tile + i * NR + 16 * v, acc[i][v]);
+}
+
+// R rows of A (any strides) times nr <= 16*W columns of a row-major B read in
+// place (ldb apart along k), epilogue fused: for M so small that packing B
+// would cost more than the products.
+template <int R, int W>
+void axpy_rows(int64_t K, const float *a, int64_t sa_m, int64_t sa_k, const float *b, int64_t ldb,
+               float *c, int64_t ldc, int64_t nr, const Epilogue &e) {
+    __m512 acc[R][W];
+    __mmask16 mask[W];
+#pragma GCC unroll 16
+    for (int v = 0; v < W; ++v) {
+        mask[v] = lane_mask(nr, v);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[r][v] = _mm512_setzero_ps();
+    }
+    for (int64_t k = 0; k < K; ++k, a += sa_k, b += ldb) {
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            const __m512 ar = _mm512_set1_ps(a[r * sa_m]);
+#pragma GCC unroll 16
+            for (int v = 0; v < W; ++v)
+                acc[r][v] = _mm512_fmadd_ps(ar, _mm512_maskz_loadu_ps(mask[v], b + 16 * v), acc[r][v]);
+        }
+    }
+    store_zmm<R, W>(acc, c, ldc, R, nr, e);
+}
+
+// Lanes 0..3 = sums of the lanes of x0..x3. Each step adds the two halves of
+// every group while packing the groups together; vpermt2ps is used because
+// GCC 12 flags the shuffles that take an undefined pass-through operand.
+inline __m512 hsum4(__m512 x0, __m512 x1, __m512 x2, __m512 x3) {
+    const auto fold = [](__m512 u, __m512 v, __m512i lo, __m512i hi) {
+        return _mm512_add_ps(_mm512_permutex2var_ps(u, lo, v), _mm512_permutex2var_ps(u, hi, v));
+    };
+    // x0 x1 halves -> 8 partial sums each; then 4 each for x0..x3; then 2; then 1.
+    const __m512i lo8 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+    const __m512i hi8 = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    const __m512i lo4 = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const __m512i hi4 = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    const __m512i lo2 = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i hi2 = _mm512_setr_epi32(2, 3, 6, 7, 10, 11, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i lo1 = _mm512_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i hi1 = _mm512_setr_epi32(1, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512 t = fold(fold(x0, x1, lo8, hi8), fold(x2, x3, lo8, hi8), lo4, hi4);
+    const __m512 u = fold(t, t, lo2, hi2);
+    return fold(u, u, lo1, hi1);
+}
+
+// Unpacked dot products for a few rows against a transposed weight (both
+// operands unit stride along k): out[r][j] = sum_k a[r*lda + k] * b[j][k] for
+// R rows and 4 columns. Used when M is so small that packing B would cost
+// more than the product.
+template <int R>
+void dot_rows4(int64_t K, const float *a, int64_t lda, const float *const b[4], float out[R][4]) {
+    __m512 acc[R][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
+    // 16 values of k per step; the last step masks off the lanes past K.
+    const auto step = [&](int64_t k, __mmask16 m) __attribute__((always_inline)) {
+        __m512 bv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) bv[j] = _mm512_maskz_loadu_ps(m, b[j] + k);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            const __m512 av = _mm512_maskz_loadu_ps(m, a + r * lda + k);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_fmadd_ps(av, bv[j], acc[r][j]);
+        }
+    };
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) step(k, 0xFFFF);
+    if (k < K) step(k, lane_mask(K - k, 0));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+        _mm512_mask_storeu_ps(out[r], 0xF, hsum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+}
+
+#elif AOTC_GEMM_AVX2
+
+// The hot loop: acc[i] += a[k*MR + i] * b[k*NR : k*NR + 16] for every k.
+// Always inlined so the accumulators stay in registers.
+__attribute__((always_inline)) inline void
+accumulate_6x16(int64_t kc, const float *__restrict a, const float *__restrict b,
+                __m256 acc[MR][2]) {
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < kc; ++k) {
+        const __m256 b0 = _mm256_load_ps(b);
+        const __m256 b1 = _mm256_load_ps(b + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; ++i) {
+            const __m256 ai = _mm256_broadcast_ss(a + i);
+            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+        }
+        a += MR;
+        b += NR;
+    }
+}
+
+// Raw product into a local tile (edge tiles and unusual bias strides).
+inline void compute_tile(int64_t kc, const float *a, const float *b, float *tile) {
+    __m256 acc[MR][2];
+    accumulate_6x16(kc, a, b, acc);
+    for (int i = 0; i < MR; ++i) {
+        _mm256_storeu_ps(tile + i * NR, acc[i][0]);
+        _mm256_storeu_ps(tile + i * NR + 8, acc[i][1]);
+    }
+}
+
+// Full tile straight into C with the epilogue fused; bias needs sbn of 0 or 1.
+inline void kernel_full(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                        const Epilogue &e) {
+    for (int i = 0; i < MR; ++i) _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc), _MM_HINT_T0);
+    __m256 acc[MR][2];
+    accumulate_6x16(kc, a, b, acc);
+    const __m256 va = _mm256_set1_ps(e.alpha), vb = _mm256_set1_ps(e.beta);
+    for (int i = 0; i < MR; ++i) {
+        float *ci = c + i * ldc;
+        __m256 r0 = _mm256_mul_ps(va, acc[i][0]);
+        __m256 r1 = _mm256_mul_ps(va, acc[i][1]);
+        if (e.accumulate) {
+            r0 = _mm256_add_ps(r0, _mm256_loadu_ps(ci));
+            r1 = _mm256_add_ps(r1, _mm256_loadu_ps(ci + 8));
+        } else if (e.bias) {
+            const float *bi = e.bias + i * e.sbm;
+            if (e.sbn == 0) {
+                const __m256 v = _mm256_set1_ps(e.beta * bi[0]);
+                r0 = _mm256_add_ps(r0, v);
+                r1 = _mm256_add_ps(r1, v);
+            } else {
+                r0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(bi), r0);
+                r1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(bi + 8), r1);
+            }
+        }
+        _mm256_storeu_ps(ci, r0);
+        _mm256_storeu_ps(ci + 8, r1);
+    }
+}
+
+#else  // portable fallback: plain loops the compiler can vectorise for any target
+
+inline void compute_tile(int64_t kc, const float *a, const float *b, float *tile) {
+    float acc[MR][NR] = {};
+    for (int64_t k = 0; k < kc; ++k, a += MR, b += NR)
+        for (int64_t i = 0; i < MR; ++i)
+            for (int64_t j = 0; j < NR; ++j) acc[i][j] += a[i] * b[j];
+    std::memcpy(tile, acc, sizeof(acc));
+}
+
+#endif
+
+#if AOTC_GEMM_AVX2
+// In-register transpose of an 8x8 block.
+inline void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int h = 0; h < 8; h += 4) {
+        u[h + 0] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+        u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+        u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+        u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; ++i) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+#endif
+
+}  // namespace aotc_gemm
+
+#endif  // AOTC_GEMM_MICROKERNELS_H
