@@ -45,13 +45,6 @@ class DType(enum.Enum):
         return not self.is_floating and self is not DType.bool
 
     @classmethod
-    def from_code(cls, code: int) -> DType:
-        for d in cls:
-            if d.code == code:
-                return d
-        raise ValueError(f"unknown aotc dtype code {code}")
-
-    @classmethod
     def from_name(cls, name: str) -> DType:
         name = name.replace("torch.", "")
         try:
