@@ -30,3 +30,8 @@ def test_ops_table_in_docs_is_current():
 
     table = Path(__file__).resolve().parent.parent / "docs" / "OPS.md"
     assert table.read_text() == ops_markdown(), "regenerate: aotc ops --markdown > docs/OPS.md"
+
+
+def test_prepare_builds_the_kernels(capsys):
+    assert main(["prepare"]) == 0
+    assert "aotc kernels for" in capsys.readouterr().out

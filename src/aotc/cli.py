@@ -1,4 +1,4 @@
-"""Command line: `aotc compile`, `aotc info`, `aotc ops`."""
+"""Command line: `aotc compile`, `aotc info`, `aotc ops`, `aotc prepare`."""
 from __future__ import annotations
 
 import argparse
@@ -47,6 +47,20 @@ def cmd_info(args) -> int:
     return 0
 
 
+def cmd_prepare(args) -> int:
+    """Build the shipped kernels for this machine now, so no model compile pays for it."""
+    import time
+
+    from aotc.build.compiler import build_kernels
+    from aotc.build.toolchain import target_for
+
+    start = time.perf_counter()
+    objects = build_kernels(target_for(args.isa))
+    print(f"aotc kernels for {target_for(args.isa).arch} ready in "
+          f"{time.perf_counter() - start:.2f} s: {', '.join(o.name for o in objects)}")
+    return 0
+
+
 def ops_markdown() -> str:
     """The op coverage table (docs/OPS.md): every ATen overload with a lowering, by family."""
     from aotc.lowering import covered_ops
@@ -86,6 +100,9 @@ def main(argv=None) -> int:
     p = sub.add_parser("info", help="describe the models of a package")
     p.add_argument("package")
     p.set_defaults(fn=cmd_info)
+    p = sub.add_parser("prepare", help="build the shipped kernels for this machine ahead of time")
+    p.add_argument("--isa", default="host", help="host (default), avx512, avx2 or sse2")
+    p.set_defaults(fn=cmd_prepare)
     p = sub.add_parser("ops", help="list the ATen ops aotc lowers")
     p.add_argument("--markdown", action="store_true", help="as the docs/OPS.md table")
     p.set_defaults(fn=cmd_ops)
