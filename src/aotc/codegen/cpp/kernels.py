@@ -97,8 +97,13 @@ def index_exprs(body) -> list:
     return out
 
 
+def symbol_order(program: Program) -> list[sympy.Symbol]:
+    """The shape symbols in the order of the `sym` array every generated function reads."""
+    return sorted(program.symbols, key=lambda s: s.name)
+
+
 def program_symbol_index(program: Program, sym) -> int:
-    return sorted(program.symbols, key=lambda s: s.name).index(sym)
+    return symbol_order(program).index(sym)
 
 
 class _Nest:

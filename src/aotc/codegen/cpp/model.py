@@ -8,7 +8,7 @@ from ...scheduler.grouping import RowGroup, Scheduled
 from ...scheduler.memory import MemoryPlan
 from .code import CodeBuffer
 from .exprs import c_index
-from .kernels import describe, emit_kernel, gemm_call, program_symbol_index
+from .kernels import describe, emit_kernel, gemm_call, program_symbol_index, symbol_order
 from .rows import emit_row_group
 
 
@@ -52,12 +52,8 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
     return code.text()
 
 
-def _sym_names(program: Program) -> list[sympy.Symbol]:
-    return sorted(program.symbols, key=lambda s: s.name)
-
-
 def _bind_symbol_lines(program: Program) -> list[str]:
-    return [f"const int64_t {s.name} = sym[{k}];" for k, s in enumerate(_sym_names(program))]
+    return [f"const int64_t {s.name} = sym[{k}];" for k, s in enumerate(symbol_order(program))]
 
 
 def _emit_bind_inputs(code: CodeBuffer, program: Program) -> None:
