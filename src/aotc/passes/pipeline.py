@@ -25,7 +25,7 @@ from ..codegen.cpp import emit_model
 from ..ir.nodes import Program
 from ..ir.printer import format_program
 from ..scheduler.fusion import fuse_pointwise
-from ..scheduler.grouping import RowGroup, Scheduled, group_rows
+from ..scheduler.grouping import RowGroup, Scheduled, group_rows, kernel_members, local_buffers
 from ..scheduler.memory import MemoryPlan, plan_memory
 from .dce import remove_dead_buffers
 
@@ -47,10 +47,6 @@ class Stage:
     name: str
     run: Callable
     dump: Callable | None = None  # value -> text written to <debug_dir>/<nn>_<name>.txt
-
-
-def _local(schedule: list[Scheduled]) -> frozenset[str]:
-    return frozenset(n for item in schedule if isinstance(item, RowGroup) for n in item.local)
 
 
 def _schedule_dump(schedule: list[Scheduled]) -> str:
@@ -85,7 +81,8 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
         Stage("dce", lambda: remove_dead_buffers(state["import"]), format_program),
         Stage("fuse", lambda: fuse_pointwise(state["dce"]), format_program),
         Stage("group", lambda: group_rows(state["fuse"]), _schedule_dump),
-        Stage("plan", lambda: plan_memory(state["fuse"], _local(state["group"])), _plan_dump),
+        Stage("plan", lambda: plan_memory(state["fuse"], kernel_members(state["group"]),
+                                          local_buffers(state["group"])), _plan_dump),
         Stage("codegen", lambda: emit_model(state["fuse"], state["plan"], state["group"], header),
               str),
         Stage("build", lambda: build_model(state["codegen"], target, opt_level),

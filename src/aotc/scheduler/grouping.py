@@ -38,6 +38,16 @@ class RowGroup:
 Scheduled = Buffer | RowGroup
 
 
+def kernel_members(schedule: list[Scheduled]) -> list[list[Buffer]]:
+    """The buffers each kernel of the schedule computes (what the memory plan steps over)."""
+    return [item.members if isinstance(item, RowGroup) else [item] for item in schedule]
+
+
+def local_buffers(schedule: list[Scheduled]) -> frozenset[str]:
+    """Buffers that live in registers inside their row group and need no memory."""
+    return frozenset(n for item in schedule if isinstance(item, RowGroup) for n in item.local)
+
+
 def _row_reduction(buf: Buffer) -> tuple | None:
     """(outer, row) when `buf` reduces one last axis into a keepdim unit axis."""
     op = buf.op
@@ -107,4 +117,4 @@ def _grow(order: list[Buffer], t: int) -> RowGroup | None:
     return RowGroup(outer, row, list(members.values()), set())
 
 
-__all__ = ["RowGroup", "Scheduled", "group_rows"]
+__all__ = ["RowGroup", "Scheduled", "group_rows", "kernel_members", "local_buffers"]

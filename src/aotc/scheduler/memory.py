@@ -1,5 +1,9 @@
 """The memory plan: every intermediate buffer gets a slot in one arena.
 
+Liveness is counted in kernels, not buffers: a kernel that computes several buffers (a
+row group runs its members row by row in one parallel loop) is one step, so nothing it
+reads or writes shares a slot with anything else it touches.
+
 Sizes are symbolic, so slots are too: a buffer reuses a free slot (the slot grows to
 the larger of the two where needed), and the generated code evaluates slot sizes and
 offsets from the bound shape symbols at run time. Inputs, constants and outputs live
@@ -7,6 +11,7 @@ outside the arena.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import sympy
@@ -35,33 +40,39 @@ def reads_of(buf: Buffer) -> set[str]:
     return set(gemm_reads(buf.op))
 
 
-def plan_memory(program: Program, local: frozenset[str] = frozenset()) -> MemoryPlan:
-    """Arena slots for intermediates; `local` buffers live in registers and get none."""
-    order = program.computed()
+def plan_memory(program: Program, kernels: Sequence[Sequence[Buffer]] | None = None,
+                local: frozenset[str] = frozenset()) -> MemoryPlan:
+    """Arena slots for intermediates. `kernels` is the kernel sequence, each the buffers one
+    kernel computes (default: one kernel per computed buffer); `local` buffers live in
+    registers and get none."""
+    steps = [[b] for b in program.computed()] if kernels is None else kernels
     last_use: dict[str, int] = {}
-    for t, buf in enumerate(order):
-        for name in reads_of(buf):
-            last_use[name] = t
+    for t, members in enumerate(steps):
+        for buf in members:
+            for name in reads_of(buf):
+                last_use[name] = t
     outputs = set(program.outputs)
     plan = MemoryPlan()
     free: list[int] = []
     live: dict[str, int] = {}
-    for t, buf in enumerate(order):
-        for name in [n for n, _ in live.items() if last_use.get(n, -1) < t]:
+    for t, members in enumerate(steps):
+        # a slot frees only once every kernel that reads its buffer has run
+        for name in [n for n in live if last_use.get(n, -1) < t]:
             free.append(live.pop(name))
-        if buf.name in outputs or buf.name in local:
-            continue
-        need = nbytes(buf)
-        slot = _pick(plan.slots, free, need)
-        if slot is None:
-            plan.slots.append(need)
-            slot = len(plan.slots) - 1
-        else:
-            free.remove(slot)
-            if not surely_at_least(plan.slots[slot], need):
-                plan.slots[slot] = sympy.Max(plan.slots[slot], need)
-        plan.slot_of[buf.name] = slot
-        live[buf.name] = slot
+        for buf in members:
+            if buf.name in outputs or buf.name in local:
+                continue
+            need = nbytes(buf)
+            slot = _pick(plan.slots, free, need)
+            if slot is None:
+                plan.slots.append(need)
+                slot = len(plan.slots) - 1
+            else:
+                free.remove(slot)
+                if not surely_at_least(plan.slots[slot], need):
+                    plan.slots[slot] = sympy.Max(plan.slots[slot], need)
+            plan.slot_of[buf.name] = slot
+            live[buf.name] = slot
     return plan
 
 
