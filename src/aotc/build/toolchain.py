@@ -94,7 +94,7 @@ def compiler_version(cxx: str) -> str:
 
 def cxx_flags(target: Target, opt_level: str = "-O3") -> list[str]:
     return [opt_level, f"-march={target.arch}", "-fopenmp", "-fPIC", "-std=c++17",
-            "-fno-math-errno", "-Wall", "-Wno-unused-variable", "-Wno-unused-function"]
+            "-fno-math-errno", "-fno-trapping-math", "-Wall", "-Wno-unused-variable", "-Wno-unused-function"]
 
 
 def cache_dir() -> Path:
