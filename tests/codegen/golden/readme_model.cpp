@@ -11,6 +11,8 @@ constexpr int64_t kNumOutputs = 1;
 constexpr int64_t kNumConstants = 4;
 constexpr int64_t kNumSymbols = 1;
 constexpr int64_t kMaxRank = 2;
+// bytes of each constant: one with none may come as a null pointer
+constexpr int64_t kConstantBytes[] = {640, 64, 64, 4};
 
 struct Model {
   const void *constants[kNumConstants > 0 ? kNumConstants : 1];
@@ -152,7 +154,7 @@ int aotc_create(const void *const *constants, int64_t n_constants, void **model)
   Model *m = static_cast<Model *>(std::calloc(1, sizeof(Model)));
   if (!m) return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory");
   for (int64_t k = 0; k < kNumConstants; ++k) {
-    if (!constants || !constants[k]) {
+    if (kConstantBytes[k] > 0 && (!constants || !constants[k])) {
       std::free(m);
       return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: constant %lld is null", (long long)k);
     }

@@ -5,7 +5,7 @@ import sympy
 
 from ...ir.nodes import Buffer, BufferKind, Gemm, Program
 from ...scheduler.grouping import RowGroup, Scheduled
-from ...scheduler.memory import MemoryPlan
+from ...scheduler.memory import MemoryPlan, nbytes
 from .code import CodeBuffer
 from .exprs import c_index
 from .kernels import describe, emit_kernel, gemm_call, program_symbol_index, symbol_order
@@ -19,6 +19,7 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
     code.lines_of(["#include <omp.h>", "", '#include "aotc_codegen.h"', '#include "aotc_kernels.h"',
                    ""])
     n_sym = len(program.symbols)
+    constant_bytes = [str(nbytes(program.buffers[c.buffer])) for c in program.constants]
     max_rank = max([len(program.buffers[o].sizes) for o in program.outputs] + [1])
     code.line("namespace {")
     code.line()
@@ -28,6 +29,8 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
         f"constexpr int64_t kNumConstants = {len(program.constants)};",
         f"constexpr int64_t kNumSymbols = {n_sym};",
         f"constexpr int64_t kMaxRank = {max_rank};",
+        "// bytes of each constant: one with none may come as a null pointer",
+        f"constexpr int64_t kConstantBytes[] = {{{', '.join(constant_bytes) or '0'}}};",
         "",
         "struct Model {",
         "  const void *constants[kNumConstants > 0 ? kNumConstants : 1];",
@@ -240,7 +243,7 @@ int aotc_create(const void *const *constants, int64_t n_constants, void **model)
   Model *m = static_cast<Model *>(std::calloc(1, sizeof(Model)));
   if (!m) return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory");
   for (int64_t k = 0; k < kNumConstants; ++k) {
-    if (!constants || !constants[k]) {
+    if (kConstantBytes[k] > 0 && (!constants || !constants[k])) {
       std::free(m);
       return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: constant %lld is null", (long long)k);
     }
