@@ -4,7 +4,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test venv lint bench clean
+.PHONY: demo test venv lint bench fuzz clean
 
 venv: $(STAMP)
 
@@ -23,6 +23,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VPY) -m pytest -q tests
+
+# the damaged-package sweep at full size (make test runs 200 of these cases)
+fuzz: $(STAMP)
+	AOTC_FUZZ_CASES=5000 $(VPY) -m pytest -q tests/package/test_fuzz.py
 
 lint: $(STAMP)
 	$(VPY) -m ruff check src tests benchmarks examples

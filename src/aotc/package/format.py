@@ -12,13 +12,14 @@ import os
 import struct
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import PackageError
+from .schema import FORMAT_VERSION, check_constants_fit, validate
 
 ARCHIVE_FORMAT = "pt2"
-FORMAT_VERSION = 1
 DEFAULT_MODEL = "model"
 ALIGN = 64
 _PAD_EXTRA_ID = 0xD935  # the zip extra field id used for alignment padding
@@ -99,13 +100,18 @@ class PackageReader:
             self.zf = zipfile.ZipFile(self.path)
         except (zipfile.BadZipFile, OSError) as e:
             raise PackageError(f"{self.path} is not a valid .pt2 package: {e}") from None
-        names = set(self.zf.namelist())
+        listed = self.zf.namelist()
+        names = set(listed)
+        if len(names) != len(listed):
+            twice = sorted({n for n in listed if listed.count(n) > 1})
+            raise PackageError(f"{self.path} holds the entries {twice} more than once; the package "
+                               "is corrupt")
         if "aotc/version" not in names:
             if "archive_format" in names:
                 raise PackageError(f"{self.path} is a .pt2 archive but not an aotc package "
                                    "(no aotc/version entry); was it written by another compiler?")
             raise PackageError(f"{self.path} is not a .pt2 package (no archive_format entry)")
-        version = self._read("aotc/version").decode().strip()
+        version = self._read("aotc/version").decode(errors="replace").strip()
         if version != str(FORMAT_VERSION):
             raise PackageError(f"{self.path} has package format version {version}; this aotc reads "
                                f"version {FORMAT_VERSION}")
@@ -120,7 +126,8 @@ class PackageReader:
             return self.zf.read(name)
         except KeyError:
             raise PackageError(f"{self.path} is missing {name}") from None
-        except (zipfile.BadZipFile, OSError, ValueError) as e:
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, zlib.error,
+                NotImplementedError) as e:
             raise PackageError(f"{self.path}: entry {name} is corrupt ({e})") from None
 
     def resolve(self, model: str | None) -> str:
@@ -136,16 +143,16 @@ class PackageReader:
     def metadata(self, model: str) -> dict:
         try:
             meta = json.loads(self._read(_entry(model, "metadata.json")))
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise PackageError(f"{self.path}: metadata of {model!r} is not valid JSON ({e})") from None
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise PackageError(f"{self.path}: model {model!r} has metadata format "
-                               f"{meta.get('format_version')}, expected {FORMAT_VERSION}")
-        return meta
+        try:
+            return validate(meta)
+        except PackageError as e:
+            raise PackageError(f"{self.path}: model {model!r}: {e}") from None
 
     def library(self, model: str, meta: dict) -> bytes:
         data = self._read(_entry(model, "model.so"))
-        if sha256(data) != meta.get("sha256", {}).get("model.so"):
+        if sha256(data) != meta["sha256"]["model.so"]:
             raise PackageError(f"{self.path}: model.so of {model!r} does not match its sha256 "
                                "digest; the package is corrupt")
         return data
@@ -175,7 +182,11 @@ class PackageReader:
                     raise PackageError(f"{self.path}: {name} is truncated")
                 h.update(chunk)
                 remaining -= len(chunk)
-        if h.hexdigest() != meta.get("sha256", {}).get("weights.bin"):
+        if h.hexdigest() != meta["sha256"]["weights.bin"]:
             raise PackageError(f"{self.path}: weights.bin of {model!r} does not match its sha256 "
                                "digest; the package is corrupt")
+        try:
+            check_constants_fit(meta, info.file_size)
+        except PackageError as e:
+            raise PackageError(f"{self.path}: model {model!r}: {e}") from None
         return offset, info.file_size

@@ -1,0 +1,227 @@
+"""The schema of a model's metadata.json (format version 1), checked before the loader
+uses any field: types, ranges and the references between fields. A bad field raises
+PackageError naming its path (`inputs[0].sizes[1]`), what it holds and what was expected.
+
+Fields the loader does not read (timings, versions of the tools) are still type-checked
+when present; unknown keys are allowed so that later writers can add information.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..dtypes import DType
+from ..errors import PackageError
+
+FORMAT_VERSION = 1
+ARCHES = ("x86-64", "x86-64-v3", "x86-64-v4", "native")
+_SYMBOL = re.compile(r"[A-Za-z_]\w*")
+_SIZE_EXPR = re.compile(r"[\w\s*+\-()/]+")  # what sympy prints for an integer size expression
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_MAX_DIM = 1 << 62
+_MAX_RANK = 64
+_SPEC_DEPTH = 64
+
+
+class _Bad(Exception):
+    def __init__(self, path: str, expected: str, value: Any):
+        shown = repr(value)
+        super().__init__(f"metadata field '{path}' is {shown[:80]}; expected {expected}")
+
+
+def _get(obj: dict, key: str, path: str) -> Any:
+    if key not in obj:
+        raise _Bad(f"{path}.{key}" if path else key, "it to be present", "missing")
+    return obj[key]
+
+
+def _int(value: Any, path: str, lo: int = 0, hi: int = _MAX_DIM) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise _Bad(path, f"an integer in [{lo}, {hi}]", value)
+    return value
+
+
+def _str(value: Any, path: str, pattern: re.Pattern | None = None, what: str = "a string") -> str:
+    if not isinstance(value, str) or (pattern is not None and not pattern.fullmatch(value)):
+        raise _Bad(path, what, value)
+    return value
+
+
+def _list(value: Any, path: str, limit: int = 1 << 20) -> list:
+    if not isinstance(value, list) or len(value) > limit:
+        raise _Bad(path, f"a list (of at most {limit} items)", value)
+    return value
+
+
+def _dict(value: Any, path: str) -> dict:
+    if not isinstance(value, dict):
+        raise _Bad(path, "an object", value)
+    return value
+
+
+def _dtype(value: Any, path: str) -> DType:
+    names = [d.name for d in DType]
+    if not isinstance(value, str) or value not in names:
+        raise _Bad(path, f"a dtype name ({', '.join(names)})", value)
+    return DType[value]
+
+
+def _scalar(value: Any, path: str) -> None:
+    if value is not None and not isinstance(value, (bool, int, float, str)):
+        raise _Bad(path, "a number, a string, true/false or null", value)
+
+
+def _sizes(value: Any, path: str, symbols: dict) -> list:
+    sizes = _list(value, path, _MAX_RANK)
+    for d, s in enumerate(sizes):
+        where = f"{path}[{d}]"
+        if isinstance(s, str):
+            _str(s, where, _SIZE_EXPR, "a size expression over the package's symbols")
+            unknown = set(_SYMBOL.findall(s)) - set(symbols)
+            if unknown:
+                raise _Bad(where, f"an expression over the symbols {sorted(symbols)} "
+                                  f"(it names {sorted(unknown)})", s)
+        else:
+            _int(s, where)
+    return sizes
+
+
+def _spec(value: Any, path: str, depth: int = 0) -> int:
+    """A pytree spec; returns its number of leaves."""
+    if depth > _SPEC_DEPTH:
+        raise _Bad(path, f"a structure at most {_SPEC_DEPTH} levels deep", "deeper")
+    spec = _dict(value, path)
+    kind = _get(spec, "kind", path)
+    if kind == "leaf":
+        return 1
+    if kind == "none":
+        return 0
+    if kind not in ("tuple", "list", "dict"):
+        raise _Bad(f"{path}.kind", "leaf, none, tuple, list or dict", kind)
+    kids = _list(_get(spec, "children", path), f"{path}.children")
+    if kind == "dict":
+        keys = _list(_get(spec, "keys", path), f"{path}.keys")
+        if len(keys) != len(kids) or not all(isinstance(k, (str, int)) for k in keys):
+            raise _Bad(f"{path}.keys", f"{len(kids)} string or integer keys, one per child", keys)
+    return sum(_spec(k, f"{path}.children[{i}]", depth + 1) for i, k in enumerate(kids))
+
+
+def _symbols(value: Any) -> dict:
+    symbols = _dict(value, "symbols")
+    for name, bounds in symbols.items():
+        where = f"symbols.{name}"
+        _str(name, where, _SYMBOL, "a symbol name")
+        if not isinstance(bounds, list) or len(bounds) != 2:
+            raise _Bad(where, "[min, max] (max null when unbounded)", bounds)
+        lo = _int(bounds[0], f"{where}[0]")
+        if bounds[1] is not None:
+            _int(bounds[1], f"{where}[1]", lo)
+    return symbols
+
+
+def _tensor(entry: Any, path: str, symbols: dict) -> None:
+    t = _dict(entry, path)
+    _str(_get(t, "name", path), f"{path}.name")
+    _dtype(_get(t, "dtype", path), f"{path}.dtype")
+    _sizes(_get(t, "sizes", path), f"{path}.sizes", symbols)
+
+
+def _inputs(value: Any, symbols: dict) -> None:
+    for k, entry in enumerate(_list(value, "inputs")):
+        path = f"inputs[{k}]"
+        kind = _get(_dict(entry, path), "kind", path)
+        if kind == "tensor":
+            _tensor(entry, path, symbols)
+        elif kind == "scalar":
+            _str(_get(entry, "name", path), f"{path}.name")
+            _scalar(_get(entry, "value", path), f"{path}.value")
+        else:
+            raise _Bad(f"{path}.kind", "tensor or scalar", kind)
+
+
+def _constants(value: Any) -> None:
+    for k, entry in enumerate(_list(value, "constants")):
+        path = f"constants[{k}]"
+        c = _dict(entry, path)
+        _str(_get(c, "name", path), f"{path}.name")
+        dtype = _dtype(_get(c, "dtype", path), f"{path}.dtype")
+        sizes = _sizes(_get(c, "sizes", path), f"{path}.sizes", {})
+        offset = _int(_get(c, "offset", path), f"{path}.offset")
+        if offset % 64:
+            raise _Bad(f"{path}.offset", "a multiple of 64 (constants are 64-byte aligned)", offset)
+        numel = 1
+        for s in sizes:
+            numel = min(numel * s, _MAX_DIM)
+        nbytes = _int(_get(c, "nbytes", path), f"{path}.nbytes")
+        if nbytes != numel * dtype.itemsize:
+            raise _Bad(f"{path}.nbytes", f"{numel * dtype.itemsize} ({numel} {dtype.name} values)",
+                       nbytes)
+
+
+def validate(meta: Any) -> dict:
+    """`meta` if it is a valid version-1 metadata object; PackageError naming the bad field."""
+    try:
+        _validate(meta)
+    except _Bad as e:
+        raise PackageError(str(e)) from None
+    return meta
+
+
+def _validate(meta: Any) -> None:
+    _dict(meta, "metadata")
+    version = _get(meta, "format_version", "")
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        raise _Bad("format_version", f"{FORMAT_VERSION} (the version this aotc reads)", version)
+    _int(_get(meta, "abi_version", ""), "abi_version", 1, 1 << 30)
+    for key in ("aotc_version", "torch_version"):
+        if key in meta:
+            _str(meta[key], key)
+    target = _dict(_get(meta, "target", ""), "target")
+    _str(_get(target, "device", "target"), "target.device")
+    _str(_get(target, "arch", "target"), "target.arch")
+    if target["arch"] not in ARCHES:
+        raise _Bad("target.arch", f"one of {', '.join(ARCHES)}", target["arch"])
+    _str(_get(target, "isa", "target"), "target.isa")
+    symbols = _symbols(_get(meta, "symbols", ""))
+    _inputs(_get(meta, "inputs", ""), symbols)
+    outputs = _list(_get(meta, "outputs", ""), "outputs")
+    for k, entry in enumerate(outputs):
+        _tensor(entry, f"outputs[{k}]", symbols)
+    leaves = _list(_get(meta, "output_leaves", ""), "output_leaves")
+    for k, entry in enumerate(leaves):
+        path = f"output_leaves[{k}]"
+        kind = _get(_dict(entry, path), "kind", path)
+        if kind == "tensor":
+            _int(_get(entry, "index", path), f"{path}.index", 0, len(outputs) - 1)
+        elif kind == "constant":
+            _scalar(_get(entry, "value", path), f"{path}.value")
+        else:
+            raise _Bad(f"{path}.kind", "tensor or constant", kind)
+    n_in = _spec(_get(meta, "in_spec", ""), "in_spec")
+    if n_in != len(meta["inputs"]):
+        raise _Bad("in_spec", f"a structure of {len(meta['inputs'])} leaves, one per input",
+                   f"{n_in} leaves")
+    n_out = _spec(_get(meta, "out_spec", ""), "out_spec")
+    if n_out != len(leaves):
+        raise _Bad("out_spec", f"a structure of {len(leaves)} leaves, one per output leaf",
+                   f"{n_out} leaves")
+    _constants(_get(meta, "constants", ""))
+    _int(_get(meta, "num_threads", ""), "num_threads", 0, 1 << 16)
+    digests = _dict(_get(meta, "sha256", ""), "sha256")
+    for key in ("model.so", "weights.bin"):
+        _str(_get(digests, key, "sha256"), f"sha256.{key}", _HEX64, "a sha256 hex digest")
+    if "compile_seconds" in meta and not isinstance(meta["compile_seconds"], (int, float)):
+        raise _Bad("compile_seconds", "a number", meta["compile_seconds"])
+    if "stage_seconds" in meta:
+        for name, t in _dict(meta["stage_seconds"], "stage_seconds").items():
+            if not isinstance(t, (int, float)):
+                raise _Bad(f"stage_seconds.{name}", "a number", t)
+
+
+def check_constants_fit(meta: dict, weights_size: int) -> None:
+    """Every constant lies inside weights.bin (its size is known only once the archive is read)."""
+    for k, c in enumerate(meta["constants"]):
+        if c["offset"] + c["nbytes"] > weights_size:
+            raise PackageError(f"metadata field 'constants[{k}]' ({c['name']}) spans bytes "
+                               f"{c['offset']}..{c['offset'] + c['nbytes']}; expected it inside "
+                               f"weights.bin ({weights_size} bytes)")
