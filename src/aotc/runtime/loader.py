@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import numpy as np
 
 from ..build.toolchain import cache_dir, missing_features
 from ..dtypes import DType
-from ..errors import InputError, PackageError
+from ..errors import InputError, PackageError, RuntimeFailure
 from ..package.format import PackageReader
 from . import abi, pytree
+from .pool import RunnerPool
 from .tensors import Frame, as_input, empty, is_torch_tensor
 
 
@@ -44,7 +45,9 @@ class CompiledModel:
     """A callable compiled model: model(*args, **kwargs) -> outputs in the exported structure."""
 
     def __init__(self, path: str, model_name: str | None = None, run_single_threaded: bool = False,
-                 num_threads: int | None = None):
+                 num_threads: int | None = None, num_runners: int = 1):
+        if not isinstance(num_runners, int) or isinstance(num_runners, bool) or num_runners < 1:
+            raise ValueError(f"num_runners must be a positive integer, got {num_runners!r}")
         reader = PackageReader(path)
         try:
             self.name = reader.resolve(model_name)
@@ -74,19 +77,24 @@ class CompiledModel:
         threads = self.metadata.get("num_threads", 0) if num_threads is None else num_threads
         self._num_threads = int(threads or 0)
         self._single = run_single_threaded
-        self._lock = threading.Lock()
-        self._free: list[int] = []
-        self._all: list[int] = []
-        self._free.append(self._new_handle())
+        try:
+            first = self._new_handle()
+        except RuntimeFailure as e:  # the library refused what the metadata describes
+            raise PackageError(f"{path}: model {self.name!r} does not match its own library: "
+                               f"{e}") from None
+        self._pool = RunnerPool(num_runners, first)
+
+    @property
+    def num_runners(self) -> int:
+        """How many calls may run at once (each on its own model object); more wait."""
+        return self._pool.size
 
     def _constant_pointers(self, w_size: int):
         table = self.metadata["constants"]
         base = self._weights.ctypes.data if w_size else 0
         ptrs = (ctypes.c_void_p * max(len(table), 1))()
-        for k, c in enumerate(table):
-            if c["offset"] + c["nbytes"] > w_size or c["offset"] % 64:
-                raise PackageError(f"{self.path}: constant {c['name']} lies outside weights.bin")
-            ptrs[k] = base + c["offset"]
+        for k, c in enumerate(table):  # the reader checked that each lies inside weights.bin
+            ptrs[k] = base + c["offset"] if c["nbytes"] else None
         return ptrs
 
     def _new_handle(self) -> int:
@@ -94,24 +102,13 @@ class CompiledModel:
         abi.check(self._lib, self._lib.aotc_create(self._constants, len(self.metadata["constants"]),
                                                    ctypes.byref(h)))
         if self._num_threads:
-            abi.check(self._lib, self._lib.aotc_set_num_threads(h, self._num_threads))
-        self._all.append(h.value)
+            rc = self._lib.aotc_set_num_threads(h, self._num_threads)
+            if rc:
+                self._lib.aotc_destroy(h)
+                abi.check(self._lib, rc)
         self._frames[h.value] = Frame([len(i["sizes"]) for i in self._inputs],
                                       [rank for _, rank in self._outputs])
         return h.value
-
-    def _acquire(self) -> int:
-        if self._single:  # the caller promised one thread at a time: no lock
-            return self._free[0]
-        with self._lock:
-            if self._free:
-                return self._free.pop()
-        return self._new_handle()
-
-    def _release(self, h: int) -> None:
-        if not self._single:
-            with self._lock:
-                self._free.append(h)
 
     def __call__(self, *args, **kwargs):
         if self._plain_args and not kwargs and len(args) == len(self._input_plan):
@@ -130,11 +127,16 @@ class CompiledModel:
                 continue
             any_torch = any_torch or is_torch_tensor(leaf)
             inputs.append(as_input(leaf, what))
-        h = self._acquire()
+        # with no tensor input, outputs follow the caller's library: torch if it is loaded
+        like_torch = any_torch or (not inputs and "torch" in sys.modules)
+        if self._single:  # the caller promised one thread at a time: no lock
+            h = self._pool.first()
+            return self._structure(self._run(h, self._frames[h], inputs, like_torch))
+        h = self._pool.acquire(self._new_handle)
         try:
-            outs = self._run(h, self._frames[h], inputs, any_torch)
+            outs = self._run(h, self._frames[h], inputs, like_torch)
         finally:
-            self._release(h)
+            self._pool.release(h)
         return self._structure(outs)
 
     def _output_structure(self):
@@ -178,10 +180,9 @@ class CompiledModel:
         return outs
 
     def __del__(self):
-        lib = getattr(self, "_lib", None)
-        for h in getattr(self, "_all", []):
-            if lib is not None:
-                lib.aotc_destroy(h)
+        pool, lib = getattr(self, "_pool", None), getattr(self, "_lib", None)
+        if pool is not None and lib is not None:
+            pool.close(lib.aotc_destroy)
 
     def __repr__(self) -> str:
         return f"CompiledModel({self.path!r}, model={self.name!r})"
@@ -208,9 +209,12 @@ def _plain_positional(in_spec: dict, n: int) -> bool:
 
 
 def load_package(path, model_name: str | None = None, run_single_threaded: bool = False,
-                 num_threads: int | None = None) -> CompiledModel:
-    """Load model `model_name` (default: the only one, or "model") of a .pt2 package."""
-    return CompiledModel(os.fspath(path), model_name, run_single_threaded, num_threads)
+                 num_threads: int | None = None, num_runners: int = 1) -> CompiledModel:
+    """Load model `model_name` (default: the only one, or "model") of a .pt2 package.
+
+    `num_runners` model objects serve calls from several threads at once (each with its own
+    arena and `num_threads` OpenMP threads); further callers wait for a free one."""
+    return CompiledModel(os.fspath(path), model_name, run_single_threaded, num_threads, num_runners)
 
 
 def aoti_load_package(path, run_single_threaded: bool = False) -> CompiledModel:
