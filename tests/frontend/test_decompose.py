@@ -31,3 +31,46 @@ def test_decomposed_ops_match_eager(compile_model, name):
     x = torch.randn(3, 4)
     ep, model = compile_model(Wrap(CASES[name]), (x,))
     torch.testing.assert_close(model(x), ep.module()(x))
+
+
+class Table(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("idx", torch.tensor([0, 2, 1]))
+
+
+class MaskedIndex(torch.nn.Module):
+    """Indexing into buffers of a module and its submodule through _unsafe_masked_index,
+    whose decomposition assigns into its index list (fx gives it an immutable one)."""
+
+    def __init__(self):
+        super().__init__()
+        self.sub = Table()
+        self.register_buffer("table", torch.randn(4, 5))
+        self.register_buffer("mask", torch.tensor([True, False, True]))
+
+    def forward(self, x):
+        picked = torch.ops.aten._unsafe_masked_index(self.table, self.mask[:, None],
+                                                     [self.sub.idx[:, None], None], 0.0)
+        return x + picked
+
+
+def test_decomposition_that_mutates_its_argument_list(compile_model):
+    x = torch.randn(3, 5)
+    ep, model = compile_model(MaskedIndex(), (x,))
+    torch.testing.assert_close(model(x), ep.module()(x))
+
+
+def test_exception_inside_a_decomposition_names_the_op_and_line(monkeypatch):
+    import aotc
+    from aotc.frontend import importer
+
+    def broken(op, node):
+        raise RuntimeError("tracing went wrong")
+
+    monkeypatch.setattr(importer, "decompose_node", broken)
+    ep = torch.export.export(Wrap(lambda x: F.softplus(x)), (torch.randn(3, 4),))
+    with pytest.raises(aotc.UnsupportedOperatorError,
+                       match=r"aten.softplus.default \(at test_decompose.py:\d+ .*its decomposition "
+                             r"failed \(RuntimeError: tracing went wrong\)"):
+        aotc.compile_and_package(ep)

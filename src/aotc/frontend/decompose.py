@@ -28,7 +28,8 @@ def decompose_node(op, node: torch.fx.Node) -> torch.fx.GraphModule | None:
     fn = find_decomposition(op)
     if fn is None:
         return None
-    flat, spec = pytree.tree_flatten((node.args, node.kwargs))
+    # fx keeps node arguments in immutable lists; decompositions may assign into theirs
+    flat, spec = pytree.tree_flatten((_plain(node.args), _plain(node.kwargs)))
     values = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in flat]
     tensor_pos = [k for k, v in enumerate(values) if isinstance(v, torch.Tensor)]
     tensors = [values[k] for k in tensor_pos]
@@ -46,6 +47,17 @@ def decompose_node(op, node: torch.fx.Node) -> torch.fx.GraphModule | None:
     with fake_mode:
         gm = make_fx(run, tracing_mode="real")(*tensors)
     return gm
+
+
+def _plain(value):
+    """`value` with fx's immutable lists and dicts copied into plain ones, recursively."""
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def tensor_args(node: torch.fx.Node) -> list:

@@ -15,7 +15,7 @@ import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
 from ..dtypes import COMPUTABLE, DType
-from ..errors import CompileError, UnsupportedOperatorError
+from ..errors import AotcError, CompileError, UnsupportedOperatorError
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from .decompose import decompose_node, tensor_args
@@ -45,6 +45,7 @@ def meta_dtype(val, what: str = "a tensor") -> DType:
 
 # Shape and metadata assertions that export inserts: the generated input checks already
 # guarantee what they assert, so they compile to nothing.
+MAX_DECOMPOSITION_DEPTH = 16  # a decomposition that keeps producing itself stops here
 SHAPE_ASSERTIONS = frozenset({
     "aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
     "aten.sym_constrain_range.default", "aten.sym_constrain_range_for_size.default",
@@ -59,6 +60,7 @@ class Importer:
         self.program = Program()
         self.env: dict[torch.fx.Node, Any] = {}
         self.views: set[torch.fx.Node] = set()
+        self.decomposition_depth = 0  # decompositions being lowered inside each other
 
     # ---- placeholders --------------------------------------------------------------------
     def import_symbols(self) -> None:
@@ -157,7 +159,14 @@ class Importer:
 
     def _import_decomposed(self, node, op) -> None:
         where = user_source(node.meta.get("stack_trace"))
-        gm = decompose_node(op, node)
+        if self.decomposition_depth >= MAX_DECOMPOSITION_DEPTH:
+            raise UnsupportedOperatorError(str(op), where, "its decompositions nest more than "
+                                           f"{MAX_DECOMPOSITION_DEPTH} levels deep")
+        try:
+            gm = decompose_node(op, node)
+        except Exception as e:  # a decomposition that cannot trace this call is no lowering
+            raise UnsupportedOperatorError(
+                str(op), where, f"its decomposition failed ({type(e).__name__}: {e})") from None
         if gm is None:
             raise UnsupportedOperatorError(str(op), where)
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -167,12 +176,21 @@ class Importer:
             if n.op == "call_function":
                 n.meta.setdefault("stack_trace", node.meta.get("stack_trace"))
                 n.name = f"{node.name}_{n.name}"
+                self.decomposition_depth += 1
                 try:
                     self.import_call(n)
                 except UnsupportedOperatorError as e:
                     raise UnsupportedOperatorError(
                         str(op), where, f"its decomposition needs {e.op}, which has no lowering"
                     ) from None
+                except AotcError:
+                    raise
+                except Exception as e:
+                    raise UnsupportedOperatorError(
+                        str(op), where, f"lowering its decomposition failed at {n.target} "
+                        f"({type(e).__name__}: {e})") from None
+                finally:
+                    self.decomposition_depth -= 1
             elif n.op == "output":
                 self.env[node] = self.arg(n.args[0])
 
