@@ -67,7 +67,11 @@ def deviation_report(name: str, x: torch.Tensor, ours: torch.Tensor, theirs: tor
 
 
 @pytest.mark.parametrize("name", sorted(FUNCS))
-def test_matches_torch(results, name):
+def test_matches_reference_and_torch_specials(results, name):
+    """Values against the float64 reference rounded to float32 (as OpInfo's reference
+    numerics do), with assert_close's float32 tolerances; NaN and infinities exactly where
+    eager gives them. Eager is not the numeric oracle: on one
+    Intel machine its exp strayed by 1.5e-4 in some runs while aotc's stayed within 1 ulp."""
     x, ours, theirs = results
     a, b, xs = ours[name], theirs[name], x
     if name == "gelu":  # torch's erf-GELU gives nan at +inf; the limit, +inf, is what we give
@@ -75,8 +79,11 @@ def test_matches_torch(results, name):
         keep = torch.ones_like(x, dtype=torch.bool)
         keep[2] = False
         a, b, xs = a[keep], b[keep], x[keep]
-    torch.testing.assert_close(a, b, equal_nan=True,
+    reference = FUNCS[name](xs.double()).float()
+    torch.testing.assert_close(a, reference, equal_nan=True,
                                msg=lambda m: f"{m}\n{deviation_report(name, xs, a, b)}")
+    special = ~torch.isfinite(b)
+    torch.testing.assert_close(a[special], b[special], rtol=0, atol=0, equal_nan=True)
 
 
 @pytest.mark.parametrize("name", ["exp", "erf", "tanh", "sigmoid"])
