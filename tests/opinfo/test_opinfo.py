@@ -2,20 +2,16 @@
 with the exported program. Known failures live in expected_failures.txt (strict xfails)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import torch
-from torch.testing import make_tensor
 from torch.testing._internal.common_methods_invocations import op_db  # needs expecttest
-from torch.testing._internal.opinfo.core import SampleInput
-from torch.utils import _pytree as pytree
 
-import aotc
+from aotc.tools.opsweep import F32, check, exportable, opinfo_name, pick_samples
 
-F32, I64, BOOL = torch.float32, torch.int64, torch.bool
-MAX_SAMPLES = 8
+I64, BOOL = torch.int64, torch.bool
 HERE = Path(__file__).resolve().parent
 
 # OpInfo name[.variant] -> dtypes swept (float32 always; int64/bool where the op takes them
@@ -89,223 +85,7 @@ def read_expected(path: Path = HERE / "expected_failures.txt") -> list[Expected]
 EXPECTED = read_expected()
 
 
-def opinfo_name(info) -> str:
-    return info.name + (f".{info.variant_test_name}" if info.variant_test_name else "")
-
-
 OPINFOS = {opinfo_name(o): o for o in op_db if opinfo_name(o) in MILESTONE}
-
-
-# ---- samples as one exportable module ------------------------------------------------------
-
-@dataclass
-class Sample:
-    """One OpInfo sample: its index in the OpInfo list and its call with tensor holes."""
-
-    index: int
-    leaves: list
-    spec: object
-    tensor_pos: list[int] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, index: int, s) -> Sample:
-        leaves, spec = pytree.tree_flatten((s.input, tuple(s.args), dict(s.kwargs)))
-        pos = [k for k, v in enumerate(leaves) if isinstance(v, torch.Tensor)]
-        return cls(index, leaves, spec, pos)
-
-    def tensors(self) -> list[torch.Tensor]:
-        return [self.leaves[k] for k in self.tensor_pos]
-
-    def call(self, op, tensors):
-        leaves = list(self.leaves)
-        for k, t in zip(self.tensor_pos, tensors):
-            leaves[k] = t
-        x, args, kwargs = pytree.tree_unflatten(leaves, self.spec)
-        return op(x, *args, **kwargs)
-
-
-class Batch(torch.nn.Module):
-    """forward(*all tensors of all samples) -> (result of sample 0, result of sample 1, ...).
-
-    Non-tensor arguments (dims, scalars, dtypes) are baked in as constants of the graph.
-    """
-
-    def __init__(self, op, samples: list[Sample]):
-        super().__init__()
-        self.op, self.samples = op, samples
-
-    def forward(self, *tensors):
-        out, k = [], 0
-        for s in self.samples:
-            n = len(s.tensor_pos)
-            out.append(s.call(self.op, tensors[k:k + n]))
-            k += n
-        return tuple(out)
-
-
-def pick_samples(info, dtype) -> list[Sample]:
-    """At most MAX_SAMPLES samples, evenly spread over OpInfo's list (seeded, so stable).
-
-    The generator behind opinfo.sample_inputs() is called directly: sample_inputs() only
-    wraps it in a tracker that runs inspect.stack() (~70 ms under pytest) per call.
-    """
-    torch.manual_seed(0)
-    samples = list(info.sample_inputs_func(info, "cpu", dtype, False))
-    n = len(samples)
-    keep = sorted({round(k * (n - 1) / (MAX_SAMPLES - 1)) for k in range(MAX_SAMPLES)}) \
-        if n > MAX_SAMPLES else range(n)
-    extra = EXTRA.get(opinfo_name(info), lambda d: [])(dtype)
-    return [Sample.of(k, samples[k]) for k in keep] + \
-        [Sample.of(EXTRA_BASE + k, x) for k, x in enumerate(extra)]
-
-
-# ---- samples OpInfo's small random ones miss (numbered from EXTRA_BASE) --------------------
-
-EXTRA_BASE = 100
-INF = float("inf")
-
-
-def _floor_edges(dtype) -> list[SampleInput]:
-    """Quotients whose float32 rounding is a whole number while the exact one is not."""
-    if dtype is not F32:
-        return []
-    a = torch.tensor([1.0, -1.0, 7.0, 5.0, INF, 0.3, -0.0])
-    b = torch.tensor([0.1, 0.1, 0.7, -0.0, 2.0, 0.1, 3.0])
-    return [SampleInput(a, args=(b,), kwargs={"rounding_mode": "floor"}),
-            SampleInput(a, args=(0.1,), kwargs={"rounding_mode": "floor"})]
-
-
-def _zero_dim_reduction(dtype) -> list[SampleInput]:
-    """A 0-dim tensor reduced over dim 0 / -1 (torch accepts both; there is no axis)."""
-    x = make_tensor((), dtype=dtype, device="cpu")
-    return [SampleInput(x, kwargs={"dim": 0, "keepdim": True}),
-            SampleInput(x.clone(), kwargs={"dim": -1})]
-
-
-def _large_reduction(dtype) -> list[SampleInput]:
-    """Over 16384 elements, where the generated loops switch to OpenMP."""
-    x = make_tensor((64, 600), dtype=dtype, device="cpu")
-    return _zero_dim_reduction(dtype) + [SampleInput(x), SampleInput(x.clone(), kwargs={"dim": 1})]
-
-
-def _large_softmax(dtype) -> list[SampleInput]:
-    x = make_tensor((64, 600), dtype=dtype, device="cpu")
-    return [SampleInput(x, kwargs={"dim": 0}), SampleInput(x.clone(), kwargs={"dim": 1})]
-
-
-def _large_broadcast(dtype) -> list[SampleInput]:
-    x, y = (make_tensor(s, dtype=dtype, device="cpu") for s in ((64, 600), (600,)))
-    return [SampleInput(x, args=(y,))]
-
-
-EXTRA = {"div.floor_rounding": _floor_edges, "sum": _large_reduction,
-         "mean": _large_reduction, "amax": _large_reduction, "amin": _large_reduction,
-         "softmax": _large_softmax, "add": _large_broadcast}
-
-
-def inputs_of(samples: list[Sample]) -> tuple:
-    # clones: the same tensor object may appear in two samples (or twice in one)
-    return tuple(t.clone() for s in samples for t in s.tensors())
-
-
-def export(info, samples: list[Sample]):
-    with torch.no_grad():
-        return torch.export.export(Batch(info.op, samples), inputs_of(samples))
-
-
-def exportable(info, samples: list[Sample]):
-    """(the samples torch.export can trace, their exported program).
-
-    Skipped: a sample torch.export rejects says nothing about aotc. Today that is narrow
-    with a tensor `start`, whose value becomes an unbacked symbol export cannot return.
-    Not skipped: 0-dim tensor inputs, which export takes as ordinary inputs. The batch is
-    tried first, so the common case costs one export.
-    """
-    try:
-        return samples, export(info, samples)
-    except Exception:  # noqa: BLE001 - any export failure is torch's, not aotc's
-        pass
-    ok = []
-    for s in samples:
-        try:
-            export(info, [s])
-            ok.append(s)
-        except Exception:  # noqa: BLE001
-            continue
-    return ok, (export(info, ok) if ok else None)
-
-
-def compile_and_run(ep, samples: list[Sample], path: Path):
-    """(expected, actual): per-sample results of ep.module() and of the aotc package."""
-    args = inputs_of(samples)
-    with torch.no_grad():
-        expected = ep.module()(*args)
-    model = aotc.load_package(aotc.compile_and_package(ep, package_path=path))
-    # with no tensor input (full, arange, ...) the numpy-only runtime answers numpy arrays
-    actual = pytree.tree_map(torch.as_tensor, model(*args))
-    return expected, actual
-
-
-def mismatches(info, samples: list[Sample], expected, actual) -> list[str]:
-    """One line per sample whose aotc result differs from the exported program's.
-
-    equal_nan: NaN where torch has NaN is the right answer (log of a negative, 0/0).
-    """
-    bad = []
-    for s, e, a in zip(samples, expected, actual):
-        try:
-            torch.testing.assert_close(a, e, equal_nan=True)
-        except AssertionError as err:
-            if not (opinfo_name(info) in REORDERS and as_accurate(info, s, e, a)):
-                bad.append(f"sample {s.index}: {str(err).splitlines()[0]}")
-    return bad
-
-
-def max_abs(t: torch.Tensor) -> float:
-    return t.abs().max().item() if t.numel() else 0.0
-
-
-# Ops that sum many float32 terms in an order each implementation chooses (GEMM blocking,
-# reduction trees): torch's result is one rounding of the exact sum, not the exact sum.
-REORDERS = {"mm", "addmm", "bmm", "nn.functional.linear", "matmul", "sum", "mean", "var",
-            "var.unbiased", "softmax", "softmax.with_dtype", "log_softmax",
-            "log_softmax.with_dtype"}
-
-
-def as_accurate(info, s: Sample, expected, actual) -> bool:
-    """aotc's error against a float64 evaluation is at most twice torch's own (+ the default
-    float32 atol), on every output: a different order of the same sum, not a wrong sum."""
-    ref = s.call(info.op, [t.double() if t.is_floating_point() else t for t in s.tensors()])
-    trees = [pytree.tree_leaves(x) for x in (expected, actual, ref)]
-    for e, a, r in zip(*trees):
-        if not (e.dtype == a.dtype == F32 and a.shape == e.shape):
-            return False
-        finite = e.isfinite()
-        same_specials = torch.equal(a[~finite].nan_to_num(), e[~finite].nan_to_num())
-        if not same_specials or not a[finite].isfinite().all():
-            return False
-        torch_err, aotc_err = (max_abs((x.double() - r)[finite]) for x in (e, a))
-        if aotc_err > 2 * torch_err + 1e-5:
-            return False
-    return True
-
-
-def check(info, samples: list[Sample], ep, tmp_path: Path, name: str = "batch") -> None:
-    """Compile all samples as one program; when that fails, name the failing samples."""
-    try:
-        expected, actual = compile_and_run(ep, samples, tmp_path / f"{name}.pt2")
-    except Exception as err:  # noqa: BLE001 - attributed per sample below
-        if len(samples) == 1:
-            raise
-        failures = []
-        for s in samples:
-            try:
-                check(info, [s], export(info, [s]), tmp_path, f"s{s.index}")
-            except Exception as e:  # noqa: BLE001
-                failures.append(f"sample {s.index}: {type(e).__name__}: {str(e).splitlines()[0]}")
-        raise AssertionError("\n".join(failures or [f"batch only: {err}"])) from err
-    bad = mismatches(info, samples, expected, actual)
-    assert not bad, "\n".join(bad)
 
 
 # ---- the tests -----------------------------------------------------------------------------
