@@ -1,8 +1,8 @@
 """Buffers of the loop-level IR and the program that holds them.
 
 A buffer is computed by one op: Pointwise (a body per output index), Reduction (a body
-combined over reduced axes) or a Template (a hand-written kernel such as GEMM). Views
-never become buffers: lowering folds them into the index of each Load.
+combined over reduced axes) or a Template (a hand-written kernel: GEMM, convolution).
+Views never become buffers: lowering folds them into the index of each Load.
 """
 from __future__ import annotations
 
@@ -55,8 +55,37 @@ class Operand:
     strides: tuple[sympy.Expr, ...]
 
 
+class Template:
+    """An op computed by a hand-written kernel rather than a generated loop nest.
+
+    The protocol every pass relies on, so that a new template joins without edits to
+    fusion, the memory plan or the run function:
+      - it writes its own buffer, whole and contiguous (nothing else);
+      - `reads()`: the buffers it reads, in place (fusion keeps them materialized, the
+        memory plan keeps them alive until it has run);
+      - `workspace()`: bytes of scratch it needs while it runs (the memory plan gives it an
+        arena slot that is free again as soon as the kernel returns);
+      - `describe()`: its one-line text form for IR dumps;
+      - its emitter, the C++ call into the shipped kernel, is registered by template class
+        in codegen/cpp/templates.py (how, kept apart from what).
+    """
+
+    def reads(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def workspace(self) -> sympy.Expr:
+        return sympy.Integer(0)
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+def format_operand(o: Operand) -> str:
+    return f"{o.buffer}+{o.offset} strides=({', '.join(str(s) for s in o.strides)})"
+
+
 @dataclass(frozen=True)
-class Gemm:
+class Gemm(Template):
     """out[b, m, n] = alpha * sum_k a[b, m, k] * b[b, k, n] + beta * bias[b, m, n].
 
     Operands carry (batch, rows, cols) strides; the output is contiguous (batch, M, N)
@@ -73,8 +102,16 @@ class Gemm:
     alpha: float = 1.0
     beta: float = 1.0
 
+    def reads(self) -> tuple[str, ...]:
+        return tuple(o.buffer for o in (self.a, self.b, self.bias) if o is not None)
 
-Op = Pointwise | Reduction | Gemm
+    def describe(self) -> str:
+        bias = f" + {self.beta}*{format_operand(self.bias)}" if self.bias else ""
+        return (f"gemm[{self.batch}x{self.m}x{self.n}x{self.k}] "
+                f"{self.alpha}*{format_operand(self.a)} @ {format_operand(self.b)}{bias}")
+
+
+Op = Pointwise | Reduction | Template
 
 
 @dataclass(frozen=True)
