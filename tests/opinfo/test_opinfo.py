@@ -59,6 +59,13 @@ MILESTONE: dict[str, tuple] = {
     "gather": (F32, I64), "index_select": (F32, I64), "nn.functional.embedding": (F32,),
     "stack": ALL, "split": (F32,), "chunk": (F32,), "masked_fill": (F32, I64),
     "nn.functional.layer_norm": (F32,), "t": ALL, "flatten": ALL, "unflatten": (F32,),
+    # convolution, padding
+    "nn.functional.conv1d": (F32,), "nn.functional.conv2d": (F32,),
+    "nn.functional.conv3d": (F32,), "nn.functional.conv_transpose1d": (F32,),
+    "nn.functional.conv_transpose2d": (F32,), "nn.functional.conv_transpose3d": (F32,),
+    "constant_pad_nd": ALL, "nn.functional.pad.constant": ALL,
+    "nn.functional.pad.reflect": (F32, I64), "nn.functional.pad.replicate": (F32, I64),
+    "nn.functional.pad.replicate_negative": (F32,), "nn.functional.pad.circular": (F32, I64),
 }
 
 
@@ -266,10 +273,13 @@ def max_abs(t: torch.Tensor) -> float:
 
 
 # Ops that sum many float32 terms in an order each implementation chooses (GEMM blocking,
-# reduction trees): torch's result is one rounding of the exact sum, not the exact sum.
+# reduction trees, convolution taps): torch's result is one rounding of the exact sum, not
+# the exact sum.
 REORDERS = {"mm", "addmm", "bmm", "nn.functional.linear", "matmul", "sum", "mean", "var",
             "var.unbiased", "softmax", "softmax.with_dtype", "log_softmax",
-            "log_softmax.with_dtype"}
+            "log_softmax.with_dtype", "nn.functional.conv1d", "nn.functional.conv2d",
+            "nn.functional.conv3d", "nn.functional.conv_transpose1d",
+            "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d"}
 
 
 def as_accurate(info, s: Sample, expected, actual) -> bool:

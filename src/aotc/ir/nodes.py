@@ -111,6 +111,69 @@ class Gemm(Template):
                 f"{self.alpha}*{format_operand(self.a)} @ {format_operand(self.b)}{bias}")
 
 
+@dataclass(frozen=True)
+class Conv(Template):
+    """Convolution over 1-3 spatial dims of contiguous NC[D][H]W buffers (float32):
+    out[n, g*Cog + co, o] = bias[g*Cog + co] + sum over ci, k of
+        weight[g*Cog + co, ci, k] * x[n, g*Cig + ci, o*stride - padding + k*dilation],
+    zero outside x; transposed, each x element scatters into out through weight
+    [in_channels, Cog, k...] instead (output_padding is already in out_size).
+    Cig = in_channels / groups, Cog = out_channels / groups.
+    """
+
+    x: str
+    weight: str
+    bias: str | None
+    batch: sympy.Expr
+    in_channels: sympy.Expr
+    out_channels: sympy.Expr
+    groups: int
+    in_size: tuple[sympy.Expr, ...]
+    out_size: tuple[sympy.Expr, ...]
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    transposed: bool = False
+
+    def __post_init__(self) -> None:
+        n = len(self.kernel)
+        if not 1 <= n <= 3 or any(len(t) != n for t in (
+                self.in_size, self.out_size, self.stride, self.padding, self.dilation)):
+            raise ValueError(f"conv: 1 to 3 spatial dims, each parameter one per dim ({self})")
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.x, self.weight) + ((self.bias,) if self.bias else ())
+
+    def workspace(self) -> sympy.Expr:
+        """The scratch of the kernel's path (aotc_sconv_workspace in kernels/aotc_kernels.h)."""
+        taps = _product(self.kernel)
+        cig = self.in_channels / self.groups
+        cog = self.out_channels / self.groups
+        if self.transposed:
+            return sympy.expand(4 * cog * taps * _product(self.in_size))
+        pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride) \
+            and all(p == 0 for p in self.padding)
+        if cig == 1 or pointwise:
+            return sympy.Integer(0)
+        return sympy.expand(4 * cig * taps * _product(self.out_size))
+
+    def describe(self) -> str:
+        kind = "conv_transpose" if self.transposed else "conv"
+        bias = f" + {self.bias}" if self.bias else ""
+        sizes = ", ".join(map(str, self.in_size))
+        return (f"{kind}{len(self.kernel)}d {self.x}[{self.batch}, {self.in_channels}, {sizes}] "
+                f"* {self.weight}{bias} groups={self.groups} kernel={self.kernel} "
+                f"stride={self.stride} padding={self.padding} dilation={self.dilation}")
+
+
+def _product(xs) -> sympy.Expr:
+    out = sympy.Integer(1)
+    for x in xs:
+        out = out * x
+    return out
+
+
 Op = Pointwise | Reduction | Template
 
 

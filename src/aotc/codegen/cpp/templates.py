@@ -12,7 +12,7 @@ import sympy
 
 from ...dtypes import DType
 from ...errors import CompileError
-from ...ir.nodes import Buffer, Gemm, Template
+from ...ir.nodes import Buffer, Conv, Gemm, Template
 from . import ops
 from .exprs import c_index
 from .kernels import describe
@@ -67,3 +67,30 @@ def gemm_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
         f"{ops.literal(op.beta, DType.float32)});",
     ]
 
+
+@emits(Conv)
+def conv_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
+    """The call into the shipped convolution: its shape as a local aotc_conv_shape."""
+    op = buf.op
+    assert isinstance(op, Conv)
+    if buf.dtype is not DType.float32:
+        raise CompileError("only float32 convolution")
+
+    def dims(xs) -> str:
+        vals = [c_index(sympy.sympify(x)) for x in xs] + ["0"] * (3 - len(xs))
+        return "{" + ", ".join(vals) + "}"
+
+    fields = [c_index(op.batch), c_index(op.in_channels), c_index(op.out_channels),
+              str(op.groups), str(len(op.kernel))]
+    fields += [dims(x) for x in (op.in_size, op.out_size, op.kernel, op.stride, op.padding,
+                                 op.dilation)]
+    fields.append("1" if op.transposed else "0")
+    bias = pointer_of(op.bias) if op.bias else "nullptr"
+    ws = f"reinterpret_cast<float *>({workspace})" if workspace else "nullptr"
+    return [
+        "{",
+        f"  const aotc_conv_shape shape = {{{', '.join(fields)}}};",
+        f"  aotc_sconv(&shape, {pointer_of(op.x)}, {pointer_of(op.weight)}, {bias}, "
+        f"{pointer_of(buf.name)}, {ws});",
+        "}",
+    ]
