@@ -66,6 +66,17 @@ MILESTONE: dict[str, tuple] = {
     "constant_pad_nd": ALL, "nn.functional.pad.constant": ALL,
     "nn.functional.pad.reflect": (F32, I64), "nn.functional.pad.replicate": (F32, I64),
     "nn.functional.pad.replicate_negative": (F32,), "nn.functional.pad.circular": (F32, I64),
+    # reversed and rotated indices
+    "flip": ALL, "fliplr": ALL, "flipud": ALL, "roll": ALL,
+    # scans
+    "cumsum": ALL, "cumprod": (F32, I64),
+    # pooling
+    "nn.functional.max_pool1d": (F32,), "nn.functional.max_pool2d": (F32,),
+    "nn.functional.max_pool3d": (F32,), "nn.functional.avg_pool1d": (F32,),
+    "nn.functional.avg_pool2d": (F32,), "nn.functional.avg_pool3d": (F32,),
+    "nn.functional.adaptive_avg_pool1d": (F32,), "nn.functional.adaptive_avg_pool2d": (F32,),
+    "nn.functional.adaptive_avg_pool3d": (F32,), "nn.functional.adaptive_max_pool1d": (F32,),
+    "nn.functional.adaptive_max_pool2d": (F32,), "nn.functional.adaptive_max_pool3d": (F32,),
 }
 
 

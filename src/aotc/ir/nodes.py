@@ -167,6 +167,30 @@ class Conv(Template):
                 f"stride={self.stride} padding={self.padding} dilation={self.dilation}")
 
 
+@dataclass(frozen=True)
+class Scan(Template):
+    """Inclusive scan of contiguous buffer `x` (same dtype and numel as the output) viewed
+    as [outer, length, inner]: out[o, j, i] = x[o, 0, i] op ... op x[o, j, i], where op is
+    SUM or PROD (cumsum, cumprod)."""
+
+    x: str
+    combine: ReduceType
+    outer: sympy.Expr
+    length: sympy.Expr
+    inner: sympy.Expr
+
+    def __post_init__(self) -> None:
+        if self.combine not in (ReduceType.SUM, ReduceType.PROD):
+            raise ValueError(f"scan: {self.combine.value} is not a scan")
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.x,)
+
+    def describe(self) -> str:
+        return (f"scan {self.combine.value} of {self.x} over "
+                f"[{self.outer}, {self.length}, {self.inner}] along the middle")
+
+
 def _product(xs) -> sympy.Expr:
     out = sympy.Integer(1)
     for x in xs:

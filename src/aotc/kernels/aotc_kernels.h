@@ -56,6 +56,16 @@ int64_t aotc_sconv_workspace(const aotc_conv_shape *shape);
 void aotc_sconv(const aotc_conv_shape *shape, const float *x, const float *w, const float *bias,
                 float *y, float *workspace);
 
+/* Inclusive scans along one dim of a contiguous tensor viewed as [outer, n, inner]:
+   y[o, j, i] = x[o, 0, i] op x[o, 1, i] op ... op x[o, j, i], op a sum or a product.
+   float32 accumulates in double; int64 wraps around on overflow. y may not alias x. */
+#define AOTC_SCAN_SUM 0
+#define AOTC_SCAN_PROD 1
+void aotc_scan_f32(int32_t op, int64_t outer, int64_t n, int64_t inner, const float *x, float *y);
+void aotc_scan_f64(int32_t op, int64_t outer, int64_t n, int64_t inner, const double *x, double *y);
+void aotc_scan_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, const int64_t *x,
+                   int64_t *y);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

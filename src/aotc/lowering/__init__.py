@@ -7,7 +7,9 @@ from . import (  # noqa: F401
     nn,
     padding,
     pointwise,
+    pooling,
     reduction,
+    scan,
     views,
 )
 from .context import LoweringContext, TensorValue, buffer_value
