@@ -55,6 +55,24 @@ MILESTONE: dict[str, tuple] = {
     "gather": (F32, I64), "index_select": (F32, I64), "nn.functional.embedding": (F32,),
     "stack": ALL, "split": (F32,), "chunk": (F32,), "masked_fill": (F32, I64),
     "nn.functional.layer_norm": (F32,), "t": ALL, "flatten": ALL, "unflatten": (F32,),
+    # convolution, padding
+    "nn.functional.conv1d": (F32,), "nn.functional.conv2d": (F32,),
+    "nn.functional.conv3d": (F32,), "nn.functional.conv_transpose1d": (F32,),
+    "nn.functional.conv_transpose2d": (F32,), "nn.functional.conv_transpose3d": (F32,),
+    "constant_pad_nd": ALL, "nn.functional.pad.constant": ALL,
+    "nn.functional.pad.reflect": (F32, I64), "nn.functional.pad.replicate": (F32, I64),
+    "nn.functional.pad.replicate_negative": (F32,), "nn.functional.pad.circular": (F32, I64),
+    # reversed and rotated indices
+    "flip": ALL, "fliplr": ALL, "flipud": ALL, "roll": ALL,
+    # scans
+    "cumsum": ALL, "cumprod": (F32, I64),
+    # pooling
+    "nn.functional.max_pool1d": (F32,), "nn.functional.max_pool2d": (F32,),
+    "nn.functional.max_pool3d": (F32,), "nn.functional.avg_pool1d": (F32,),
+    "nn.functional.avg_pool2d": (F32,), "nn.functional.avg_pool3d": (F32,),
+    "nn.functional.adaptive_avg_pool1d": (F32,), "nn.functional.adaptive_avg_pool2d": (F32,),
+    "nn.functional.adaptive_avg_pool3d": (F32,), "nn.functional.adaptive_max_pool1d": (F32,),
+    "nn.functional.adaptive_max_pool2d": (F32,), "nn.functional.adaptive_max_pool3d": (F32,),
 }
 
 

@@ -24,8 +24,27 @@ from .source import user_source
 
 def to_sympy(v) -> sympy.Expr:
     if isinstance(v, (torch.SymInt, torch.SymBool, torch.SymFloat)):
-        return sympy.sympify(v.node.expr)
+        return _aotc_functions(sympy.sympify(v.node.expr))
     return sympy.sympify(v)
+
+
+def _aotc_functions(e: sympy.Expr) -> sympy.Expr:
+    """torch's integer functions in shape expressions (a conv's (h - 1)//2 + 1) as the IR's
+    own, which codegen knows how to write; sizes are non-negative, so floor division and
+    modulo agree with the index forms."""
+    from torch.utils._sympy import functions as tf
+
+    from ..ir.symbols import FloorDiv, ModIndex
+
+    if not isinstance(e, sympy.Basic) or e.is_number:
+        return e
+    table = {tf.FloorDiv: FloorDiv, tf.CleanDiv: FloorDiv, tf.Mod: ModIndex,
+             tf.PythonMod: ModIndex, tf.Max: sympy.Max, tf.Min: sympy.Min,
+             tf.CeilDiv: lambda a, b: FloorDiv(a + b - 1, b), tf.PowByNatural: sympy.Pow}
+    for cls, fn in table.items():
+        if e.has(cls):
+            e = e.replace(cls, fn)
+    return e
 
 
 def meta_sizes(val) -> tuple:

@@ -13,10 +13,11 @@ from .nodes import (
                     Program,
                     ReduceType,
                     Reduction,
+                    Template,
 )
 
 __all__ = [
     "DType", "Binary", "BinaryOp", "Cast", "Constant", "IndexValue", "Load", "Node", "Unary",
     "UnaryOp", "Where", "Buffer", "BufferKind", "ConstantSpec", "Gemm", "InputSpec", "Operand",
-    "Origin", "Pointwise", "Program", "Reduction", "ReduceType",
+    "Origin", "Pointwise", "Program", "Reduction", "ReduceType", "Template",
 ]

@@ -1,8 +1,8 @@
 """Buffers of the loop-level IR and the program that holds them.
 
 A buffer is computed by one op: Pointwise (a body per output index), Reduction (a body
-combined over reduced axes) or a Template (a hand-written kernel such as GEMM). Views
-never become buffers: lowering folds them into the index of each Load.
+combined over reduced axes) or a Template (a hand-written kernel: GEMM, convolution).
+Views never become buffers: lowering folds them into the index of each Load.
 """
 from __future__ import annotations
 
@@ -55,8 +55,37 @@ class Operand:
     strides: tuple[sympy.Expr, ...]
 
 
+class Template:
+    """An op computed by a hand-written kernel rather than a generated loop nest.
+
+    The protocol every pass relies on, so that a new template joins without edits to
+    fusion, the memory plan or the run function:
+      - it writes its own buffer, whole and contiguous (nothing else);
+      - `reads()`: the buffers it reads, in place (fusion keeps them materialized, the
+        memory plan keeps them alive until it has run);
+      - `workspace()`: bytes of scratch it needs while it runs (the memory plan gives it an
+        arena slot that is free again as soon as the kernel returns);
+      - `describe()`: its one-line text form for IR dumps;
+      - its emitter, the C++ call into the shipped kernel, is registered by template class
+        in codegen/cpp/templates.py (how, kept apart from what).
+    """
+
+    def reads(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def workspace(self) -> sympy.Expr:
+        return sympy.Integer(0)
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+def format_operand(o: Operand) -> str:
+    return f"{o.buffer}+{o.offset} strides=({', '.join(str(s) for s in o.strides)})"
+
+
 @dataclass(frozen=True)
-class Gemm:
+class Gemm(Template):
     """out[b, m, n] = alpha * sum_k a[b, m, k] * b[b, k, n] + beta * bias[b, m, n].
 
     Operands carry (batch, rows, cols) strides; the output is contiguous (batch, M, N)
@@ -73,8 +102,103 @@ class Gemm:
     alpha: float = 1.0
     beta: float = 1.0
 
+    def reads(self) -> tuple[str, ...]:
+        return tuple(o.buffer for o in (self.a, self.b, self.bias) if o is not None)
 
-Op = Pointwise | Reduction | Gemm
+    def describe(self) -> str:
+        bias = f" + {self.beta}*{format_operand(self.bias)}" if self.bias else ""
+        return (f"gemm[{self.batch}x{self.m}x{self.n}x{self.k}] "
+                f"{self.alpha}*{format_operand(self.a)} @ {format_operand(self.b)}{bias}")
+
+
+@dataclass(frozen=True)
+class Conv(Template):
+    """Convolution over 1-3 spatial dims of contiguous NC[D][H]W buffers (float32):
+    out[n, g*Cog + co, o] = bias[g*Cog + co] + sum over ci, k of
+        weight[g*Cog + co, ci, k] * x[n, g*Cig + ci, o*stride - padding + k*dilation],
+    zero outside x; transposed, each x element scatters into out through weight
+    [in_channels, Cog, k...] instead (output_padding is already in out_size).
+    Cig = in_channels / groups, Cog = out_channels / groups.
+    """
+
+    x: str
+    weight: str
+    bias: str | None
+    batch: sympy.Expr
+    in_channels: sympy.Expr
+    out_channels: sympy.Expr
+    groups: int
+    in_size: tuple[sympy.Expr, ...]
+    out_size: tuple[sympy.Expr, ...]
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    transposed: bool = False
+
+    def __post_init__(self) -> None:
+        n = len(self.kernel)
+        if not 1 <= n <= 3 or any(len(t) != n for t in (
+                self.in_size, self.out_size, self.stride, self.padding, self.dilation)):
+            raise ValueError(f"conv: 1 to 3 spatial dims, each parameter one per dim ({self})")
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.x, self.weight) + ((self.bias,) if self.bias else ())
+
+    def workspace(self) -> sympy.Expr:
+        """The scratch of the kernel's path (aotc_sconv_workspace in kernels/aotc_kernels.h)."""
+        taps = _product(self.kernel)
+        cig = self.in_channels / self.groups
+        cog = self.out_channels / self.groups
+        if self.transposed:
+            return sympy.expand(4 * cog * taps * _product(self.in_size))
+        pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride) \
+            and all(p == 0 for p in self.padding)
+        if cig == 1 or pointwise:
+            return sympy.Integer(0)
+        return sympy.expand(4 * cig * taps * _product(self.out_size))
+
+    def describe(self) -> str:
+        kind = "conv_transpose" if self.transposed else "conv"
+        bias = f" + {self.bias}" if self.bias else ""
+        sizes = ", ".join(map(str, self.in_size))
+        return (f"{kind}{len(self.kernel)}d {self.x}[{self.batch}, {self.in_channels}, {sizes}] "
+                f"* {self.weight}{bias} groups={self.groups} kernel={self.kernel} "
+                f"stride={self.stride} padding={self.padding} dilation={self.dilation}")
+
+
+@dataclass(frozen=True)
+class Scan(Template):
+    """Inclusive scan of contiguous buffer `x` (same dtype and numel as the output) viewed
+    as [outer, length, inner]: out[o, j, i] = x[o, 0, i] op ... op x[o, j, i], where op is
+    SUM or PROD (cumsum, cumprod)."""
+
+    x: str
+    combine: ReduceType
+    outer: sympy.Expr
+    length: sympy.Expr
+    inner: sympy.Expr
+
+    def __post_init__(self) -> None:
+        if self.combine not in (ReduceType.SUM, ReduceType.PROD):
+            raise ValueError(f"scan: {self.combine.value} is not a scan")
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.x,)
+
+    def describe(self) -> str:
+        return (f"scan {self.combine.value} of {self.x} over "
+                f"[{self.outer}, {self.length}, {self.inner}] along the middle")
+
+
+def _product(xs) -> sympy.Expr:
+    out = sympy.Integer(1)
+    for x in xs:
+        out = out * x
+    return out
+
+
+Op = Pointwise | Reduction | Template
 
 
 @dataclass(frozen=True)

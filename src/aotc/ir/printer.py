@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .expr import Binary, Cast, Constant, IndexValue, IndirectLoad, Load, Node, Unary, Where
-from .nodes import Buffer, BufferKind, Gemm, Operand, Pointwise, Program, Reduction
+from .nodes import Buffer, BufferKind, Pointwise, Program, Reduction, Template
 
 
 def format_index(index) -> str:
@@ -31,10 +31,6 @@ def format_expr(e: Node) -> str:
     raise TypeError(f"not an IR expression: {e!r}")
 
 
-def _operand(o: Operand) -> str:
-    return f"{o.buffer}+{o.offset} strides=({format_index(o.strides)})"
-
-
 def format_buffer(b: Buffer) -> str:
     head = f"{b.name}: {b.dtype.name}[{format_index(b.sizes)}]"
     if b.kind is not BufferKind.COMPUTED:
@@ -45,10 +41,8 @@ def format_buffer(b: Buffer) -> str:
     if isinstance(op, Reduction):
         return (f"{head} = {op.reduce_type.value} over ({format_index(op.ranges)}) "
                 f"of {format_expr(op.body)}")
-    if isinstance(op, Gemm):
-        bias = f" + {op.beta}*{_operand(op.bias)}" if op.bias else ""
-        return (f"{head} = gemm[{op.batch}x{op.m}x{op.n}x{op.k}] "
-                f"{op.alpha}*{_operand(op.a)} @ {_operand(op.b)}{bias}")
+    if isinstance(op, Template):
+        return f"{head} = {op.describe()}"
     raise TypeError(f"unknown op {op!r}")
 
 

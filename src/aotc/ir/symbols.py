@@ -39,13 +39,14 @@ class FloorDiv(sympy.Function):
             return sympy.Integer(0)
         if a.is_Integer and b.is_Integer:
             return sympy.Integer(int(a) // int(b))
-        # (x*b + y) // b  ->  x + y // b  when the terms divide exactly
+        # (x*b + y) // b  ->  x + y // b  when the terms divide exactly (and y stays
+        # non-negative: the C form of a // b truncates)
         if isinstance(a, sympy.Add):
             whole, rest = [], []
             for t in a.args:
                 q = sympy.cancel(t / b)
                 (whole if _is_integer_poly(q) else rest).append(q if _is_integer_poly(q) else t)
-            if whole:
+            if whole and (not rest or sympy.Add(*rest).is_nonnegative):
                 return sympy.Add(*whole) + (cls(sympy.Add(*rest), b) if rest else 0)
         q = sympy.cancel(a / b)
         if _is_integer_poly(q):
@@ -65,9 +66,9 @@ class ModIndex(sympy.Function):
             return sympy.Integer(0)
         if a.is_Integer and b.is_Integer:
             return sympy.Integer(int(a) % int(b))
-        if isinstance(a, sympy.Add):
+        if isinstance(a, sympy.Add):  # drop multiples of b while the rest stays >= 0
             kept = [t for t in a.args if not _is_integer_poly(sympy.cancel(t / b))]
-            if len(kept) < len(a.args):
+            if len(kept) < len(a.args) and sympy.Add(*kept).is_nonnegative:
                 return cls(sympy.Add(*kept), b)
         if _is_integer_poly(sympy.cancel(a / b)):
             return sympy.Integer(0)

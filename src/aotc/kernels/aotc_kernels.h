@@ -32,6 +32,40 @@ void aotc_sgemm(int64_t M, int64_t N, int64_t K,
                 const float *bias, int64_t sbias_m, int64_t sbias_n,
                 float alpha, float beta);
 
+/* Convolution over 1, 2 or 3 spatial dims, single precision, NC[D][H]W contiguous.
+   Forward:    y[n, g*Cog + co, o] = bias[g*Cog + co]
+                   + sum_{ci, k} w[g*Cog + co, ci, k] * x[n, g*Cig + ci, o*stride - padding + k*dilation]
+   Transposed: y[n, g*Cog + co, i*stride - padding + k*dilation] += x[n, g*Cig + ci, i] * w[g*Cig + ci, co, k]
+               (after y = bias), with w of shape [in_channels, Cog, k...].
+   Cig = in_channels / groups, Cog = out_channels / groups; reads outside x are zero.
+   `workspace` holds aotc_sconv_workspace(shape) floats (may be NULL when that is 0):
+     forward, Cig == 1 (depthwise):              0 (a direct loop)
+     forward, every kernel 1, stride 1, pad 0:   0 (one GEMM over x in place)
+     other forward:                              Cig * prod(kernel) * prod(out_size) (im2col)
+     transposed:                                 Cog * prod(kernel) * prod(in_size)  (col2im)
+   Multi-threaded with OpenMP; results do not depend on the thread count. */
+typedef struct {
+  int64_t batch, in_channels, out_channels, groups;
+  int64_t ndim; /* spatial dims, 1..3; the arrays below use their first ndim entries */
+  int64_t in_size[3], out_size[3], kernel[3], stride[3], padding[3], dilation[3];
+  int64_t transposed;
+} aotc_conv_shape;
+
+int64_t aotc_sconv_workspace(const aotc_conv_shape *shape);
+
+void aotc_sconv(const aotc_conv_shape *shape, const float *x, const float *w, const float *bias,
+                float *y, float *workspace);
+
+/* Inclusive scans along one dim of a contiguous tensor viewed as [outer, n, inner]:
+   y[o, j, i] = x[o, 0, i] op x[o, 1, i] op ... op x[o, j, i], op a sum or a product.
+   float32 accumulates in double; int64 wraps around on overflow. y may not alias x. */
+#define AOTC_SCAN_SUM 0
+#define AOTC_SCAN_PROD 1
+void aotc_scan_f32(int32_t op, int64_t outer, int64_t n, int64_t inner, const float *x, float *y);
+void aotc_scan_f64(int32_t op, int64_t outer, int64_t n, int64_t inner, const double *x, double *y);
+void aotc_scan_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, const int64_t *x,
+                   int64_t *y);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,5 +1,17 @@
 """Lowering: ATen ops -> loop-level IR. Importing this package registers every rule."""
-from . import creation, indexing, linalg, nn, pointwise, reduction, views  # noqa: F401
+from . import (  # noqa: F401
+    conv,
+    creation,
+    indexing,
+    linalg,
+    nn,
+    padding,
+    pointwise,
+    pooling,
+    reduction,
+    scan,
+    views,
+)
 from .context import LoweringContext, TensorValue, buffer_value
 from .registry import LOWERINGS, covered_ops, lookup, register_lowering
 

@@ -8,6 +8,7 @@ from ..ir.expr import Binary, BinaryOp, Unary, UnaryOp, cast, constant
 from ..ir.symbols import index_var
 from .common import operand
 from .context import TensorValue
+from .conv import fold_batch_norm
 from .reduction import lower_mean_keep, variance
 from .registry import register_lowering
 
@@ -40,7 +41,11 @@ def lower_layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5,
 
 
 def _batch_norm(ctx, x, weight, bias, mean, var, eps):
-    """Inference batch norm: the statistics and parameters are per channel (dim 1)."""
+    """Inference batch norm: the statistics and parameters are per channel (dim 1). After a
+    convolution with constant weights it folds into that convolution at compile time."""
+    folded = fold_batch_norm(ctx, x, weight, bias, mean, var, eps)
+    if folded is not None:
+        return folded
     return normalize(ctx, x, mean, var, weight, bias, eps,
                      lambda v: cast(v.load((index_var(1),)), ctx.out_dtype))
 

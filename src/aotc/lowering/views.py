@@ -277,3 +277,35 @@ def lower_cat(ctx: LoweringContext, tensors, dim=0):
             body = Where(cond, val, body, d)
     assert body is not None  # parts is non-empty: empty pieces only were dropped
     return ctx.pointwise(body)
+
+
+# ---- flip and roll: reversed and rotated indices ------------------------------------------
+
+@register_lowering(aten.flip.default, family=FAMILY)
+def lower_flip(ctx, x, dims):
+    iv = index_vars(x.ndim)
+    src = list(iv)
+    for d in {dim_index(d, x.ndim) for d in dims} if x.ndim else ():
+        src[d] = x.sizes[d] - 1 - iv[d]
+    return remap(x, x.sizes, src)
+
+
+@register_lowering(aten.roll.default, family=FAMILY)
+def lower_roll(ctx, x, shifts, dims=()):
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if not dims:  # over the flattened tensor, then back to its shape
+        flat = lower_view(ctx, x, [numel(x.sizes)])
+        return lower_view(ctx, lower_roll(ctx, flat, shifts, [0]), list(x.sizes))
+    iv = index_vars(x.ndim)
+    src = list(iv)
+    for shift, d in zip(shifts, dims):
+        d = dim_index(d, x.ndim)
+        n = x.sizes[d]
+        if n == 0:
+            continue
+        # element i comes from (i - shift) mod n, written with a non-negative dividend
+        # (a dynamic n is at least 1, so |shift| * n makes up for any negative shift)
+        back = (-int(shift)) % int(n) if n.is_number else abs(int(shift)) * n - int(shift)
+        src[d] = ModIndex(src[d] + back, n)
+    return remap(x, x.sizes, src)

@@ -20,16 +20,12 @@ from ..ir.expr import (
     substitute_index,
     transform,
 )
-from ..ir.nodes import Gemm, Origin, Pointwise, Program, Reduction
+from ..ir.nodes import Origin, Pointwise, Program, Reduction, Template
 from ..ir.symbols import index_vars, reduction_var
 
 
 def body_of(op) -> Node | None:
     return op.body if isinstance(op, (Pointwise, Reduction)) else None
-
-
-def gemm_reads(op: Gemm) -> list[str]:
-    return [o.buffer for o in (op.a, op.b, op.bias) if o is not None]
 
 
 def count_reads(program: Program) -> tuple[Counter, set[str]]:
@@ -43,8 +39,8 @@ def count_reads(program: Program) -> tuple[Counter, set[str]]:
                 uses[ld.buffer] += 1
                 if isinstance(ld, IndirectLoad):  # a data-dependent index: read it in place
                     pinned.add(ld.buffer)
-        elif isinstance(buf.op, Gemm):
-            pinned.update(gemm_reads(buf.op))
+        elif isinstance(buf.op, Template):  # a kernel reads its operands in place
+            pinned.update(buf.op.reads())
     return uses, pinned
 
 

@@ -17,15 +17,17 @@ from dataclasses import dataclass, field
 import sympy
 
 from ..ir.expr import loads
-from ..ir.nodes import Buffer, Gemm, Program
+from ..ir.nodes import Buffer, Program, Template
 from ..ir.symbols import numel, surely_at_least
-from .fusion import body_of, gemm_reads
+from .fusion import body_of
 
 
 @dataclass
 class MemoryPlan:
     slots: list[sympy.Expr] = field(default_factory=list)  # bytes each (before 64-alignment)
     slot_of: dict[str, int] = field(default_factory=dict)  # buffer -> slot
+    # template buffer -> the slot of the scratch its kernel uses while it runs
+    workspace_of: dict[str, int] = field(default_factory=dict)
 
 
 def nbytes(buf: Buffer) -> sympy.Expr:
@@ -36,8 +38,8 @@ def reads_of(buf: Buffer) -> set[str]:
     body = body_of(buf.op)
     if body is not None:
         return {ld.buffer for ld in loads(body)}
-    assert isinstance(buf.op, Gemm)
-    return set(gemm_reads(buf.op))
+    assert isinstance(buf.op, Template)
+    return set(buf.op.reads())
 
 
 def plan_memory(program: Program, kernels: Sequence[Sequence[Buffer]] | None = None,
@@ -60,20 +62,26 @@ def plan_memory(program: Program, kernels: Sequence[Sequence[Buffer]] | None = N
         for name in [n for n in live if last_use.get(n, -1) < t]:
             free.append(live.pop(name))
         for buf in members:
+            scratch = buf.op.workspace() if isinstance(buf.op, Template) else 0
+            if scratch != 0:  # a template's scratch: live while its kernel runs, free after
+                slot = _take(plan, free, sympy.expand(scratch))
+                plan.workspace_of[buf.name] = live[f"{buf.name}/workspace"] = slot
             if buf.name in outputs or buf.name in local:
                 continue
-            need = nbytes(buf)
-            slot = _pick(plan.slots, free, need)
-            if slot is None:
-                plan.slots.append(need)
-                slot = len(plan.slots) - 1
-            else:
-                free.remove(slot)
-                if not surely_at_least(plan.slots[slot], need):
-                    plan.slots[slot] = sympy.Max(plan.slots[slot], need)
-            plan.slot_of[buf.name] = slot
-            live[buf.name] = slot
+            plan.slot_of[buf.name] = live[buf.name] = _take(plan, free, nbytes(buf))
     return plan
+
+
+def _take(plan: MemoryPlan, free: list[int], need: sympy.Expr) -> int:
+    """A free slot for `need` bytes (grown where needed), else a new one."""
+    slot = _pick(plan.slots, free, need)
+    if slot is None:
+        plan.slots.append(need)
+        return len(plan.slots) - 1
+    free.remove(slot)
+    if not surely_at_least(plan.slots[slot], need):
+        plan.slots[slot] = sympy.Max(plan.slots[slot], need)
+    return slot
 
 
 def _pick(slots: list[sympy.Expr], free: list[int], need: sympy.Expr) -> int | None:

@@ -191,10 +191,13 @@ def max_abs(t: torch.Tensor) -> float:
 
 
 # Ops that sum many float32 terms in an order each implementation chooses (GEMM blocking,
-# reduction trees): torch's result is one rounding of the exact sum, not the exact sum.
+# reduction trees, convolution taps): torch's result is one rounding of the exact sum, not
+# the exact sum.
 REORDERS = {"mm", "addmm", "bmm", "nn.functional.linear", "matmul", "sum", "mean", "var",
             "var.unbiased", "softmax", "softmax.with_dtype", "log_softmax",
-            "log_softmax.with_dtype"}
+            "log_softmax.with_dtype", "nn.functional.conv1d", "nn.functional.conv2d",
+            "nn.functional.conv3d", "nn.functional.conv_transpose1d",
+            "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d"}
 
 
 def as_accurate(info, s: Sample, expected, actual) -> bool:

@@ -1,4 +1,4 @@
-"""Loop nests for pointwise and reduction buffers, and calls into template kernels.
+"""Loop nests for pointwise and reduction buffers (template calls: templates.py).
 
 The scheduler's decisions arrive as the buffers themselves (what was fused); here they
 become C++ functions: OpenMP over the outer loops, the body once in the innermost loop.
@@ -12,7 +12,7 @@ import sympy
 
 from ...dtypes import DType
 from ...ir.expr import IndexValue, IndirectLoad, Load, children, loads
-from ...ir.nodes import ARG_REDUCTIONS, Buffer, Gemm, Pointwise, Program, ReduceType, Reduction
+from ...ir.nodes import ARG_REDUCTIONS, Buffer, Pointwise, Program, ReduceType, Reduction
 from ...ir.symbols import flat_offset, index_vars, numel, reduction_var
 from ...scheduler.memory import reads_of
 from . import ops
@@ -283,31 +283,3 @@ def parallel_pragma(work, collapse: int, extra: str = "") -> str:
     clause = f" collapse({collapse})" if collapse > 1 else ""
     cond = "" if work.is_number else f" if({c_index(work)} >= {PARALLEL_MIN_WORK})"
     return f"#pragma omp parallel for{clause}{extra}{cond}"
-
-
-def gemm_call(buf: Buffer, pointer_of) -> list[str]:
-    """The call into the shipped GEMM for a Gemm buffer (a statement list)."""
-    op: Gemm = buf.op
-    if buf.dtype is not DType.float32:
-        raise NotImplementedError("only float32 GEMM")
-
-    def arg(o):
-        return f"{pointer_of(o.buffer)} + {c_index(o.offset)}", [c_index(s) for s in o.strides]
-
-    a, sa = arg(op.a)
-    b, sb = arg(op.b)
-    m, n = c_index(op.m), c_index(op.n)
-    if op.bias is not None:
-        bias, sbias = arg(op.bias)
-    else:
-        bias, sbias = "nullptr", ["0", "0", "0"]
-    mn = c_index(sympy.expand(op.m * op.n))
-    return describe(buf) + [
-        f"aotc_sgemm_batched({c_index(op.batch)}, {m}, {n}, {c_index(op.k)},",
-        f"                   {a}, {', '.join(sa)},",
-        f"                   {b}, {', '.join(sb)},",
-        f"                   {pointer_of(buf.name)}, {mn}, {n},",
-        f"                   {bias}, {', '.join(sbias)}, {ops.literal(op.alpha, DType.float32)}, "
-        f"{ops.literal(op.beta, DType.float32)});",
-    ]
-

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import sympy
 
-from ...ir.nodes import Buffer, BufferKind, Gemm, Program
+from ...ir.nodes import Buffer, BufferKind, Program, Template
 from ...scheduler.grouping import RowGroup, Scheduled
 from ...scheduler.memory import MemoryPlan, nbytes
 from .code import CodeBuffer
 from .exprs import c_index
-from .kernels import describe, emit_kernel, gemm_call, program_symbol_index, symbol_order
+from .kernels import describe, emit_kernel, program_symbol_index, symbol_order
 from .rows import emit_row_group
+from .templates import template_call
 
 
 def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
@@ -44,7 +45,7 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
     for kid, item in enumerate(schedule):
         if isinstance(item, RowGroup):
             kernels[item.name] = emit_row_group(code, program, item, kid)
-        elif not isinstance(item.op, Gemm):
+        elif not isinstance(item.op, Template):
             kernels[item.name] = emit_kernel(code, program, item, kid)
     _emit_bind_inputs(code, program)
     _emit_output_sizes(code, program, max_rank)
@@ -201,8 +202,10 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
                 code.line(f"{t} *{name} = reinterpret_cast<{t} *>(arena + "
                           f"slot{plan.slot_of[name]});")
         for item in schedule:
-            if isinstance(item, Buffer) and isinstance(item.op, Gemm):
-                code.lines_of(gemm_call(item, lambda n: n))
+            if isinstance(item, Buffer) and isinstance(item.op, Template):
+                ws = plan.workspace_of.get(item.name)
+                code.lines_of(template_call(item, lambda n: n,
+                                            None if ws is None else f"arena + slot{ws}"))
                 continue
             k = kernels[item.name]
             if k.checks_bounds:

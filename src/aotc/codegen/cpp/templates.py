@@ -1,0 +1,112 @@
+"""Calls into the shipped template kernels: one emitter per Template class.
+
+A template states what it computes (ir/nodes.py); how it is called lives here. The run
+function asks `template_call` for each template buffer's statements, so a new template
+registers its emitter and touches nothing else in codegen.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sympy
+
+from ...dtypes import DType
+from ...errors import CompileError
+from ...ir.nodes import Buffer, Conv, Gemm, ReduceType, Scan, Template
+from . import ops
+from .exprs import c_index
+from .kernels import describe
+
+# (buffer, pointer_of(buffer name) -> C expression, workspace pointer or None) -> statements
+Emitter = Callable[[Buffer, Callable[[str], str], str | None], list[str]]
+EMITTERS: dict[type, Emitter] = {}
+
+
+def emits(cls: type) -> Callable[[Emitter], Emitter]:
+    def wrap(fn: Emitter) -> Emitter:
+        EMITTERS[cls] = fn
+        return fn
+    return wrap
+
+
+def template_call(buf: Buffer, pointer_of: Callable[[str], str],
+                  workspace: str | None = None) -> list[str]:
+    """The statements that run a template buffer's kernel (its header comment first)."""
+    assert isinstance(buf.op, Template)
+    emit = EMITTERS.get(type(buf.op))
+    if emit is None:
+        raise CompileError(f"no C++ emitter for template {type(buf.op).__name__}")
+    return describe(buf) + emit(buf, pointer_of, workspace)
+
+
+@emits(Gemm)
+def gemm_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
+    """The call into the shipped GEMM."""
+    op = buf.op
+    assert isinstance(op, Gemm)
+    if buf.dtype is not DType.float32:
+        raise CompileError("only float32 GEMM")
+
+    def arg(o):
+        return f"{pointer_of(o.buffer)} + {c_index(o.offset)}", [c_index(s) for s in o.strides]
+
+    a, sa = arg(op.a)
+    b, sb = arg(op.b)
+    m, n = c_index(op.m), c_index(op.n)
+    if op.bias is not None:
+        bias, sbias = arg(op.bias)
+    else:
+        bias, sbias = "nullptr", ["0", "0", "0"]
+    mn = c_index(sympy.expand(op.m * op.n))
+    return [
+        f"aotc_sgemm_batched({c_index(op.batch)}, {m}, {n}, {c_index(op.k)},",
+        f"                   {a}, {', '.join(sa)},",
+        f"                   {b}, {', '.join(sb)},",
+        f"                   {pointer_of(buf.name)}, {mn}, {n},",
+        f"                   {bias}, {', '.join(sbias)}, {ops.literal(op.alpha, DType.float32)}, "
+        f"{ops.literal(op.beta, DType.float32)});",
+    ]
+
+
+@emits(Conv)
+def conv_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
+    """The call into the shipped convolution: its shape as a local aotc_conv_shape."""
+    op = buf.op
+    assert isinstance(op, Conv)
+    if buf.dtype is not DType.float32:
+        raise CompileError("only float32 convolution")
+
+    def dims(xs) -> str:
+        vals = [c_index(sympy.sympify(x)) for x in xs] + ["0"] * (3 - len(xs))
+        return "{" + ", ".join(vals) + "}"
+
+    fields = [c_index(op.batch), c_index(op.in_channels), c_index(op.out_channels),
+              str(op.groups), str(len(op.kernel))]
+    fields += [dims(x) for x in (op.in_size, op.out_size, op.kernel, op.stride, op.padding,
+                                 op.dilation)]
+    fields.append("1" if op.transposed else "0")
+    bias = pointer_of(op.bias) if op.bias else "nullptr"
+    ws = f"reinterpret_cast<float *>({workspace})" if workspace else "nullptr"
+    return [
+        "{",
+        f"  const aotc_conv_shape shape = {{{', '.join(fields)}}};",
+        f"  aotc_sconv(&shape, {pointer_of(op.x)}, {pointer_of(op.weight)}, {bias}, "
+        f"{pointer_of(buf.name)}, {ws});",
+        "}",
+    ]
+
+
+SCAN_KERNELS = {DType.float32: "aotc_scan_f32", DType.float64: "aotc_scan_f64",
+                DType.int64: "aotc_scan_i64"}
+
+
+@emits(Scan)
+def scan_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
+    op = buf.op
+    assert isinstance(op, Scan)
+    kernel = SCAN_KERNELS.get(buf.dtype)
+    if kernel is None:
+        raise CompileError(f"no scan kernel for {buf.dtype.name}")
+    which = "AOTC_SCAN_PROD" if op.combine is ReduceType.PROD else "AOTC_SCAN_SUM"
+    return [f"{kernel}({which}, {c_index(op.outer)}, {c_index(op.length)}, {c_index(op.inner)}, "
+            f"{pointer_of(op.x)}, {pointer_of(buf.name)});"]

@@ -1,0 +1,292 @@
+// Single-precision convolution over 1-3 spatial dims (see aotc_kernels.h for the contract).
+//
+// Three paths, picked by shape:
+//   depthwise (one input channel per group): a direct loop per output plane, each row
+//     accumulated tap by tap over unit-stride spans that the compiler vectorizes;
+//   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images;
+//   the rest: im2col of one (image, group) into the workspace, then the GEMM
+//     (weights [Cog, Cig*K] times columns [Cig*K, out positions]).
+// Transposed convolution is the GEMM of the transposed weight with x into columns,
+// then col2im: each output channel gathers its columns (one thread per channel, so the
+// sum order, and the result, do not depend on the thread count).
+// Every path handles 1-D and 2-D as 3-D with leading unit dims.
+
+#include "aotc_kernels.h"
+
+#include <algorithm>
+#include <vector>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace {
+
+// Below this many multiply-adds (or copied elements) a loop runs on one thread.
+constexpr int64_t kParallelMin = 32768;
+
+struct Geometry {
+    int64_t batch, cin, cout, groups, cig, cog;
+    int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+    int64_t in_plane, out_plane, taps;  // products of in, out, k
+};
+
+Geometry geometry(const aotc_conv_shape &sh) {
+    Geometry g{};
+    g.batch = sh.batch;
+    g.cin = sh.in_channels;
+    g.cout = sh.out_channels;
+    g.groups = sh.groups;
+    g.cig = sh.in_channels / sh.groups;
+    g.cog = sh.out_channels / sh.groups;
+    const int64_t lead = 3 - sh.ndim;
+    for (int a = 0; a < 3; ++a) {
+        const bool unit = a < lead;
+        const int64_t j = a - lead;
+        g.in[a] = unit ? 1 : sh.in_size[j];
+        g.out[a] = unit ? 1 : sh.out_size[j];
+        g.k[a] = unit ? 1 : sh.kernel[j];
+        g.s[a] = unit ? 1 : sh.stride[j];
+        g.p[a] = unit ? 0 : sh.padding[j];
+        g.d[a] = unit ? 1 : sh.dilation[j];
+    }
+    g.in_plane = g.in[0] * g.in[1] * g.in[2];
+    g.out_plane = g.out[0] * g.out[1] * g.out[2];
+    g.taps = g.k[0] * g.k[1] * g.k[2];
+    return g;
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return a <= 0 ? -((-a) / b) : (a + b - 1) / b; }
+
+// The positions j in [0, n) with 0 <= j*stride + off < limit: [lo, hi), possibly empty.
+inline void span(int64_t n, int64_t stride, int64_t off, int64_t limit, int64_t &lo, int64_t &hi) {
+    lo = std::min(n, std::max<int64_t>(0, ceil_div(-off, stride)));
+    hi = std::max(lo, std::min(n, ceil_div(limit - off, stride)));
+}
+
+bool is_pointwise(const Geometry &g) {
+    for (int a = 0; a < 3; ++a)
+        if (g.k[a] != 1 || g.s[a] != 1 || g.p[a] != 0) return false;
+    return true;
+}
+
+// col[(ci*taps + t) * out_plane + o] = x[ci, o*s - p + t*d] (0 outside), for one image
+// and group: x points at its first channel.
+void im2col(const Geometry &g, const float *x, float *col) {
+    const int64_t rows = g.cig * g.taps;
+#pragma omp parallel for if (rows * g.out_plane >= kParallelMin)
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t ci = r / g.taps, t = r % g.taps;
+        const int64_t kd = t / (g.k[1] * g.k[2]), kh = t / g.k[2] % g.k[1], kw = t % g.k[2];
+        const float *xc = x + ci * g.in_plane;
+        float *dst = col + r * g.out_plane;
+        int64_t lo, hi;
+        const int64_t off = kw * g.d[2] - g.p[2];
+        span(g.out[2], g.s[2], off, g.in[2], lo, hi);
+        for (int64_t od = 0; od < g.out[0]; ++od) {
+            const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+            for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+                const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+                float *row = dst + (od * g.out[1] + oh) * g.out[2];
+                if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                    std::fill(row, row + g.out[2], 0.0f);
+                    continue;
+                }
+                const float *src = xc + (id * g.in[1] + ih) * g.in[2] + off;
+                std::fill(row, row + lo, 0.0f);
+                if (g.s[2] == 1) {
+                    std::copy(src + lo, src + hi, row + lo);
+                } else {
+                    for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow * g.s[2]];
+                }
+                std::fill(row + hi, row + g.out[2], 0.0f);
+            }
+        }
+    }
+}
+
+// Sixteen floats in registers: one AVX-512 vector, two AVX2 ones, or a plain array (the
+// compile target decides; the AVX2 build of the package must not touch AVX-512).
+struct Acc16 {
+#if defined(__AVX512F__)
+    __m512 v;
+    explicit Acc16(float b) : v(_mm512_set1_ps(b)) {}
+    void fma(float w, const float *src) { v = _mm512_fmadd_ps(_mm512_set1_ps(w), _mm512_loadu_ps(src), v); }
+    void store(float *dst, int64_t n) const {
+        _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << n) - 1u), v);
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    __m256 lo, hi;
+    explicit Acc16(float b) : lo(_mm256_set1_ps(b)), hi(_mm256_set1_ps(b)) {}
+    void fma(float w, const float *src) {
+        const __m256 wv = _mm256_set1_ps(w);
+        lo = _mm256_fmadd_ps(wv, _mm256_loadu_ps(src), lo);
+        hi = _mm256_fmadd_ps(wv, _mm256_loadu_ps(src + 8), hi);
+    }
+    void store(float *dst, int64_t n) const {
+        alignas(32) float t[16];
+        _mm256_store_ps(t, lo);
+        _mm256_store_ps(t + 8, hi);
+        std::copy(t, t + n, dst);
+    }
+#else
+    float v[16];
+    explicit Acc16(float b) { std::fill(v, v + 16, b); }
+    void fma(float w, const float *src) {
+        for (int j = 0; j < 16; ++j) v[j] += w * src[j];
+    }
+    void store(float *dst, int64_t n) const { std::copy(v, v + n, dst); }
+#endif
+};
+
+// One input channel per group: a direct loop per output plane. The plane is first copied
+// into a zero-padded local volume whose rows are split into their `stride` phases
+// (elements q, q + s, q + 2s, ...), so that every tap of every output row reads one
+// unit-stride span without bounds checks; 16 outputs at a time accumulate in registers
+// over all taps. Rows carry 16 spare zeros, so the last block of a row may read past it;
+// those lanes are not stored.
+void depthwise(const Geometry &g, const float *x, const float *w, const float *bias, float *y) {
+    const int64_t work = g.batch * g.cout * g.out_plane * g.taps;
+    const int64_t st = g.s[2];
+    const int64_t pd = g.in[0] + 2 * g.p[0], ph = g.in[1] + 2 * g.p[1];
+    const int64_t row_len = ceil_div(g.in[2] + 2 * g.p[2], st) + 16;  // one phase of a row
+    const int64_t phase_size = pd * ph * row_len;
+#pragma omp parallel if (work >= kParallelMin)
+    {
+        std::vector<float> padded(st * phase_size);
+        std::vector<int64_t> tap_offset(g.taps);  // from an output's first input element
+        for (int64_t t = 0; t < g.taps; ++t) {
+            const int64_t kd = t / (g.k[1] * g.k[2]), kh = t / g.k[2] % g.k[1], kw = t % g.k[2];
+            const int64_t c = kw * g.d[2];
+            tap_offset[t] = c % st * phase_size + (kd * g.d[0] * ph + kh * g.d[1]) * row_len + c / st;
+        }
+#pragma omp for collapse(2)
+        for (int64_t n = 0; n < g.batch; ++n)
+            for (int64_t oc = 0; oc < g.cout; ++oc) {
+                const float *xc = x + (n * g.cin + oc / g.cog) * g.in_plane;
+                std::fill(padded.begin(), padded.end(), 0.0f);
+                for (int64_t id = 0; id < g.in[0]; ++id)
+                    for (int64_t ih = 0; ih < g.in[1]; ++ih) {
+                        const float *src = xc + (id * g.in[1] + ih) * g.in[2];
+                        float *dst = padded.data() + ((id + g.p[0]) * ph + ih + g.p[1]) * row_len;
+                        if (st == 1) {
+                            std::copy(src, src + g.in[2], dst + g.p[2]);
+                            continue;
+                        }
+                        for (int64_t q = 0; q < st; ++q) {  // padded column c = q + j*st
+                            int64_t j0, j1;  // the j whose column holds an input element
+                            span(row_len, st, q - g.p[2], g.in[2], j0, j1);
+                            float *dq = dst + q * phase_size;
+                            const int64_t o = q - g.p[2];
+                            if (st == 2) {  // a constant stride: the copy vectorizes
+                                for (int64_t j = j0; j < j1; ++j) dq[j] = src[o + 2 * j];
+                            } else {
+                                for (int64_t j = j0; j < j1; ++j) dq[j] = src[o + j * st];
+                            }
+                        }
+                    }
+                const float *wc = w + oc * g.taps;
+                float *yc = y + (n * g.cout + oc) * g.out_plane;
+                const float b = bias ? bias[oc] : 0.0f;
+                for (int64_t od = 0; od < g.out[0]; ++od)
+                    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+                        float *row = yc + (od * g.out[1] + oh) * g.out[2];
+                        const float *base =
+                            padded.data() + (od * g.s[0] * ph + oh * g.s[1]) * row_len;
+                        for (int64_t ow0 = 0; ow0 < g.out[2]; ow0 += 16) {
+                            Acc16 acc(b);
+                            for (int64_t t = 0; t < g.taps; ++t)
+                                acc.fma(wc[t], base + tap_offset[t] + ow0);
+                            acc.store(row + ow0, std::min<int64_t>(16, g.out[2] - ow0));
+                        }
+                    }
+            }
+    }
+}
+
+void forward(const Geometry &g, const float *x, const float *w, const float *bias, float *y,
+             float *ws) {
+    const int64_t kdim = g.cig * g.taps;
+    if (is_pointwise(g)) {  // y_n[Cog, P] = w[Cog, Cig] x_n[Cig, P] for every image at once
+        for (int64_t gr = 0; gr < g.groups; ++gr)
+            aotc_sgemm_batched(g.batch, g.cog, g.out_plane, kdim,
+                               w + gr * g.cog * kdim, 0, kdim, 1,
+                               x + gr * g.cig * g.in_plane, g.cin * g.in_plane, g.in_plane, 1,
+                               y + gr * g.cog * g.out_plane, g.cout * g.out_plane, g.out_plane,
+                               bias ? bias + gr * g.cog : nullptr, 0, 1, 0, 1.0f, 1.0f);
+        return;
+    }
+    for (int64_t n = 0; n < g.batch; ++n)
+        for (int64_t gr = 0; gr < g.groups; ++gr) {
+            im2col(g, x + (n * g.cin + gr * g.cig) * g.in_plane, ws);
+            aotc_sgemm(g.cog, g.out_plane, kdim, w + gr * g.cog * kdim, kdim, 1,
+                       ws, g.out_plane, 1,
+                       y + (n * g.cout + gr * g.cog) * g.out_plane, g.out_plane,
+                       bias ? bias + gr * g.cog : nullptr, 1, 0, 1.0f, 1.0f);
+        }
+}
+
+// y[co, i*s - p + t*d] += col[(co*taps + t) * in_plane + i] for one image and group,
+// after y = bias: one thread per output channel.
+void col2im(const Geometry &g, const float *col, const float *bias, float *y) {
+    const int64_t work = g.cog * g.taps * g.in_plane;
+#pragma omp parallel for if (work >= kParallelMin)
+    for (int64_t co = 0; co < g.cog; ++co) {
+        float *yc = y + co * g.out_plane;
+        std::fill(yc, yc + g.out_plane, bias ? bias[co] : 0.0f);
+        for (int64_t t = 0; t < g.taps; ++t) {
+            const int64_t kd = t / (g.k[1] * g.k[2]), kh = t / g.k[2] % g.k[1], kw = t % g.k[2];
+            const float *src = col + (co * g.taps + t) * g.in_plane;
+            const int64_t off = kw * g.d[2] - g.p[2];
+            int64_t lo, hi;  // input columns whose output column lies inside y
+            span(g.in[2], g.s[2], off, g.out[2], lo, hi);
+            for (int64_t id = 0; id < g.in[0]; ++id) {
+                const int64_t od = id * g.s[0] - g.p[0] + kd * g.d[0];
+                if (od < 0 || od >= g.out[0]) continue;
+                for (int64_t ih = 0; ih < g.in[1]; ++ih) {
+                    const int64_t oh = ih * g.s[1] - g.p[1] + kh * g.d[1];
+                    if (oh < 0 || oh >= g.out[1]) continue;
+                    const float *s_row = src + (id * g.in[1] + ih) * g.in[2];
+                    float *d_row = yc + (od * g.out[1] + oh) * g.out[2] + off;
+                    for (int64_t iw = lo; iw < hi; ++iw) d_row[iw * g.s[2]] += s_row[iw];
+                }
+            }
+        }
+    }
+}
+
+void transposed(const Geometry &g, const float *x, const float *w, const float *bias, float *y,
+                float *ws) {
+    const int64_t rows = g.cog * g.taps;
+    for (int64_t n = 0; n < g.batch; ++n)
+        for (int64_t gr = 0; gr < g.groups; ++gr) {
+            // col[Cog*taps, P_in] = w_g^T x_g, w_g = w[g*Cig : (g+1)*Cig] viewed as [Cig, Cog*taps]
+            aotc_sgemm(rows, g.in_plane, g.cig, w + gr * g.cig * rows, 1, rows,
+                       x + (n * g.cin + gr * g.cig) * g.in_plane, g.in_plane, 1,
+                       ws, g.in_plane, nullptr, 0, 0, 1.0f, 0.0f);
+            col2im(g, ws, bias ? bias + gr * g.cog : nullptr,
+                   y + (n * g.cout + gr * g.cog) * g.out_plane);
+        }
+}
+
+}  // namespace
+
+extern "C" int64_t aotc_sconv_workspace(const aotc_conv_shape *shape) {
+    const Geometry g = geometry(*shape);
+    if (shape->transposed) return g.cog * g.taps * g.in_plane;
+    if (g.cig == 1 || is_pointwise(g)) return 0;
+    return g.cig * g.taps * g.out_plane;
+}
+
+extern "C" void aotc_sconv(const aotc_conv_shape *shape, const float *x, const float *w,
+                           const float *bias, float *y, float *workspace) {
+    const Geometry g = geometry(*shape);
+    if (g.batch <= 0 || g.cout <= 0 || g.out_plane <= 0) return;
+    if (shape->transposed) return transposed(g, x, w, bias, y, workspace);
+    if (g.cig == 1) return depthwise(g, x, w, bias, y);
+    forward(g, x, w, bias, y, workspace);
+}

@@ -1,0 +1,160 @@
+"""Convolutions onto the Conv template: conv1d/2d/3d, convolution, the transposed forms.
+
+Every overload normalizes to one `convolution` call (per-dim parameters, batched input);
+a batch norm that follows a convolution is folded into its weights (nn.py asks here).
+"""
+from __future__ import annotations
+
+import sympy
+import torch
+
+from ..dtypes import DType
+from ..errors import UnsupportedOperatorError
+from ..ir.nodes import Buffer, BufferKind, ConstantSpec, Conv
+from ..ir.symbols import FloorDiv
+from .context import LoweringContext, TensorValue, buffer_value
+from .padding import constant_pad
+from .registry import register_lowering
+from .views import lower_squeeze, lower_unsqueeze
+
+aten = torch.ops.aten
+FAMILY = "conv"
+
+
+def _per_dim(v, n: int) -> tuple[int, ...]:
+    vals = [v] * n if isinstance(v, int) else list(v)
+    if len(vals) == 1 and n > 1:
+        vals = vals * n
+    return tuple(int(x) for x in vals)
+
+
+def convolution(ctx: LoweringContext, x: TensorValue, w: TensorValue, bias, stride, padding,
+                dilation, transposed: bool, output_padding, groups: int) -> TensorValue:
+    n = w.ndim - 2
+    if x.ndim == n + 1:  # an unbatched input: a batch of one, dropped again at the end
+        out = convolution(ctx, lower_unsqueeze(ctx, x, 0), w, bias, stride, padding, dilation,
+                          transposed, output_padding, groups)
+        return lower_squeeze(ctx, out, [0])
+    if not 1 <= n <= 3:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"{n}-d convolution")
+    if x.dtype is not DType.float32 or w.dtype is not DType.float32:
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       f"convolution of {x.dtype.name}: only float32 so far")
+    stride, dilation = _per_dim(stride, n), _per_dim(dilation, n)
+    if isinstance(padding, str):
+        x, padding = _string_padding(ctx, x, padding, w.sizes[2:], dilation)
+    padding = _per_dim(padding, n)
+    if any(p < 0 for p in padding):
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "negative padding")
+    x, w = ctx.realize(x), ctx.realize(w)
+    b = ctx.realize(bias).buffer_name() if bias is not None else None
+    kernel = tuple(int(k) for k in w.sizes[2:])
+    out_channels = w.sizes[1] * groups if transposed else w.sizes[0]
+    in_size = tuple(x.sizes[2:])
+    if transposed:
+        op_ = _per_dim(output_padding, n)
+        out_size = tuple(sympy.expand((i - 1) * s - 2 * p + d * (k - 1) + o + 1) for i, s, p, d, k, o
+                         in zip(in_size, stride, padding, dilation, kernel, op_))
+    else:
+        out_size = tuple(FloorDiv(sympy.expand(i + 2 * p - d * (k - 1) - 1), s) + 1
+                         for i, s, p, d, k in zip(in_size, stride, padding, dilation, kernel))
+    out_sizes = (x.sizes[0], out_channels) + out_size
+    if ctx.out_sizes and len(ctx.out_sizes) == len(out_sizes):
+        out_sizes = ctx.out_sizes  # the export's own expressions for the same sizes
+        out_size = tuple(out_sizes[2:])
+    xb, wb = x.buffer_name(), w.buffer_name()
+    assert xb is not None and wb is not None  # realized just above
+    conv = Conv(xb, wb, b, x.sizes[0], x.sizes[1], out_channels,
+                int(groups), in_size, out_size, kernel, stride, padding, dilation, transposed)
+    return ctx.emit(conv, out_sizes, DType.float32)
+
+
+def _string_padding(ctx, x: TensorValue, mode: str, kernel, dilation):
+    """padding='valid' or 'same' as explicit zero padding; an odd total padding puts the
+    extra element at the end (as torch does), by padding x itself."""
+    if mode == "valid":
+        return x, 0
+    if mode != "same":
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"padding={mode!r}")
+    total = [d * (int(k) - 1) for k, d in zip(kernel, dilation)]
+    left = [t // 2 for t in total]
+    extra = [t - 2 * lo for t, lo in zip(total, left)]
+    if any(extra):
+        pads = []
+        for e in reversed(extra):  # F.pad order: last dim first, (before, after)
+            pads += [0, e]
+        x = constant_pad(ctx, x, pads, 0.0)
+    return x, left
+
+
+@register_lowering(aten.convolution.default, aten._convolution.default, family=FAMILY)
+def lower_convolution(ctx, x, w, bias, stride, padding, dilation, transposed, output_padding,
+                      groups, *unused):
+    return convolution(ctx, x, w, bias, stride, padding, dilation, transposed, output_padding,
+                       groups)
+
+
+@register_lowering(aten.conv1d.default, aten.conv2d.default, aten.conv3d.default,
+                   aten.conv1d.padding, aten.conv2d.padding, aten.conv3d.padding, family=FAMILY)
+def lower_conv(ctx, x, w, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return convolution(ctx, x, w, bias, stride, padding, dilation, False, 0, groups)
+
+
+@register_lowering(aten.conv_transpose1d.default, aten.conv_transpose2d.input,
+                   aten.conv_transpose3d.input, family=FAMILY)
+def lower_conv_transpose(ctx, x, w, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                         dilation=1):
+    return convolution(ctx, x, w, bias, stride, padding, dilation, True, output_padding, groups)
+
+
+# ---- batch norm folded into the convolution before it ------------------------------------
+
+def _constant_data(ctx: LoweringContext, v: TensorValue | None):
+    """The compile-time value of a constant buffer read whole, else None."""
+    if v is None:
+        return None
+    name = v.buffer_name()
+    buf = ctx.program.buffers.get(name) if name else None
+    if buf is None or buf.kind is not BufferKind.CONSTANT:
+        return None
+    return next(c.data for c in ctx.program.constants if c.buffer == name)
+
+
+def _add_constant(ctx: LoweringContext, hint: str, data: torch.Tensor) -> str:
+    name = ctx.fresh_name(f"c_{ctx.node_name}_{hint}")
+    ctx.program.add(Buffer(name, DType.float32, tuple(sympy.Integer(s) for s in data.shape),
+                           BufferKind.CONSTANT))
+    ctx.program.constants.append(ConstantSpec(f"{ctx.node_name}.{hint}", name, data.contiguous()))
+    return name
+
+
+def fold_batch_norm(ctx: LoweringContext, x: TensorValue, weight, bias, mean, var,
+                    eps: float) -> TensorValue | None:
+    """Inference batch norm of a (non-transposed) convolution with constant weights, as that
+    convolution with scaled weights and a shifted bias; None when it does not apply. The
+    convolution's unscaled result is dropped by dead-code removal unless something else
+    reads it."""
+    name = x.buffer_name()
+    buf = ctx.program.buffers.get(name) if name else None
+    if buf is None or not isinstance(buf.op, Conv) or buf.op.transposed:
+        return None
+    conv = buf.op
+    w = _constant_data(ctx, buffer_value(ctx.program.buffers[conv.weight]))
+    b = _constant_data(ctx, buffer_value(ctx.program.buffers[conv.bias])) if conv.bias else None
+    stats = [_constant_data(ctx, v) for v in (mean, var)]
+    params = [_constant_data(ctx, v) if v is not None else None for v in (weight, bias)]
+    if w is None or (conv.bias and b is None) or any(s is None for s in stats) or any(
+            p is None and v is not None for p, v in zip(params, (weight, bias))):
+        return None
+    m, v = (s.double() for s in stats)
+    gamma = params[0].double() if params[0] is not None else torch.ones_like(m)
+    beta = params[1].double() if params[1] is not None else torch.zeros_like(m)
+    scale = gamma / torch.sqrt(v + eps)
+    shape = (-1,) + (1,) * (w.ndim - 1)
+    w2 = (w.double() * scale.reshape(shape)).float()
+    b2 = ((b.double() if b is not None else torch.zeros_like(m)) - m) * scale + beta
+    folded = Conv(conv.x, _add_constant(ctx, "folded_weight", w2),
+                  _add_constant(ctx, "folded_bias", b2.float()), conv.batch, conv.in_channels,
+                  conv.out_channels, conv.groups, conv.in_size, conv.out_size, conv.kernel,
+                  conv.stride, conv.padding, conv.dilation)
+    return ctx.emit(folded, buf.sizes, DType.float32)

@@ -1,0 +1,168 @@
+"""Convolutions compiled by aotc against eager: every path of kernels/conv.cpp (depthwise,
+pointwise, im2col, transposed), 1-3 spatial dims, each ISA build this CPU can run, dynamic
+batch and image sizes, batch norm folding, and results that never change from run to run."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import aotc
+from aotc.build.toolchain import host_target, missing_features, target_for
+from aotc.ir.nodes import Conv
+from aotc.passes.pipeline import compile_program
+
+KERNEL_DIR = Path(__file__).resolve().parents[2] / "src" / "aotc" / "kernels"
+nn = torch.nn
+
+CASES = {
+    "3x3_pad": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9)),
+    "depthwise_s2": (lambda: nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8), (2, 8, 9, 9)),
+    "depthwise_multiplier": (lambda: nn.Conv2d(8, 16, 3, stride=2, padding=1, groups=8),
+                             (2, 8, 9, 9)),
+    "depthwise_5x5_dilated": (lambda: nn.Conv2d(6, 6, 5, padding=4, dilation=2, groups=6),
+                              (1, 6, 20, 37)),
+    "depthwise_s3_wide": (lambda: nn.Conv2d(4, 4, (3, 7), stride=3, padding=(1, 3), groups=4),
+                          (1, 4, 13, 40)),
+    "pointwise": (lambda: nn.Conv2d(8, 16, 1), (2, 8, 5, 7)),
+    "pointwise_groups_no_bias": (lambda: nn.Conv2d(8, 16, 1, groups=2, bias=False),
+                                 (2, 8, 5, 7)),
+    "grouped_asymmetric": (lambda: nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(2, 0),
+                                             dilation=(1, 2), groups=2), (2, 4, 11, 8)),
+    "single_input_channel": (lambda: nn.Conv2d(1, 5, 3), (2, 1, 8, 8)),
+    "conv1d_strided": (lambda: nn.Conv1d(3, 5, 5, stride=2, padding=2), (2, 3, 17)),
+    "conv1d_same_dilated": (lambda: nn.Conv1d(4, 4, 3, padding="same", dilation=2), (2, 4, 17)),
+    "conv1d_same_even_kernel": (lambda: nn.Conv1d(4, 4, 4, padding="same"), (2, 4, 17)),
+    "conv1d_valid": (lambda: nn.Conv1d(4, 2, 4, padding="valid"), (2, 4, 17)),
+    "conv3d": (lambda: nn.Conv3d(2, 4, 3, padding=1, stride=(1, 2, 2)), (1, 2, 5, 6, 7)),
+    "conv3d_depthwise": (lambda: nn.Conv3d(3, 3, 3, padding=1, groups=3), (2, 3, 4, 5, 6)),
+    "transposed_2x2_s2": (lambda: nn.ConvTranspose2d(8, 4, 2, stride=2), (2, 8, 5, 5)),
+    "transposed_output_padding_groups": (
+        lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+        (2, 4, 5, 6)),
+    "transposed1d_dilated": (lambda: nn.ConvTranspose1d(4, 3, 5, stride=3, padding=2,
+                                                        dilation=2), (2, 4, 7)),
+    "transposed3d": (lambda: nn.ConvTranspose3d(2, 3, 3, stride=2), (1, 2, 3, 4, 3)),
+    "unbatched": (lambda: nn.Conv2d(3, 4, 3), (3, 9, 9)),
+    "large_threaded": (lambda: nn.Conv2d(32, 48, 3, padding=1), (2, 32, 30, 30)),
+}
+
+
+class Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+def runnable_isas() -> list[str]:
+    return [isa for isa in ("avx512", "avx2", "sse2") if not missing_features(target_for(isa).arch)]
+
+
+@pytest.mark.parametrize("isa", runnable_isas())
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_conv_matches_eager(compile_model, name, isa):
+    torch.manual_seed(0)
+    make, shape = CASES[name]
+    x = torch.randn(shape)
+    ep, model = compile_model(make(), (x,), options={"isa": isa})
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
+def test_dynamic_batch_and_image_size(compile_model):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
+                      nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.Conv2d(8, 4, 1),
+                      nn.ConvTranspose2d(4, 2, 2, stride=2))
+    batch = torch.export.Dim("batch", max=64)
+    h, w = torch.export.Dim("h", min=4, max=64), torch.export.Dim("w", min=4, max=64)
+    ep, model = compile_model(m, (torch.randn(2, 3, 16, 16),),
+                              dynamic_shapes={"input": {0: batch, 2: h, 3: w}})
+    for shape in [(1, 3, 8, 8), (3, 3, 21, 20), (5, 3, 16, 17), (2, 3, 33, 32)]:
+        x = torch.randn(shape)
+        torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_folds_into_the_convolution(compile_model):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                      nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.BatchNorm2d(8))
+    for bn in (m[1], m[4]):
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.data.uniform_(0.5, 2)
+        bn.bias.data.uniform_(-1, 1)
+    x = torch.randn(2, 3, 10, 10)
+    ep, model = compile_model(m, (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+    program = compile_program(ep, host_target(), build=False).program
+    ops = {b.name: b.op for b in program.computed()}
+    assert [type(op).__name__ for op in ops.values()].count("Conv") == 2
+    # what the norms computed is in the convolutions' weights: no pointwise normalize left
+    assert all(isinstance(ops[b.name], Conv) for b in program.computed()
+               if b.origin and any("batch_norm" in t for t in b.origin.targets))
+
+
+def test_batch_norm_of_a_convolution_read_twice_stays_correct(compile_model):
+    torch.manual_seed(0)
+    class Twice(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)
+            self.bn.running_var.uniform_(0.5, 2)
+
+        def forward(self, x):
+            y = self.conv(x)
+            return self.bn(y) + y
+
+    m = Twice()
+    x = torch.randn(2, 3, 8, 8)
+    ep, model = compile_model(m, (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
+def test_same_result_every_run(compile_model):
+    """Threaded paths (im2col rows, depthwise planes, col2im channels) give one answer."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.Conv2d(32, 32, 3, padding=1, groups=32),
+                      nn.ConvTranspose2d(32, 8, 3, stride=2))
+    x = torch.randn(3, 16, 24, 24)
+    ep, model = compile_model(m, (x,), options={"num_threads": 2})
+    first = model(x)
+    torch.testing.assert_close(first, ep.module()(x), rtol=1e-4, atol=1e-4)
+    for _ in range(20):
+        assert torch.equal(model(x), first)
+
+
+def test_float64_convolution_is_refused_by_name(compile_model):
+    m = nn.Conv2d(2, 2, 3).double()
+    with pytest.raises(aotc.errors.UnsupportedOperatorError, match="conv2d.*float64"):
+        compile_model(m, (torch.randn(1, 2, 5, 5, dtype=torch.float64),))
+
+
+def test_padding_modes_before_a_convolution(compile_model):
+    """TF-style 'same' padding through F.pad, and the other pad modes."""
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 4, 3, stride=2)
+    m = Fn(lambda x: (conv(F.pad(x, (0, 1, 0, 1))), F.pad(x, (2, 1, 1, 2), mode="reflect"),
+                      F.pad(x, (2, 1, 1, 2), mode="replicate"),
+                      F.pad(x, (2, 1, 1, 2), mode="circular"), F.pad(x, (-1, 2, 1, -2), value=3.5)))
+    x = torch.randn(2, 3, 8, 9)
+    ep, model = compile_model(m, (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not available")
+@pytest.mark.parametrize("march", ["x86-64", "x86-64-v3", "x86-64-v4"])
+def test_kernel_compiles_cleanly_for_every_target(tmp_path, march):
+    res = subprocess.run(["g++", f"-march={march}", "-O2", "-fopenmp", "-std=c++17", "-Wall",
+                          "-Wextra", "-Werror", "-I", str(KERNEL_DIR), "-c",
+                          str(KERNEL_DIR / "conv.cpp"), "-o", str(tmp_path / "conv.o")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
