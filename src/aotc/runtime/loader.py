@@ -18,6 +18,7 @@ from ..dtypes import DType
 from ..errors import InputError, PackageError
 from ..package.format import PackageReader
 from . import abi, pytree
+from .describe import describe_library
 from .tensors import Frame, as_input, empty, is_torch_tensor
 
 
@@ -57,11 +58,12 @@ class CompiledModel:
         _check_target(path, self.metadata)
         self._lib = abi.open_library(
             _materialize_library(library, self.metadata["sha256"]["model.so"]))
+        self.description = describe_library(self._lib)  # the library's own tables
         self._weights = (np.memmap(path, dtype=np.uint8, mode="r", offset=w_offset, shape=(w_size,))
                          if w_size else np.zeros(0, np.uint8))
         self._constants = self._constant_pointers(w_size)
         self._outputs = [(DType.from_name(o["dtype"]), len(o["sizes"]))
-                         for o in self.metadata["outputs"]]
+                         for o in self.description.outputs]
         self._inputs = [i for i in self.metadata["inputs"] if i["kind"] == "tensor"]
         self._plain_args = _plain_positional(self.metadata["in_spec"], len(self.metadata["inputs"]))
         self._frames: dict[int, Frame] = {}
@@ -80,7 +82,7 @@ class CompiledModel:
         self._free.append(self._new_handle())
 
     def _constant_pointers(self, w_size: int):
-        table = self.metadata["constants"]
+        table = self.description.constants
         base = self._weights.ctypes.data if w_size else 0
         ptrs = (ctypes.c_void_p * max(len(table), 1))()
         for k, c in enumerate(table):
@@ -91,7 +93,7 @@ class CompiledModel:
 
     def _new_handle(self) -> int:
         h = ctypes.c_void_p()
-        abi.check(self._lib, self._lib.aotc_create(self._constants, len(self.metadata["constants"]),
+        abi.check(self._lib, self._lib.aotc_create(self._constants, len(self.description.constants),
                                                    ctypes.byref(h)))
         if self._num_threads:
             abi.check(self._lib, self._lib.aotc_set_num_threads(h, self._num_threads))
