@@ -12,6 +12,7 @@ import torch
 
 from . import __version__
 from .build.toolchain import target_for
+from .codegen.cpp.describe import constant_layout
 from .errors import CompileError
 from .ir.nodes import Program
 from .options import Options
@@ -52,15 +53,18 @@ def spec_to_json(spec) -> dict:
 
 
 def pack_weights(program: Program) -> tuple[bytes, list[dict]]:
+    """weights.bin and its table, laid out as the model library describes it."""
     blob = bytearray()
     table = []
-    for c in program.constants:
+    for c, (offset, nbytes) in zip(program.constants, constant_layout(program)):
         t = c.data
         raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
-        blob.extend(b"\0" * ((-len(blob)) % 64))
+        if len(raw) != nbytes:
+            raise CompileError(f"constant {c.fqn} holds {len(raw)} bytes; its buffer needs {nbytes}")
+        blob.extend(b"\0" * (offset - len(blob)))
         buf = program.buffers[c.buffer]
         table.append({"name": c.fqn, "dtype": buf.dtype.name, "sizes": [int(s) for s in buf.sizes],
-                      "offset": len(blob), "nbytes": len(raw)})
+                      "offset": offset, "nbytes": nbytes})
         blob.extend(raw)
     return bytes(blob), table
 
@@ -108,6 +112,14 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
     }
 
 
+def library_metadata(name: str, opts: Options) -> dict[str, str]:
+    """What the model library reports about itself (aotc_describe_metadata)."""
+    target = target_for(opts.isa)
+    return {"model_name": name, "aotc_version": __version__, "torch_version": torch.__version__,
+            "device": target.device, "arch": target.arch, "isa": target.isa,
+            "num_threads": str(opts.num_threads)}
+
+
 def compile_and_package(ep, package_path=None, options=None) -> str:
     """Compile an ExportedProgram (or {name: ExportedProgram}) into a .pt2 package; returns its path."""
     opts = Options.parse(options)
@@ -123,7 +135,8 @@ def compile_and_package(ep, package_path=None, options=None) -> str:
         prog = _exported(prog)
         named = Options.parse({**asdict(opts), "model_name": name})
         compiled = compile_program(prog, target_for(opts.isa), opts.opt_level,
-                                   named.debug_path(name), header=f"model '{name}'")
+                                   named.debug_path(name), header=f"model '{name}'",
+                                   metadata=library_metadata(name, named))
         weights, table = pack_weights(compiled.program)
         meta = build_metadata(prog, compiled, named, table)
         files[name] = ModelFiles(meta, Path(compiled.library).read_bytes(), compiled.source, weights)

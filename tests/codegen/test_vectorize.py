@@ -14,7 +14,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aotc.build.toolchain import KERNELS_DIR, Target, compiler, cxx_flags, host_target
+from aotc.build.compiler import include_flags
+from aotc.build.toolchain import Target, compiler, cxx_flags, host_target
 from aotc.passes.pipeline import compile_program
 
 ARCHS = ["x86-64", "x86-64-v3", "x86-64-v4"]
@@ -66,7 +67,7 @@ def vectorized_lines(source: str, arch: str, tmp_path) -> set[int]:
     cpp.write_text(source)
     report = tmp_path / f"vec-{arch}.txt"
     flags = cxx_flags(Target("cpu", arch, arch))
-    subprocess.run([compiler(), *flags, "-I", str(KERNELS_DIR), "-c", str(cpp), "-o", str(tmp_path / "m.o"),
+    subprocess.run([compiler(), *flags, *include_flags(), "-c", str(cpp), "-o", str(tmp_path / "m.o"),
                     f"-fopt-info-vec-optimized={report}"], check=True, capture_output=True, timeout=300)
     name = re.escape(cpp.name)
     return {int(m.group(1)) for m in re.finditer(rf"{name}:(\d+):\d+: optimized: loop vectorized",

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import BuildError
-from .toolchain import KERNELS_DIR, Target, cache_dir, compiler, compiler_version, cxx_flags
+from .toolchain import INCLUDE_DIR, KERNELS_DIR, Target, cache_dir, compiler, compiler_version, cxx_flags
 
 
 def _digest(*parts: str | bytes) -> str:
@@ -42,12 +42,17 @@ def _atomic_output(final: Path):
     return Path(tmp)
 
 
+def include_flags() -> list[str]:
+    """The -I flags every aotc translation unit compiles with."""
+    return ["-I", str(KERNELS_DIR), "-I", str(INCLUDE_DIR)]
+
+
 def kernel_sources() -> list[Path]:
     return sorted(KERNELS_DIR.glob("*.cpp"))
 
 
 def kernel_headers() -> list[Path]:
-    return sorted(KERNELS_DIR.glob("*.h"))
+    return sorted(KERNELS_DIR.glob("*.h")) + [INCLUDE_DIR / "aotc_abi.h"]
 
 
 def build_kernels(target: Target) -> list[Path]:
@@ -64,7 +69,7 @@ def build_kernels(target: Target) -> list[Path]:
         if not obj.exists():
             tmp = _atomic_output(obj)
             try:
-                _run([cxx, *flags, "-I", str(KERNELS_DIR), "-c", str(src), "-o", str(tmp)],
+                _run([cxx, *flags, *include_flags(), "-c", str(src), "-o", str(tmp)],
                      out_dir / f"{src.stem}-{key}.log", f"compiling kernel {src.name}")
                 os.replace(tmp, obj)
             finally:
@@ -89,7 +94,7 @@ def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Pa
     cpp.write_text(source)
     tmp = _atomic_output(so)
     try:
-        _run([cxx, *flags, "-shared", "-I", str(KERNELS_DIR), str(cpp), *map(str, objects),
+        _run([cxx, *flags, "-shared", *include_flags(), str(cpp), *map(str, objects),
               "-o", str(tmp)], out_dir / f"{key}.log", "compiling the generated model")
         os.replace(tmp, so)
     finally:

@@ -12,6 +12,8 @@ from pathlib import Path
 from ..errors import BuildError
 
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+# the public C headers (the ABI that model.so exports), shipped for C/C++ users too
+INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include" / "aotc"
 
 
 @dataclass(frozen=True)

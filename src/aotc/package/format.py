@@ -1,8 +1,9 @@
 """The .pt2 package: a zip holding, per model, metadata.json, model.so, model.cpp and
 weights.bin. Torch-free, so the runtime can read it with numpy alone.
 
-weights.bin is stored uncompressed with its data 64-byte aligned inside the archive, so a
-loader maps it straight from the .pt2 file; each constant inside is 64-byte aligned too.
+weights.bin and model.so are stored uncompressed with their data 64-byte aligned inside the
+archive, so a loader maps them straight from the .pt2 file without a zip library; each
+constant inside weights.bin is 64-byte aligned too.
 """
 from __future__ import annotations
 
@@ -71,8 +72,7 @@ def write_package(path: str | os.PathLike, models: dict[str, ModelFiles]) -> str
                 zf.writestr(_entry(name, "metadata.json"), json.dumps(meta, indent=1))
                 zf.writestr(_entry(name, "model.cpp"), files.source,
                             compress_type=zipfile.ZIP_DEFLATED)
-                zf.writestr(_entry(name, "model.so"), files.library,
-                            compress_type=zipfile.ZIP_DEFLATED)
+                zf.writestr(_aligned_info(zf, _entry(name, "model.so")), files.library)
                 zf.writestr(_aligned_info(zf, _entry(name, "weights.bin")), files.weights)
         os.replace(tmp, path)
     finally:

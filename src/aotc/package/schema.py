@@ -16,7 +16,8 @@ from ..errors import PackageError
 FORMAT_VERSION = 1
 ARCHES = ("x86-64", "x86-64-v3", "x86-64-v4", "native")
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
-_SIZE_EXPR = re.compile(r"[\w\s*+\-()/]+")  # what sympy prints for an integer size expression
+_SIZE_EXPR = re.compile(r"[\w\s*+\-()/,]+")  # what sympy prints for an integer size expression
+_NAME_IN_EXPR = re.compile(r"[A-Za-z_]\w*(?!\w|\s*\()")  # an identifier that is not a call
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _MAX_DIM = 1 << 62
 _MAX_RANK = 64
@@ -77,7 +78,7 @@ def _sizes(value: Any, path: str, symbols: dict) -> list:
         where = f"{path}[{d}]"
         if isinstance(s, str):
             _str(s, where, _SIZE_EXPR, "a size expression over the package's symbols")
-            unknown = set(_SYMBOL.findall(s)) - set(symbols)
+            unknown = set(_NAME_IN_EXPR.findall(s)) - set(symbols)
             if unknown:
                 raise _Bad(where, f"an expression over the symbols {sorted(symbols)} "
                                   f"(it names {sorted(unknown)})", s)
@@ -225,3 +226,25 @@ def check_constants_fit(meta: dict, weights_size: int) -> None:
             raise PackageError(f"metadata field 'constants[{k}]' ({c['name']}) spans bytes "
                                f"{c['offset']}..{c['offset'] + c['nbytes']}; expected it inside "
                                f"weights.bin ({weights_size} bytes)")
+
+
+def check_against_library(meta: dict, inputs: list[dict], outputs: list[dict], symbols: dict,
+                          constants: list[dict]) -> None:
+    """metadata.json says what the model library says of itself (the library is the truth:
+    a field edited after the package was written is named here, before any call)."""
+    tensor_inputs = [{k: i[k] for k in ("name", "dtype", "sizes")}
+                     for i in meta["inputs"] if i["kind"] == "tensor"]
+    pairs = [("inputs", tensor_inputs, inputs), ("outputs", meta["outputs"], outputs),
+             ("constants", meta["constants"], constants)]
+    for field, ours, theirs in pairs:
+        if len(ours) != len(theirs):
+            raise PackageError(f"metadata field '{field}' lists {len(ours)} entries; the model "
+                               f"library has {len(theirs)}")
+        for k, (a, b) in enumerate(zip(ours, theirs)):
+            for key, value in b.items():
+                if a.get(key) != value:
+                    raise PackageError(f"metadata field '{field}[{k}].{key}' is {a.get(key)!r}; "
+                                       f"the model library says {value!r}")
+    if {k: list(v) for k, v in meta["symbols"].items()} != symbols:
+        raise PackageError(f"metadata field 'symbols' is {meta['symbols']!r}; the model library "
+                           f"says {symbols!r}")

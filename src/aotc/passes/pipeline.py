@@ -70,8 +70,9 @@ def _plan_dump(plan: MemoryPlan) -> str:
 
 def compile_program(ep, target: Target, opt_level: str = "-O3",
                     debug_dir: Path | None = None, header: str = "",
-                    build: bool = True) -> Compiled:
-    """Run every stage in order (`build=False` stops after codegen: no compiler runs)."""
+                    build: bool = True, metadata: dict[str, str] | None = None) -> Compiled:
+    """Run every stage in order (`build=False` stops after codegen: no compiler runs).
+    `metadata` (string pairs) is compiled into the library, which reports it to loaders."""
     from ..frontend.importer import import_program
 
     timings: dict[str, float] = {}
@@ -83,7 +84,8 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
         Stage("group", lambda: group_rows(state["fuse"]), _schedule_dump),
         Stage("plan", lambda: plan_memory(state["fuse"], kernel_members(state["group"]),
                                           local_buffers(state["group"])), _plan_dump),
-        Stage("codegen", lambda: emit_model(state["fuse"], state["plan"], state["group"], header),
+        Stage("codegen", lambda: emit_model(state["fuse"], state["plan"], state["group"], header,
+                                            metadata),
               str),
         Stage("build", lambda: build_model(state["codegen"], target, opt_level),
               lambda r: f"{r[0]} (cached: {r[1]})\n"),

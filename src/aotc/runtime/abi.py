@@ -1,11 +1,11 @@
-"""ctypes view of the C ABI in kernels/aotc_abi.h (torch-free)."""
+"""ctypes view of the C ABI in include/aotc/aotc_abi.h (torch-free)."""
 from __future__ import annotations
 
 import ctypes
 
 from ..errors import InputError, PackageError, RuntimeFailure
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 ERR_INPUT, ERR_MEMORY, ERR_ARGUMENT = 1, 2, 3
 
 i64p = ctypes.POINTER(ctypes.c_int64)

@@ -17,7 +17,9 @@ from ..build.toolchain import cache_dir, missing_features
 from ..dtypes import DType
 from ..errors import InputError, PackageError, RuntimeFailure
 from ..package.format import PackageReader
+from ..package.schema import check_against_library, check_constants_fit
 from . import abi, pytree
+from .describe import describe_library
 from .pool import RunnerPool
 from .tensors import Frame, as_input, empty, is_torch_tensor
 
@@ -60,11 +62,18 @@ class CompiledModel:
         _check_target(path, self.metadata)
         self._lib = abi.open_library(
             _materialize_library(library, self.metadata["sha256"]["model.so"]))
+        self.description = describe_library(self._lib)  # the library's own tables
+        d = self.description
+        try:
+            check_against_library(self.metadata, d.inputs, d.outputs, d.symbols, d.constants)
+            check_constants_fit(self.metadata, w_size)
+        except PackageError as e:
+            raise PackageError(f"{path}: model {self.name!r}: {e}") from None
         self._weights = (np.memmap(path, dtype=np.uint8, mode="r", offset=w_offset, shape=(w_size,))
                          if w_size else np.zeros(0, np.uint8))
         self._constants = self._constant_pointers(w_size)
         self._outputs = [(DType.from_name(o["dtype"]), len(o["sizes"]))
-                         for o in self.metadata["outputs"]]
+                         for o in self.description.outputs]
         self._inputs = [i for i in self.metadata["inputs"] if i["kind"] == "tensor"]
         self._plain_args = _plain_positional(self.metadata["in_spec"], len(self.metadata["inputs"]))
         self._frames: dict[int, Frame] = {}
@@ -90,7 +99,7 @@ class CompiledModel:
         return self._pool.size
 
     def _constant_pointers(self, w_size: int):
-        table = self.metadata["constants"]
+        table = self.description.constants
         base = self._weights.ctypes.data if w_size else 0
         ptrs = (ctypes.c_void_p * max(len(table), 1))()
         for k, c in enumerate(table):  # the reader checked that each lies inside weights.bin
@@ -99,7 +108,7 @@ class CompiledModel:
 
     def _new_handle(self) -> int:
         h = ctypes.c_void_p()
-        abi.check(self._lib, self._lib.aotc_create(self._constants, len(self.metadata["constants"]),
+        abi.check(self._lib, self._lib.aotc_create(self._constants, len(self.description.constants),
                                                    ctypes.byref(h)))
         if self._num_threads:
             rc = self._lib.aotc_set_num_threads(h, self._num_threads)

@@ -137,6 +137,32 @@ int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, const 
   return AOTC_OK;
 }
 
+// The library's description of itself (aotc_describe_*).
+const char *const kInputDims0[] = {"s77", "10"};
+const int64_t kInputSizes0[] = {-1, 10};
+const aotc_tensor_info kInputInfo[] = {{"x", kInputDims0, kInputSizes0, 2, AOTC_FLOAT32}};
+const char *const kOutputDims0[] = {"s77", "1"};
+const int64_t kOutputSizes0[] = {-1, 1};
+const aotc_tensor_info kOutputInfo[] = {{"sigmoid", kOutputDims0, kOutputSizes0, 2, AOTC_FLOAT32}};
+const aotc_symbol_info kSymbolInfo[] = {{"s77", 1, 1024}};
+const int64_t kConstantSizes0[] = {16, 10};
+const int64_t kConstantSizes1[] = {16};
+const int64_t kConstantSizes2[] = {1, 16};
+const int64_t kConstantSizes3[] = {1};
+const aotc_constant_info kConstantInfo[] = {
+    {"fc1.weight", kConstantSizes0, 2, AOTC_FLOAT32, 0, 640},
+    {"fc1.bias", kConstantSizes1, 1, AOTC_FLOAT32, 640, 64},
+    {"fc2.weight", kConstantSizes2, 2, AOTC_FLOAT32, 704, 64},
+    {"fc2.bias", kConstantSizes3, 1, AOTC_FLOAT32, 768, 4},
+};
+const aotc_tensor_info *const kInputs = kInputInfo;
+const aotc_tensor_info *const kOutputs = kOutputInfo;
+const aotc_symbol_info *const kSymbols = kSymbolInfo;
+const aotc_constant_info *const kConstants = kConstantInfo;
+const char *const *const kKeys = nullptr;
+const char *const *const kValues = nullptr;
+constexpr int64_t kNumMetadata = 0;
+
 }  // namespace
 
 extern "C" {
@@ -199,6 +225,47 @@ void aotc_destroy(void *model) {
   Model *m = static_cast<Model *>(model);
   std::free(m->arena);
   std::free(m);
+}
+
+}  // extern "C"
+
+extern "C" {
+
+int aotc_describe_inputs(const aotc_tensor_info **infos, int64_t *n) {
+  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_inputs: null argument");
+  *infos = kInputs;
+  *n = kNumInputs;
+  return AOTC_OK;
+}
+
+int aotc_describe_outputs(const aotc_tensor_info **infos, int64_t *n) {
+  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_outputs: null argument");
+  *infos = kOutputs;
+  *n = kNumOutputs;
+  return AOTC_OK;
+}
+
+int aotc_describe_symbols(const aotc_symbol_info **infos, int64_t *n) {
+  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_symbols: null argument");
+  *infos = kSymbols;
+  *n = kNumSymbols;
+  return AOTC_OK;
+}
+
+int aotc_describe_constants(const aotc_constant_info **infos, int64_t *n) {
+  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_constants: null argument");
+  *infos = kConstants;
+  *n = kNumConstants;
+  return AOTC_OK;
+}
+
+int aotc_describe_metadata(const char *const **keys, const char *const **values, int64_t *n) {
+  if (!keys || !values || !n)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_metadata: null argument");
+  *keys = kKeys;
+  *values = kValues;
+  *n = kNumMetadata;
+  return AOTC_OK;
 }
 
 }  // extern "C"

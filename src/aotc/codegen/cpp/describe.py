@@ -1,0 +1,149 @@
+"""The model library's description of itself (ABI version 2): inputs, outputs, shape symbols,
+the constants table and metadata as immutable C tables, so loaders need no JSON parser.
+Also the one layout rule of weights.bin that the packager follows."""
+from __future__ import annotations
+
+import math
+
+from ...ir.nodes import Program
+from .code import CodeBuffer
+from .kernels import symbol_order
+
+WEIGHT_ALIGN = 64
+
+
+def constant_layout(program: Program) -> list[tuple[int, int]]:
+    """(offset, nbytes) of each constant in weights.bin: in order, each 64-byte aligned."""
+    layout, end = [], 0
+    for c in program.constants:
+        buf = program.buffers[c.buffer]
+        nbytes = math.prod(int(s) for s in buf.sizes) * buf.dtype.itemsize
+        offset = -(-end // WEIGHT_ALIGN) * WEIGHT_ALIGN
+        layout.append((offset, nbytes))
+        end = offset + nbytes
+    return layout
+
+
+def c_string(text: str) -> str:
+    """A C string literal holding `text` (UTF-8, escaped)."""
+    out = []
+    for byte in text.encode():
+        ch = chr(byte)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 32 <= byte < 127 and ch != "?":  # '?' could start a trigraph
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _dims(sizes) -> tuple[list[str], list[str]]:
+    text = [c_string(str(int(s)) if s.is_Integer else str(s)) for s in sizes]
+    static = [str(int(s)) if s.is_Integer else "-1" for s in sizes]
+    return text, static
+
+
+def _array(code: CodeBuffer, ctype: str, name: str, values: list[str]) -> str:
+    """Emit a static array (none when empty) and return the expression that points at it."""
+    if not values:
+        return "nullptr"
+    if ctype.startswith("aotc_") and len(values) > 1:  # one struct per line
+        code.line(f"const {ctype} {name}[] = {{")
+        code.lines_of([f"    {v}," for v in values])
+        code.line("};")
+    else:
+        code.line(f"const {ctype} {name}[] = {{{', '.join(values)}}};")
+    return name
+
+
+def _tensor_table(code: CodeBuffer, program: Program, kind: str,
+                  items: list[tuple[str, str]]) -> str:
+    rows = []
+    for k, (name, buffer) in enumerate(items):
+        buf = program.buffers[buffer]
+        text, static = _dims(buf.sizes)
+        dims = _array(code, "char *const", f"k{kind}Dims{k}", text)
+        sizes = _array(code, "int64_t", f"k{kind}Sizes{k}", static)
+        rows.append(f"{{{c_string(name)}, {dims}, {sizes}, {len(buf.sizes)}, "
+                    f"AOTC_{buf.dtype.name.upper()}}}")
+    return _array(code, "aotc_tensor_info", f"k{kind}Info", rows)
+
+
+def emit_description(code: CodeBuffer, program: Program, metadata: dict[str, str]) -> None:
+    """Tables inside the model's anonymous namespace; `emit_describe_abi` exports them."""
+    code.line("// The library's description of itself (aotc_describe_*).")
+    inputs = _tensor_table(code, program, "Input", [(s.name, s.buffer) for s in program.inputs])
+    outputs = _tensor_table(code, program, "Output", [(o, o) for o in program.outputs])
+    symbols = []
+    for s in symbol_order(program):
+        lo, hi = program.symbols[s]
+        symbols.append(f"{{{c_string(s.name)}, {int(lo)}, {int(hi) if hi is not None else -1}}}")
+    sym_table = _array(code, "aotc_symbol_info", "kSymbolInfo", symbols)
+    constants = []
+    for k, (c, (offset, nbytes)) in enumerate(zip(program.constants, constant_layout(program))):
+        buf = program.buffers[c.buffer]
+        sizes = _array(code, "int64_t", f"kConstantSizes{k}", _dims(buf.sizes)[1])
+        constants.append(f"{{{c_string(c.fqn)}, {sizes}, {len(buf.sizes)}, "
+                         f"AOTC_{buf.dtype.name.upper()}, {offset}, {nbytes}}}")
+    const_table = _array(code, "aotc_constant_info", "kConstantInfo", constants)
+    keys = _array(code, "char *const", "kMetadataKeys", [c_string(k) for k in metadata])
+    values = _array(code, "char *const", "kMetadataValues", [c_string(v) for v in metadata.values()])
+    code.lines_of([
+        f"const aotc_tensor_info *const kInputs = {inputs};",
+        f"const aotc_tensor_info *const kOutputs = {outputs};",
+        f"const aotc_symbol_info *const kSymbols = {sym_table};",
+        f"const aotc_constant_info *const kConstants = {const_table};",
+        f"const char *const *const kKeys = {keys};",
+        f"const char *const *const kValues = {values};",
+        f"constexpr int64_t kNumMetadata = {len(metadata)};",
+        "",
+    ])
+
+
+def emit_describe_abi(code: CodeBuffer) -> None:
+    code.lines_of(DESCRIBE_FUNCTIONS.strip("\n").split("\n"))
+
+
+DESCRIBE_FUNCTIONS = r"""
+extern "C" {
+
+int aotc_describe_inputs(const aotc_tensor_info **infos, int64_t *n) {
+  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_inputs: null argument");
+  *infos = kInputs;
+  *n = kNumInputs;
+  return AOTC_OK;
+}
+
+int aotc_describe_outputs(const aotc_tensor_info **infos, int64_t *n) {
+  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_outputs: null argument");
+  *infos = kOutputs;
+  *n = kNumOutputs;
+  return AOTC_OK;
+}
+
+int aotc_describe_symbols(const aotc_symbol_info **infos, int64_t *n) {
+  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_symbols: null argument");
+  *infos = kSymbols;
+  *n = kNumSymbols;
+  return AOTC_OK;
+}
+
+int aotc_describe_constants(const aotc_constant_info **infos, int64_t *n) {
+  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_constants: null argument");
+  *infos = kConstants;
+  *n = kNumConstants;
+  return AOTC_OK;
+}
+
+int aotc_describe_metadata(const char *const **keys, const char *const **values, int64_t *n) {
+  if (!keys || !values || !n)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_metadata: null argument");
+  *keys = kKeys;
+  *values = kValues;
+  *n = kNumMetadata;
+  return AOTC_OK;
+}
+
+}  // extern "C"
+"""

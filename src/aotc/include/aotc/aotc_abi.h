@@ -1,0 +1,83 @@
+/* The C ABI every aotc model.so exports (version 2).
+ * Every function returns 0 on success, or a non-zero aotc_status with a message in
+ * aotc_last_error() (thread-local). No C++ exception and no abort crosses this ABI.
+ * New functions may be added in later versions; existing meanings never change. */
+#ifndef AOTC_ABI_H
+#define AOTC_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AOTC_ABI_VERSION 2
+
+typedef struct {
+  void *data;
+  const int64_t *sizes;
+  const int64_t *strides; /* in elements */
+  int32_t ndim;
+  int32_t dtype; /* aotc_dtype */
+} aotc_tensor;
+
+typedef enum {
+  AOTC_FLOAT32 = 0, AOTC_FLOAT64 = 1, AOTC_FLOAT16 = 2, AOTC_BFLOAT16 = 3, AOTC_INT8 = 4,
+  AOTC_INT16 = 5, AOTC_INT32 = 6, AOTC_INT64 = 7, AOTC_UINT8 = 8, AOTC_BOOL = 9
+} aotc_dtype;
+
+typedef enum {
+  AOTC_OK = 0,
+  AOTC_ERR_INPUT = 1,   /* inputs or outputs do not match the compiled signature */
+  AOTC_ERR_MEMORY = 2,  /* an allocation failed */
+  AOTC_ERR_ARGUMENT = 3, /* a bad argument to the ABI itself (null model, wrong counts) */
+  AOTC_ERR_INTERNAL = 4,
+  AOTC_ERR_PACKAGE = 5  /* (loaders only) a package is missing, corrupt, foreign or lacks a model */
+} aotc_status;
+
+/* Version 2: the library describes itself, so a loader needs no JSON parser. The tables
+ * are immutable and live as long as the library is loaded. */
+typedef struct {
+  const char *name;
+  const char *const *dims; /* ndim strings, each size as text: "10", "s0", "2*s0" */
+  const int64_t *sizes;    /* ndim sizes: the static size, or -1 where it depends on symbols */
+  int32_t ndim;
+  int32_t dtype;           /* aotc_dtype */
+} aotc_tensor_info;
+
+typedef struct {
+  const char *name; /* a shape symbol, as it appears in the dims of aotc_tensor_info */
+  int64_t min;
+  int64_t max;      /* -1: unbounded */
+} aotc_symbol_info;
+
+typedef struct {
+  const char *name;     /* fully-qualified name in the state dict */
+  const int64_t *sizes;
+  int32_t ndim;
+  int32_t dtype;
+  int64_t offset;       /* byte offset in the package's weights.bin, 64-byte aligned */
+  int64_t nbytes;
+} aotc_constant_info;
+
+int aotc_abi_version(void);
+int aotc_create(const void *const *constants, int64_t n_constants, void **model);
+int aotc_output_shapes(void *model, const aotc_tensor *inputs, int64_t n_in, int64_t *out_sizes);
+int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *outputs,
+             int64_t n_out);
+int aotc_set_num_threads(void *model, int32_t n); /* n <= 0: OpenMP's default */
+void aotc_destroy(void *model);
+const char *aotc_last_error(void);
+
+/* version 2: inputs and outputs in ABI order, symbols in the order of the run's symbol
+ * table, constants in the order aotc_create takes them, metadata as string pairs */
+int aotc_describe_inputs(const aotc_tensor_info **infos, int64_t *n);
+int aotc_describe_outputs(const aotc_tensor_info **infos, int64_t *n);
+int aotc_describe_symbols(const aotc_symbol_info **infos, int64_t *n);
+int aotc_describe_constants(const aotc_constant_info **infos, int64_t *n);
+int aotc_describe_metadata(const char *const **keys, const char *const **values, int64_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
