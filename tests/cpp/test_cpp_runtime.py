@@ -223,3 +223,26 @@ def test_address_sanitizer(test_programs_asan, plain_example_asan, two_inputs, t
                         [np.zeros((2, 6)), np.arange(3)], tmp_path, env=ASAN_ENV)
     assert "InputError" in proc.stdout and proc.returncode == 3
     assert "AddressSanitizer" not in proc.stderr and "LeakSanitizer" not in proc.stderr, proc.stderr
+
+
+def test_foreign_model_library_is_refused(test_programs, plain_example, tmp_path):
+    """A package whose model.so (digest and all) speaks another ABI version."""
+    from aotc.package.format import ModelFiles, PackageReader, write_package
+
+    src = tmp_path / "old_abi.cpp"
+    src.write_text('extern "C" int aotc_abi_version(void) { return 1; }\n')
+    lib = tmp_path / "old_abi.so"
+    proc = run(["g++", "-shared", "-fPIC", src, "-o", lib])
+    assert proc.returncode == 0, proc.stderr
+    reader = PackageReader(plain_example / "model.pt2")
+    meta = reader.metadata("model")
+    offset, size = reader.weights_location("model", meta)
+    reader.close()
+    weights = (plain_example / "model.pt2").read_bytes()[offset:offset + size]
+    package = write_package(tmp_path / "old.pt2", {"model": ModelFiles(meta, lib.read_bytes(), "",
+                                                                          weights)})
+    proc, _ = run_model(test_programs, package, "model", [example_input(2)], tmp_path)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "model library ABI version 1; this runtime speaks 2" in proc.stdout
+    with pytest.raises(aotc.PackageError, match="ABI version 1"):
+        aotc.load_package(package)

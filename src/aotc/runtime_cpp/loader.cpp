@@ -324,11 +324,10 @@ int aotc_loader_load_constants(aotc_loader *l, const char *const *names,
       if (v.dtype != c.dtype)
         fail(AOTC_ERR_INPUT, "load_constants: '" + name + "' is " + dtype_name(c.dtype) + ", got " +
              dtype_name(v.dtype));
-      bool same = v.ndim == c.ndim && (v.ndim == 0 || v.sizes);
+      bool same = v.ndim == c.ndim && (v.ndim == 0 || (v.sizes && v.strides));
       int64_t expected_stride = 1;
       for (int32_t d = c.ndim - 1; same && d >= 0; --d) {
-        same = v.sizes[d] == c.sizes[d] && (c.sizes[d] == 1 || !v.strides ||
-                                            v.strides[d] == expected_stride);
+        same = v.sizes[d] == c.sizes[d] && (c.sizes[d] == 1 || v.strides[d] == expected_stride);
         expected_stride *= c.sizes[d];
       }
       if (!same)

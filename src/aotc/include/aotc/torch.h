@@ -89,7 +89,7 @@ class TorchModelPackageLoader {
   void load_constants(std::unordered_map<std::string, at::Tensor> &constants_map,
                       bool use_inactive = false, bool check_full_update = false) {
     (void)use_inactive;
-    std::unordered_map<std::string, at::Tensor> dense;
+    std::unordered_map<std::string, at::Tensor> dense;  // keeps contiguous copies alive
     std::unordered_map<std::string, Tensor> borrowed;
     for (auto &kv : constants_map) {
       at::Tensor t = kv.second.contiguous();
