@@ -181,6 +181,7 @@ class ModelPackageLoader {
                               int num_runners = 1) {
     aotc_error e{};
     check(aotc_loader_open(path.c_str(), model_name.c_str(), num_runners, &loader_, &e), e);
+    outputs_ = output_specs();
   }
   // `data` holds a whole .pt2 file and must outlive the loader
   static ModelPackageLoader from_buffer(const void *data, size_t size,
@@ -190,9 +191,11 @@ class ModelPackageLoader {
     check(aotc_loader_open_buffer(data, size, model_name.c_str(), num_runners, &l, &e), e);
     return ModelPackageLoader(l);
   }
-  ModelPackageLoader(ModelPackageLoader &&o) noexcept : loader_(std::exchange(o.loader_, nullptr)) {}
+  ModelPackageLoader(ModelPackageLoader &&o) noexcept
+      : loader_(std::exchange(o.loader_, nullptr)), outputs_(std::move(o.outputs_)) {}
   ModelPackageLoader &operator=(ModelPackageLoader &&o) noexcept {
     std::swap(loader_, o.loader_);
+    std::swap(outputs_, o.outputs_);
     return *this;
   }
   ModelPackageLoader(const ModelPackageLoader &) = delete;
@@ -202,15 +205,14 @@ class ModelPackageLoader {
   // New output tensors for these inputs (safe to call from several threads at once).
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const {
     const std::vector<aotc_tensor> in = views(inputs);
-    const std::vector<TensorSpec> specs = output_specs();
     size_t total = 0;
-    for (const TensorSpec &s : specs) total += s.sizes.size();
+    for (const TensorSpec &s : outputs_) total += s.sizes.size();
     std::vector<int64_t> sizes(total + 1);
     aotc_error e{};
     check(aotc_loader_output_sizes(loader_, in.data(), int64_t(in.size()), sizes.data(), &e), e);
     std::vector<Tensor> outputs;
     const int64_t *p = sizes.data();
-    for (const TensorSpec &s : specs) {
+    for (const TensorSpec &s : outputs_) {
       outputs.emplace_back(s.dtype, std::vector<int64_t>(p, p + s.sizes.size()));
       p += s.sizes.size();
     }
@@ -288,7 +290,7 @@ class ModelPackageLoader {
   aotc_loader *handle() const { return loader_; }
 
  private:
-  explicit ModelPackageLoader(aotc_loader *l) : loader_(l) {}
+  explicit ModelPackageLoader(aotc_loader *l) : loader_(l) { outputs_ = output_specs(); }
 
   static std::vector<aotc_tensor> views(const std::vector<Tensor> &tensors) {
     std::vector<aotc_tensor> out;
@@ -312,6 +314,7 @@ class ModelPackageLoader {
   }
 
   aotc_loader *loader_ = nullptr;
+  std::vector<TensorSpec> outputs_;  // what run() allocates
 };
 
 }  // namespace aotc

@@ -45,7 +45,8 @@ class TorchModelPackageLoader {
  public:
   explicit TorchModelPackageLoader(const std::string &path, const std::string &model_name = "",
                                    bool run_single_threaded = false, size_t num_runners = 1)
-      : loader_(path, model_name, static_cast<int>(run_single_threaded ? 1 : num_runners)) {}
+      : loader_(path, model_name, static_cast<int>(run_single_threaded ? 1 : num_runners)),
+        outputs_(loader_.output_specs()) {}
 
   // New output tensors, as AOTIModelPackageLoader::run returns them.
   std::vector<at::Tensor> run(const std::vector<at::Tensor> &inputs,
@@ -61,9 +62,8 @@ class TorchModelPackageLoader {
       ins.push_back(t.contiguous());
     }
     for (const at::Tensor &t : ins) views.push_back(view(t));
-    const std::vector<TensorSpec> specs = loader_.output_specs();
     size_t total = 0;
-    for (const TensorSpec &s : specs) total += s.sizes.size();
+    for (const TensorSpec &s : outputs_) total += s.sizes.size();
     std::vector<int64_t> sizes(total + 1);
     aotc_error e{};
     check(aotc_loader_output_sizes(loader_.handle(), views.data(), int64_t(views.size()),
@@ -71,7 +71,7 @@ class TorchModelPackageLoader {
     std::vector<at::Tensor> outputs;
     std::vector<aotc_tensor> out_views;
     const int64_t *p = sizes.data();
-    for (const TensorSpec &s : specs) {
+    for (const TensorSpec &s : outputs_) {
       outputs.push_back(at::empty(at::IntArrayRef(p, s.sizes.size()),
                                   at::TensorOptions().dtype(scalar_type_of(s.dtype))));
       p += s.sizes.size();
@@ -108,6 +108,7 @@ class TorchModelPackageLoader {
   }
 
   ModelPackageLoader loader_;
+  std::vector<TensorSpec> outputs_;
 };
 
 }  // namespace aotc
