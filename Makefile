@@ -18,8 +18,21 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/aotc prepare
 	touch $(STAMP)
 
+# the C++ examples: CMake finds aotc (and, for the adapter, the wheel's libtorch) from Python
+PYEXE   := $(abspath $(VPY))
+AOTC_CMAKE  = $$($(VPY) -c 'import aotc; print(aotc.cmake_prefix_path)')
+TORCH_CMAKE = $$($(VPY) -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
+
 demo: $(STAMP)
 	cd examples && ../$(VPY) model.py
+	cmake -S examples/cpp -B build/examples/cpp -DPython3_EXECUTABLE=$(PYEXE) \
+	  -DCMAKE_PREFIX_PATH="$(AOTC_CMAKE)"
+	cmake --build build/examples/cpp -j
+	cd build/examples/cpp && ./inference
+	cmake -S examples/cpp_torch -B build/examples/cpp_torch -DPython3_EXECUTABLE=$(PYEXE) \
+	  -DCMAKE_PREFIX_PATH="$(AOTC_CMAKE);$(TORCH_CMAKE)"
+	cmake --build build/examples/cpp_torch -j
+	cd build/examples/cpp_torch && ./inference
 
 test: $(STAMP)
 	$(VPY) -m pytest -q tests

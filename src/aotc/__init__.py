@@ -5,6 +5,11 @@ native code; `load_package` (numpy only) runs it.
 """
 __version__ = "0.1.0"
 
+import os as _os  # noqa: E402
+
+# for CMake's find_package(aotc): the C/C++ runtime's headers, sources and package config
+cmake_prefix_path = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "share", "cmake")
+
 from .errors import (  # noqa: E402
     AotcError,
     BuildError,
@@ -51,5 +56,5 @@ def aoti_compile_and_package(ep, package_path=None, inductor_configs=None) -> st
 __all__ = [
     "AotcError", "BuildError", "CompileError", "InputError", "PackageError", "RuntimeFailure",
     "UnsupportedOperatorError", "CompiledModel", "aoti_compile_and_package", "aoti_load_package",
-    "compile_and_package", "load_package", "__version__",
+    "compile_and_package", "load_package", "cmake_prefix_path", "__version__",
 ]

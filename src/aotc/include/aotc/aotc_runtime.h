@@ -1,0 +1,89 @@
+/* The aotc runtime's C API: open a model of a .pt2 package (from a path or a memory buffer)
+ * and run it, with no libtorch, no Python and no JSON or zip library. Usable from C, C++,
+ * Rust, Go or C#; aotc.hpp is the C++17 API on top of it.
+ *
+ * Every function returns 0 (AOTC_OK) or an aotc_status, and fills the caller's aotc_error
+ * (when not NULL) with the status and a message naming what was wrong. The runtime keeps no
+ * global state: a loader may be used from several threads at once; each run takes one of
+ * its `num_runners` model objects (waiting while all are busy). */
+#ifndef AOTC_RUNTIME_H
+#define AOTC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aotc_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AOTC_RUNTIME_VERSION 1
+
+#if defined(__GNUC__) || defined(__clang__)
+#define AOTC_RUNTIME_API __attribute__((visibility("default")))
+#else
+#define AOTC_RUNTIME_API
+#endif
+
+typedef struct aotc_loader aotc_loader;
+
+typedef struct {
+  int32_t status; /* aotc_status */
+  char message[1024];
+} aotc_error;
+
+/* model_name NULL or "": the package's only model, else the one named "model".
+ * num_runners: how many calls may run at once (at least 1). */
+AOTC_RUNTIME_API
+int aotc_loader_open(const char *path, const char *model_name, int32_t num_runners,
+                     aotc_loader **loader, aotc_error *error);
+/* The buffer holds a whole .pt2 file and must outlive the loader (weights are used in
+ * place when the buffer keeps them 64-byte aligned, else copied). */
+AOTC_RUNTIME_API
+int aotc_loader_open_buffer(const void *data, size_t size, const char *model_name,
+                            int32_t num_runners, aotc_loader **loader, aotc_error *error);
+AOTC_RUNTIME_API
+void aotc_loader_close(aotc_loader *loader); /* NULL: nothing */
+
+/* What the model takes and returns; the tables live as long as the loader. */
+AOTC_RUNTIME_API
+int aotc_loader_inputs(const aotc_loader *loader, const aotc_tensor_info **infos, int64_t *n,
+                       aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_outputs(const aotc_loader *loader, const aotc_tensor_info **infos, int64_t *n,
+                        aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_symbols(const aotc_loader *loader, const aotc_symbol_info **infos, int64_t *n,
+                        aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_constants(const aotc_loader *loader, const aotc_constant_info **infos,
+                          int64_t *n, aotc_error *error);
+/* String pairs: the library's metadata (model_name, aotc_version, torch_version, device,
+ * arch, isa, num_threads) and the runtime's (abi_version, package). */
+AOTC_RUNTIME_API
+int aotc_loader_metadata(const aotc_loader *loader, const char *const **keys,
+                         const char *const **values, int64_t *n, aotc_error *error);
+
+/* The output sizes for these inputs: every output's ndim sizes one after another. The
+ * inputs are checked (count, dtype, rank, static sizes, symbol ranges). */
+AOTC_RUNTIME_API
+int aotc_loader_output_sizes(aotc_loader *loader, const aotc_tensor *inputs, int64_t n_in,
+                             int64_t *sizes, aotc_error *error);
+/* Runs the model; the caller allocates contiguous outputs of the sizes above. Inputs
+ * and outputs are checked before any kernel runs. */
+AOTC_RUNTIME_API
+int aotc_loader_run(aotc_loader *loader, const aotc_tensor *inputs, int64_t n_in,
+                    aotc_tensor *outputs, int64_t n_out, aotc_error *error);
+
+/* Replaces constants by name with copies of `values` (contiguous, same dtype and sizes).
+ * check_full_update != 0: every constant must be given. Waits for running calls. */
+AOTC_RUNTIME_API
+int aotc_loader_load_constants(aotc_loader *loader, const char *const *names,
+                               const aotc_tensor *values, int64_t n, int32_t check_full_update,
+                               aotc_error *error);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

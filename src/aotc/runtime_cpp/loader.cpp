@@ -1,0 +1,358 @@
+// The C API of aotc_runtime.h: a loader owns the package's bytes, the model library, the
+// constants table and a pool of model objects (num_runners); exceptions stop here.
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "aotc_runtime.h"
+#include "failure.h"
+#include "library.h"
+#include "package.h"
+
+using aotc_rt::Failure;
+using aotc_rt::fail;
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(void *p) const { free(p); }
+};
+using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
+
+Buffer aligned_copy(const void *data, size_t size) {
+  Buffer b(static_cast<uint8_t *>(aligned_alloc(64, (size + 63) / 64 * 64 + 64)));
+  if (!b) throw std::bad_alloc();
+  if (size) memcpy(b.get(), data, size);
+  return b;
+}
+
+const char *dtype_name(int32_t d) {
+  static const char *const names[] = {"float32", "float64", "float16", "bfloat16", "int8",
+                                      "int16",   "int32",   "int64",   "uint8",    "bool"};
+  return d >= 0 && d < 10 ? names[d] : "unknown";
+}
+
+}  // namespace
+
+struct aotc_loader {
+  aotc_rt::Archive archive;
+  std::string label;
+  std::unique_ptr<aotc_rt::Library> library;
+  aotc_rt::ModelAbi abi{};
+  const aotc_tensor_info *inputs = nullptr, *outputs = nullptr;
+  const aotc_symbol_info *symbols = nullptr;
+  const aotc_constant_info *constants = nullptr;
+  int64_t n_inputs = 0, n_outputs = 0, n_symbols = 0, n_constants = 0;
+  int64_t max_rank = 1;
+  std::vector<std::string> meta_storage;  // keys and values, in pairs
+  std::vector<const char *> meta_keys, meta_values;
+  Buffer weights_copy;                         // when the buffer left weights unaligned
+  std::vector<const void *> constant_ptrs;     // what model objects read
+  std::map<std::string, Buffer> replaced;      // constants given by load_constants
+  int32_t num_threads = 0;
+  std::mutex mutex;
+  std::condition_variable idle;
+  std::vector<void *> all, free_runners;
+
+  explicit aotc_loader(aotc_rt::Archive a) : archive(std::move(a)) {}
+  ~aotc_loader() {
+    for (void *r : all) abi.destroy(r);
+  }
+
+  [[noreturn]] void model_failure(int rc) const {
+    const char *msg = abi.last_error ? abi.last_error() : nullptr;
+    fail(rc, msg && *msg ? msg : "the compiled model failed with status " + std::to_string(rc));
+  }
+
+  void check(int rc) const {
+    if (rc != AOTC_OK) model_failure(rc);
+  }
+
+  void *new_runner(const std::vector<const void *> &table) {
+    void *r = nullptr;
+    check(abi.create(table.empty() ? nullptr : table.data(), n_constants, &r));
+    if (num_threads > 0) {
+      const int rc = abi.set_num_threads(r, num_threads);
+      if (rc != AOTC_OK) {
+        abi.destroy(r);
+        model_failure(rc);
+      }
+    }
+    return r;
+  }
+
+  void *acquire() {
+    std::unique_lock<std::mutex> lock(mutex);
+    idle.wait(lock, [&] { return !free_runners.empty(); });
+    void *r = free_runners.back();
+    free_runners.pop_back();
+    return r;
+  }
+
+  void release(void *r) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      free_runners.push_back(r);
+    }
+    idle.notify_all();
+  }
+};
+
+namespace {
+
+struct Runner {  // one model object, borrowed from the pool for one call
+  aotc_loader *loader;
+  void *handle;
+  explicit Runner(aotc_loader *l) : loader(l), handle(l->acquire()) {}
+  ~Runner() { loader->release(handle); }
+};
+
+int report(aotc_error *error, int status, const std::string &message) {
+  if (error) {
+    error->status = status;
+    const size_t n = std::min(message.size(), sizeof error->message - 1);
+    memcpy(error->message, message.data(), n);
+    error->message[n] = '\0';
+  }
+  return status;
+}
+
+template <typename F> int guarded(aotc_error *error, F &&body) {
+  try {
+    body();
+    return report(error, AOTC_OK, "");
+  } catch (const Failure &f) {
+    return report(error, f.status, f.message);
+  } catch (const std::bad_alloc &) {
+    return report(error, AOTC_ERR_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return report(error, AOTC_ERR_INTERNAL, e.what());
+  } catch (...) {
+    return report(error, AOTC_ERR_INTERNAL, "unknown failure");
+  }
+}
+
+void describe(aotc_loader &l) {
+  const aotc_rt::ModelAbi &abi = l.abi;
+  l.check(abi.describe_inputs(&l.inputs, &l.n_inputs));
+  l.check(abi.describe_outputs(&l.outputs, &l.n_outputs));
+  l.check(abi.describe_symbols(&l.symbols, &l.n_symbols));
+  l.check(abi.describe_constants(&l.constants, &l.n_constants));
+  for (int64_t j = 0; j < l.n_outputs; ++j)
+    l.max_rank = std::max<int64_t>(l.max_rank, l.outputs[j].ndim);
+  const char *const *keys = nullptr;
+  const char *const *values = nullptr;
+  int64_t n = 0;
+  l.check(abi.describe_metadata(&keys, &values, &n));
+  for (int64_t k = 0; k < n; ++k) {
+    l.meta_storage.push_back(keys[k]);
+    l.meta_storage.push_back(values[k]);
+    if (std::string(keys[k]) == "num_threads") l.num_threads = atoi(values[k]);
+  }
+  l.meta_storage.push_back("abi_version");
+  l.meta_storage.push_back(std::to_string(AOTC_ABI_VERSION));
+  l.meta_storage.push_back("package");
+  l.meta_storage.push_back(l.archive.label());
+  for (size_t k = 0; k < l.meta_storage.size(); k += 2) {
+    l.meta_keys.push_back(l.meta_storage[k].c_str());
+    l.meta_values.push_back(l.meta_storage[k + 1].c_str());
+  }
+}
+
+void map_constants(aotc_loader &l, const aotc_rt::Bytes &weights) {
+  const uint8_t *base = weights.data;
+  if (reinterpret_cast<uintptr_t>(base) % 64) {  // a caller's buffer may be unaligned
+    l.weights_copy = aligned_copy(weights.data, weights.size);
+    base = l.weights_copy.get();
+  }
+  for (int64_t k = 0; k < l.n_constants; ++k) {
+    const aotc_constant_info &c = l.constants[k];
+    if (c.offset < 0 || c.nbytes < 0 || c.offset % 64 ||
+        uint64_t(c.offset) + uint64_t(c.nbytes) > weights.size)
+      aotc_rt::fail_package(l.label, std::string("constant ") + c.name + " lies outside weights.bin");
+    l.constant_ptrs.push_back(base + c.offset);
+  }
+}
+
+std::unique_ptr<aotc_loader> open_loader(aotc_rt::Archive archive, const char *model_name,
+                                         int32_t num_runners) {
+  if (num_runners < 1)
+    fail(AOTC_ERR_ARGUMENT, "num_runners must be at least 1, got " + std::to_string(num_runners));
+  auto l = std::make_unique<aotc_loader>(std::move(archive));
+  aotc_rt::ZipReader zip(l->archive.data(), l->archive.size(), l->archive.label());
+  aotc_rt::PackageModel pm = aotc_rt::open_model(zip, l->archive.label(), model_name);
+  l->label = l->archive.label() + " (model '" + pm.name + "')";
+  l->library = std::make_unique<aotc_rt::Library>(pm.library.data, pm.library.size, l->label);
+  l->abi = l->library->abi();
+  describe(*l);
+  map_constants(*l, pm.weights);
+  for (int32_t k = 0; k < num_runners; ++k) {
+    l->all.push_back(l->new_runner(l->constant_ptrs));
+    l->free_runners.push_back(l->all.back());
+  }
+  return l;
+}
+
+int open_into(aotc_loader **out, aotc_error *error, const char *what,
+              const std::function<aotc_rt::Archive()> &archive, const char *model_name,
+              int32_t num_runners) {
+  if (!out) return report(error, AOTC_ERR_ARGUMENT, std::string(what) + ": null loader pointer");
+  *out = nullptr;
+  return guarded(error, [&] { *out = open_loader(archive(), model_name, num_runners).release(); });
+}
+
+void check_loader(const void *loader, const char *what) {
+  if (!loader) fail(AOTC_ERR_ARGUMENT, std::string(what) + ": null loader");
+}
+
+template <typename T>
+int table(const aotc_loader *l, const T *items, const int64_t aotc_loader::*count, const T **infos,
+          int64_t *n, aotc_error *error, const char *what) {
+  return guarded(error, [&] {
+    check_loader(l, what);
+    if (!infos || !n) fail(AOTC_ERR_ARGUMENT, std::string(what) + ": null argument");
+    *infos = items;
+    *n = l->*count;
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+int aotc_loader_open(const char *path, const char *model_name, int32_t num_runners,
+                     aotc_loader **loader, aotc_error *error) {
+  if (!path) return report(error, AOTC_ERR_ARGUMENT, "aotc_loader_open: null path");
+  return open_into(loader, error, "aotc_loader_open",
+                   [&] { return aotc_rt::Archive::map_file(path); }, model_name, num_runners);
+}
+
+int aotc_loader_open_buffer(const void *data, size_t size, const char *model_name,
+                            int32_t num_runners, aotc_loader **loader, aotc_error *error) {
+  return open_into(loader, error, "aotc_loader_open_buffer",
+                   [&] { return aotc_rt::Archive::borrow(data, size); }, model_name, num_runners);
+}
+
+void aotc_loader_close(aotc_loader *loader) { delete loader; }
+
+int aotc_loader_inputs(const aotc_loader *l, const aotc_tensor_info **infos, int64_t *n,
+                       aotc_error *error) {
+  return table(l, l ? l->inputs : nullptr, &aotc_loader::n_inputs, infos, n, error,
+               "aotc_loader_inputs");
+}
+
+int aotc_loader_outputs(const aotc_loader *l, const aotc_tensor_info **infos, int64_t *n,
+                        aotc_error *error) {
+  return table(l, l ? l->outputs : nullptr, &aotc_loader::n_outputs, infos, n, error,
+               "aotc_loader_outputs");
+}
+
+int aotc_loader_symbols(const aotc_loader *l, const aotc_symbol_info **infos, int64_t *n,
+                        aotc_error *error) {
+  return table(l, l ? l->symbols : nullptr, &aotc_loader::n_symbols, infos, n, error,
+               "aotc_loader_symbols");
+}
+
+int aotc_loader_constants(const aotc_loader *l, const aotc_constant_info **infos, int64_t *n,
+                          aotc_error *error) {
+  return table(l, l ? l->constants : nullptr, &aotc_loader::n_constants, infos, n, error,
+               "aotc_loader_constants");
+}
+
+int aotc_loader_metadata(const aotc_loader *l, const char *const **keys,
+                         const char *const **values, int64_t *n, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_metadata");
+    if (!keys || !values || !n) fail(AOTC_ERR_ARGUMENT, "aotc_loader_metadata: null argument");
+    *keys = l->meta_keys.data();
+    *values = l->meta_values.data();
+    *n = int64_t(l->meta_keys.size());
+  });
+}
+
+int aotc_loader_output_sizes(aotc_loader *l, const aotc_tensor *inputs, int64_t n_in,
+                             int64_t *sizes, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_output_sizes");
+    if (!sizes) fail(AOTC_ERR_ARGUMENT, "aotc_loader_output_sizes: null sizes");
+    std::vector<int64_t> all(size_t(l->n_outputs * l->max_rank + 1));
+    {
+      Runner r(l);  // the model object is only read here, but it is the ABI's argument
+      l->check(l->abi.output_shapes(r.handle, inputs, n_in, all.data()));
+    }
+    for (int64_t j = 0; j < l->n_outputs; ++j)
+      for (int32_t d = 0; d < l->outputs[j].ndim; ++d) *sizes++ = all[size_t(j * l->max_rank + d)];
+  });
+}
+
+int aotc_loader_run(aotc_loader *l, const aotc_tensor *inputs, int64_t n_in,
+                    aotc_tensor *outputs, int64_t n_out, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_run");
+    Runner r(l);
+    l->check(l->abi.run(r.handle, inputs, n_in, outputs, n_out));
+  });
+}
+
+int aotc_loader_load_constants(aotc_loader *l, const char *const *names,
+                               const aotc_tensor *values, int64_t n, int32_t check_full_update,
+                               aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_load_constants");
+    if (n > 0 && (!names || !values))
+      fail(AOTC_ERR_ARGUMENT, "aotc_loader_load_constants: null names or values");
+    std::unique_lock<std::mutex> lock(l->mutex);  // wait for running calls to finish
+    l->idle.wait(lock, [&] { return l->free_runners.size() == l->all.size(); });
+    std::map<std::string, Buffer> copies;
+    std::vector<const void *> table = l->constant_ptrs;
+    for (int64_t k = 0; k < n; ++k) {
+      const std::string name = names[k] ? names[k] : "";
+      int64_t index = -1;
+      for (int64_t c = 0; c < l->n_constants; ++c)
+        if (name == l->constants[c].name) index = c;
+      if (index < 0) fail(AOTC_ERR_INPUT, "load_constants: the model has no constant '" + name + "'");
+      const aotc_constant_info &c = l->constants[index];
+      const aotc_tensor &v = values[k];
+      if (v.dtype != c.dtype)
+        fail(AOTC_ERR_INPUT, "load_constants: '" + name + "' is " + dtype_name(c.dtype) + ", got " +
+             dtype_name(v.dtype));
+      bool same = v.ndim == c.ndim && (v.ndim == 0 || (v.sizes && v.strides));
+      int64_t expected_stride = 1;
+      for (int32_t d = c.ndim - 1; same && d >= 0; --d) {
+        same = v.sizes[d] == c.sizes[d] && (c.sizes[d] == 1 || v.strides[d] == expected_stride);
+        expected_stride *= c.sizes[d];
+      }
+      if (!same)
+        fail(AOTC_ERR_INPUT, "load_constants: '" + name + "' must be a contiguous tensor of rank " +
+             std::to_string(c.ndim) + " with the compiled sizes");
+      if (!v.data && c.nbytes) fail(AOTC_ERR_ARGUMENT, "load_constants: '" + name + "' has null data");
+      copies[name] = aligned_copy(v.data, size_t(c.nbytes));
+      table[size_t(index)] = copies[name].get();
+    }
+    if (check_full_update && int64_t(copies.size()) != l->n_constants)
+      fail(AOTC_ERR_INPUT, "load_constants: check_full_update needs all " +
+           std::to_string(l->n_constants) + " constants, got " + std::to_string(copies.size()));
+    std::vector<void *> fresh;  // new model objects first: on failure the old ones stay
+    try {
+      for (size_t k = 0; k < l->all.size(); ++k) fresh.push_back(l->new_runner(table));
+    } catch (...) {
+      for (void *r : fresh) l->abi.destroy(r);
+      throw;
+    }
+    for (void *r : l->all) l->abi.destroy(r);
+    l->all = fresh;
+    l->free_runners = fresh;
+    l->constant_ptrs = table;
+    for (auto &kv : copies) l->replaced[kv.first] = std::move(kv.second);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,163 @@
+// Opens and verifies one model of a .pt2 archive: the checks of the Python loader.
+#include "package.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "failure.h"
+#include "metadata_scan.h"
+#include "sha256.h"
+
+namespace aotc_rt {
+namespace {
+
+constexpr const char *kFormatVersion = "1";
+constexpr const char *kDefaultModel = "model";
+
+std::string entry(const std::string &model, const char *file) {
+  return "aotc/" + model + "/" + file;
+}
+
+std::string resolve(const ZipReader &zip, const std::string &label, const char *requested) {
+  std::set<std::string> models;
+  for (const ZipEntry &e : zip.entries()) {
+    const std::string &n = e.name;
+    const size_t slash = n.find('/', 5);
+    if (n.compare(0, 5, "aotc/") == 0 && slash != std::string::npos &&
+        n.find('/', slash + 1) == std::string::npos)
+      models.insert(n.substr(5, slash - 5));
+  }
+  std::string name = requested && *requested ? requested : "";
+  if (name.empty())
+    name = models.count(kDefaultModel) || models.size() != 1 ? kDefaultModel : *models.begin();
+  if (!models.count(name)) {
+    std::string held;
+    for (const std::string &m : models) held += (held.empty() ? "'" : ", '") + m + "'";
+    fail_package(label, "has no model named '" + name + "'; it holds [" + held + "]");
+  }
+  return name;
+}
+
+bool has_feature(const std::string &f) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (f == "avx2") return __builtin_cpu_supports("avx2");
+  if (f == "fma") return __builtin_cpu_supports("fma");
+  if (f == "bmi2") return __builtin_cpu_supports("bmi2");
+  if (f == "avx512f") return __builtin_cpu_supports("avx512f");
+  if (f == "avx512bw") return __builtin_cpu_supports("avx512bw");
+  if (f == "avx512vl") return __builtin_cpu_supports("avx512vl");
+  if (f == "avx512dq") return __builtin_cpu_supports("avx512dq");
+#endif
+  (void)f;
+  return false;
+}
+
+void check_target(const std::string &meta, const std::string &label) {
+  std::string device, arch, isa;
+  json_lookup(meta, {"target", "device"}, &device);
+  json_lookup(meta, {"target", "arch"}, &arch);
+  json_lookup(meta, {"target", "isa"}, &isa);
+  if (device != "cpu")
+    fail_package(label, "was compiled for device '" + device + "'; this runtime runs cpu packages");
+  if (arch == "native") return;
+#if !defined(__x86_64__)
+  fail_package(label, "was compiled for " + arch + "; this is not an x86-64 processor");
+#endif
+  std::string missing;
+  const char *v3[] = {"avx2", "fma", "bmi2"};
+  const char *v4[] = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx2", "fma"};
+  if (arch == "x86-64-v3")
+    for (const char *f : v3) missing += has_feature(f) ? "" : std::string(" ") + f;
+  else if (arch == "x86-64-v4")
+    for (const char *f : v4) missing += has_feature(f) ? "" : std::string(" ") + f;
+  else if (arch != "x86-64")
+    fail_package(label, "was compiled for an unknown target arch '" + arch + "'");
+  if (!missing.empty())
+    fail_package(label, "was compiled for " + arch + " (" + isa + "); this CPU lacks" + missing +
+                 ". Recompile with options={'isa': 'avx2'} (or 'sse2') for older machines");
+}
+
+void check_digest(const Bytes &bytes, const std::string &meta, const char *file,
+                  const std::string &model, const std::string &label) {
+  std::string want;
+  if (!json_lookup(meta, {"sha256", file}, &want))
+    fail_package(label, "metadata of '" + model + "' records no sha256 of " + file);
+  if (sha256_hex(bytes.data, bytes.size) != want)
+    fail_package(label, std::string(file) + " of '" + model + "' does not match its sha256 "
+                 "digest; the package is corrupt");
+}
+
+}  // namespace
+
+Archive::Archive(const uint8_t *data, size_t size, bool mapped, std::string label)
+    : data_(data), size_(size), mapped_(mapped), label_(std::move(label)) {}
+
+Archive::Archive(Archive &&o) noexcept
+    : data_(o.data_), size_(o.size_), mapped_(o.mapped_), label_(std::move(o.label_)) {
+  o.mapped_ = false;
+}
+
+Archive::~Archive() {
+  if (mapped_) munmap(const_cast<uint8_t *>(data_), size_);
+}
+
+Archive Archive::map_file(const std::string &path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    fail_package("package " + path, errno == ENOENT ? "does not exist"
+                 : std::string("cannot be opened (") + strerror(errno) + ")");
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail_package("package " + path, "is not a regular file");
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    fail_package(path, "is not a valid .pt2 package (empty file)");
+  }
+  void *p = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) fail_package(path, std::string("cannot be mapped (") + strerror(errno) + ")");
+  return Archive(static_cast<const uint8_t *>(p), size_t(st.st_size), true, path);
+}
+
+Archive Archive::borrow(const void *data, size_t size) {
+  if (!data && size) fail(AOTC_ERR_ARGUMENT, "aotc_loader_open_buffer: null data");
+  return Archive(static_cast<const uint8_t *>(data), size, false, "package buffer");
+}
+
+PackageModel open_model(const ZipReader &zip, const std::string &label, const char *requested) {
+  if (!zip.find("aotc/version")) {
+    if (zip.find("archive_format"))
+      fail_package(label, "is a .pt2 archive but not an aotc package (no aotc/version entry); "
+                   "was it written by another compiler?");
+    fail_package(label, "is not a .pt2 package (no archive_format entry)");
+  }
+  std::string version = zip.stored("aotc/version", true).str();
+  while (!version.empty() && (version.back() == '\n' || version.back() == ' ')) version.pop_back();
+  if (version != kFormatVersion)
+    fail_package(label, "has package format version " + version + "; this runtime reads version " +
+                 kFormatVersion);
+  PackageModel m;
+  m.name = resolve(zip, label, requested);
+  const std::string meta = zip.stored(entry(m.name, "metadata.json"), true).str();
+  std::string format;
+  if (!json_lookup(meta, {"format_version"}, &format) || format != kFormatVersion)
+    fail_package(label, "model '" + m.name + "' has metadata format " +
+                 (format.empty() ? std::string("(none)") : format) + ", expected " + kFormatVersion);
+  check_target(meta, label);
+  m.library = zip.stored(entry(m.name, "model.so"), false);
+  check_digest(m.library, meta, "model.so", m.name, label);
+  m.weights = zip.stored(entry(m.name, "weights.bin"), false);
+  check_digest(m.weights, meta, "weights.bin", m.name, label);
+  return m;
+}
+
+}  // namespace aotc_rt

@@ -1,0 +1,107 @@
+// Runs any model of a package through the C++ API, for tests that compare with the Python
+// runtime. Tensors travel in a small raw format: a text line "dtype ndim size..." and the
+// bytes. Prints the specs, metadata and constant names.
+// usage: run_model package.pt2 model_name out_dir in0.raw [in1.raw ...] [--threads N] [--buffer]
+#include <aotc/aotc.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+aotc::Tensor read_tensor(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string header;
+  std::getline(f, header);
+  std::istringstream h(header);
+  int dtype = 0, ndim = 0;
+  h >> dtype >> ndim;
+  std::vector<int64_t> sizes(size_t(ndim), 0);
+  for (int64_t &s : sizes) h >> s;
+  aotc::Tensor t(aotc::DType(dtype), sizes);
+  f.read(static_cast<char *>(t.data_ptr()), std::streamsize(t.nbytes()));
+  if (!f) throw std::runtime_error("cannot read " + path);
+  return t;
+}
+
+void write_tensor(const std::string &path, const aotc::Tensor &t) {
+  std::ofstream f(path, std::ios::binary);
+  f << int(t.dtype()) << " " << t.dim();
+  for (int64_t s : t.sizes()) f << " " << s;
+  f << "\n";
+  f.write(static_cast<const char *>(t.data_ptr()), std::streamsize(t.nbytes()));
+}
+
+void print_spec(const char *kind, const aotc::TensorSpec &s) {
+  std::cout << kind << " " << s.name << " " << aotc::dtype_name(s.dtype) << " [";
+  for (size_t d = 0; d < s.dims.size(); ++d) std::cout << (d ? ", " : "") << s.dims[d];
+  std::cout << "]\n";
+}
+
+bool same(const std::vector<aotc::Tensor> &a, const std::vector<aotc::Tensor> &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (a[k].sizes() != b[k].sizes() || std::memcmp(a[k].data_ptr(), b[k].data_ptr(), a[k].nbytes()))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 4) {
+    std::cerr << "usage: run_model package.pt2 model_name out_dir inputs... [--threads N] [--buffer]\n";
+    return 2;
+  }
+  std::vector<aotc::Tensor> inputs;
+  int threads = 0;
+  bool from_buffer = false;
+  for (int k = 4; k < argc; ++k) {
+    if (std::strcmp(argv[k], "--threads") == 0 && k + 1 < argc) threads = std::atoi(argv[++k]);
+    else if (std::strcmp(argv[k], "--buffer") == 0) from_buffer = true;
+    else inputs.push_back(read_tensor(argv[k]));
+  }
+  try {
+    const int runners = threads > 0 ? threads : 1;
+    std::ifstream file(argv[1], std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    aotc::ModelPackageLoader loader =
+        from_buffer ? aotc::ModelPackageLoader::from_buffer(bytes.data(), bytes.size(), argv[2], runners)
+                    : aotc::ModelPackageLoader(argv[1], argv[2], runners);
+    for (const aotc::TensorSpec &s : loader.input_specs()) print_spec("input", s);
+    for (const aotc::TensorSpec &s : loader.output_specs()) print_spec("output", s);
+    for (const aotc::SymbolSpec &s : loader.symbols())
+      std::cout << "symbol " << s.name << " [" << s.min << ", " << s.max << "]\n";
+    for (const std::string &c : loader.constant_names()) std::cout << "constant " << c << "\n";
+    std::cout << "model_name " << loader.metadata().at("model_name") << "\n";
+    const std::vector<aotc::Tensor> outputs = loader.run(inputs);
+    for (size_t j = 0; j < outputs.size(); ++j)
+      write_tensor(std::string(argv[3]) + "/out" + std::to_string(j) + ".raw", outputs[j]);
+    if (threads > 0) {  // one loader, several threads: every call must match the first
+      std::atomic<int> mismatches{0};
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&] {
+          for (int r = 0; r < 50; ++r)
+            if (!same(loader.run(inputs), outputs)) ++mismatches;
+        });
+      for (std::thread &t : pool) t.join();
+      std::cout << "threads " << threads << " mismatches " << mismatches.load() << "\n";
+    }
+  } catch (const aotc::InputError &e) {
+    std::cout << "InputError: " << e.what() << "\n";
+    return 3;
+  } catch (const aotc::PackageError &e) {
+    std::cout << "PackageError: " << e.what() << "\n";
+    return 4;
+  } catch (const aotc::Error &e) {
+    std::cout << "Error " << e.status() << ": " << e.what() << "\n";
+    return 5;
+  }
+  return 0;
+}

@@ -1,0 +1,248 @@
+"""The C/C++ runtime against the Python runtime: the examples, the C API program, models with
+two inputs and tuple outputs, several models in one package, threads, errors, ldd and size,
+and AddressSanitizer runs that include the error paths."""
+from __future__ import annotations
+
+import re
+import subprocess
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+from cpp_builds import example_input
+
+import aotc
+from models import ReadmeModel
+
+ASAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:halt_on_error=1"}
+
+
+def run(cmd, cwd=None, env=None, timeout=120) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ, **(env or {})))
+
+
+def printed_batches(stdout: str) -> dict[int, np.ndarray]:
+    """{batch: values} from a line 'batch N: [Tensor float32 [N, 1]] v v ...' and the indented
+    lines that follow it."""
+    found: dict[int, list[float]] = {}
+    current = None
+    for line in stdout.splitlines():
+        m = re.match(r"batch (\d+):(.*)", line)
+        if m:
+            current = found.setdefault(int(m.group(1)), [])
+            line = re.sub(r"Tensor \w+ \[[^\]]*\]", "", m.group(2))
+        elif not line.startswith(" "):
+            current = None
+        if current is not None:
+            current.extend(float(v) for v in line.split())
+    return {b: np.array(v, dtype=np.float32) for b, v in found.items()}
+
+
+def check_against_python(stdout: str, package) -> None:
+    model = aotc.load_package(package)
+    batches = printed_batches(stdout)
+    assert sorted(batches) == [1, 8], stdout
+    for batch, values in batches.items():
+        want = model(example_input(batch)).reshape(-1)
+        np.testing.assert_allclose(values, want, rtol=1e-6, atol=1e-7)
+
+
+def test_plain_example_matches_python(plain_example):
+    proc = run([plain_example / "inference"], cwd=plain_example)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "batch 8: Tensor float32 [8, 1]" in proc.stdout and "batch 1: Tensor float32 [1, 1]" in proc.stdout
+    check_against_python(proc.stdout, plain_example / "model.pt2")
+
+
+def test_torch_adapter_example_matches_python(torch_example):
+    proc = run([torch_example / "inference"], cwd=torch_example)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check_against_python(proc.stdout, torch_example / "model.pt2")
+
+
+def test_no_libtorch_or_python_and_a_small_runtime(plain_example):
+    for binary in (plain_example / "inference", plain_example / "libaotc_runtime.so"):
+        proc = run(["ldd", binary])
+        assert proc.returncode == 0, proc.stderr
+        for banned in ("libtorch", "libc10", "libpython"):
+            assert banned not in proc.stdout, f"{binary.name} links {banned}:\n{proc.stdout}"
+    assert "libaotc_runtime.so" in run(["ldd", plain_example / "inference"]).stdout
+    assert (plain_example / "libaotc_runtime.so").stat().st_size <= 200 * 1024
+
+
+def damage(package, tmp_path):
+    """A copy of the package with one byte of model.so flipped."""
+    data = bytearray(package.read_bytes())
+    with zipfile.ZipFile(package) as zf:
+        info = zf.getinfo("aotc/model/model.so")
+    name_len = int.from_bytes(data[info.header_offset + 26:info.header_offset + 28], "little")
+    extra_len = int.from_bytes(data[info.header_offset + 28:info.header_offset + 30], "little")
+    data[info.header_offset + 30 + name_len + extra_len + 1000] ^= 0xFF
+    bad = tmp_path / "damaged.pt2"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(aotc.PackageError, match="corrupt"):  # the Python loader refuses it too
+        aotc.load_package(bad)
+    return bad
+
+
+def test_c_api_program(test_programs, plain_example, tmp_path):
+    package = plain_example / "model.pt2"
+    proc = run([test_programs / "capi_test", package, damage(package, tmp_path)])
+    assert proc.returncode == 0 and "\n0 failed" in proc.stdout, proc.stdout + proc.stderr
+    assert "FAILED" not in proc.stdout
+    check_against_python(proc.stdout, package)
+
+
+def write_raw(path, array: np.ndarray) -> str:
+    code = {"float32": 0, "float64": 1, "int32": 6, "int64": 7, "bool": 9}[array.dtype.name]
+    header = f"{code} {array.ndim} {' '.join(map(str, array.shape))}".rstrip() + "\n"
+    path.write_bytes(header.encode() + np.ascontiguousarray(array).tobytes())
+    return str(path)
+
+
+def read_raw(path) -> np.ndarray:
+    header, _, data = path.read_bytes().partition(b"\n")
+    code, ndim, *shape = map(int, header.split())
+    dtype = {0: np.float32, 1: np.float64, 6: np.int32, 7: np.int64, 9: np.bool_}[code]
+    return np.frombuffer(data, dtype=dtype).reshape(shape[:ndim])
+
+
+def run_model(programs, package, name, inputs, tmp_path, *flags, env=None):
+    out = tmp_path / f"out-{name}"
+    out.mkdir(exist_ok=True)
+    files = [write_raw(tmp_path / f"in{k}.raw", x) for k, x in enumerate(inputs)]
+    proc = run([programs / "run_model", package, name, out, *files, *flags], env=env)
+    outputs = sorted(out.glob("out*.raw"))
+    return proc, [read_raw(p) for p in outputs]
+
+
+class TwoInputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(6, 4)
+
+    def forward(self, x, idx):
+        y = self.proj(x)
+        return torch.softmax(y, dim=-1), (idx * 2 + 1)
+
+
+@pytest.fixture(scope="module")
+def two_inputs(tmp_path_factory):
+    torch.manual_seed(0)
+    rows = torch.export.Dim("rows", min=1, max=64)
+    with torch.no_grad():
+        ep = torch.export.export(TwoInputs().eval(), (torch.randn(5, 6), torch.arange(3)),
+                                 dynamic_shapes={"x": {0: rows}, "idx": None})
+    return aotc.compile_and_package(ep, package_path=tmp_path_factory.mktemp("two") / "two.pt2")
+
+
+def test_two_inputs_and_a_tuple_output(test_programs, two_inputs, tmp_path):
+    x = np.random.default_rng(0).standard_normal((7, 6), dtype=np.float32)
+    idx = np.array([3, -1, 4], dtype=np.int64)
+    proc, outs = run_model(test_programs, two_inputs, "model", [x, idx], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "input x float32 [" in proc.stdout and "input idx int64 [3]" in proc.stdout
+    assert "constant proj.weight" in proc.stdout and ", 64]" in proc.stdout
+    want = aotc.load_package(two_inputs)(x, idx)
+    assert len(outs) == len(want) == 2
+    for got, expected in zip(outs, want):
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+        assert got.dtype == expected.dtype
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda x, idx: [x], "InputError: expected 2 inputs, got 1"),
+    (lambda x, idx: [x.astype(np.float64), idx], "InputError: input 'x': expected dtype float32"),
+    (lambda x, idx: [x[0], idx], "InputError: input 'x': expected rank 2, got 1"),
+    (lambda x, idx: [np.zeros((65, 6), np.float32), idx], "outside the allowed range [1, 64]"),
+    (lambda x, idx: [x, idx[:2]], "input 'idx': dim 0 is 2, expected 3"),
+])
+def test_input_errors_are_typed(test_programs, two_inputs, tmp_path, bad, message):
+    x, idx = np.zeros((2, 6), np.float32), np.arange(3)
+    proc, outs = run_model(test_programs, two_inputs, "model", bad(x, idx), tmp_path)
+    assert proc.returncode == 3 and message in proc.stdout, proc.stdout + proc.stderr
+    assert outs == []
+
+
+@pytest.fixture(scope="module")
+def two_models(tmp_path_factory):
+    torch.manual_seed(0)
+    batch = torch.export.Dim("batch", min=1, max=1024)
+    with torch.no_grad():
+        mlp = torch.export.export(ReadmeModel().eval(), (torch.randn(8, 10),),
+                                  dynamic_shapes={"x": {0: batch}})
+        two = torch.export.export(TwoInputs().eval(), (torch.randn(5, 6), torch.arange(3)))
+    path = tmp_path_factory.mktemp("multi") / "multi.pt2"
+    return aotc.compile_and_package({"mlp": mlp, "two": two}, package_path=path)
+
+
+@pytest.mark.parametrize("flags", [(), ("--buffer",)], ids=["path", "buffer"])
+def test_models_of_one_package_by_name(test_programs, two_models, tmp_path, flags):
+    x = example_input(8)
+    proc, outs = run_model(test_programs, two_models, "mlp", [x], tmp_path, *flags)
+    assert proc.returncode == 0 and "model_name mlp" in proc.stdout, proc.stdout + proc.stderr
+    np.testing.assert_allclose(outs[0], aotc.load_package(two_models, "mlp")(x), rtol=1e-6)
+    x2 = np.random.default_rng(1).standard_normal((5, 6), dtype=np.float32)
+    idx = np.arange(3)
+    proc, outs = run_model(test_programs, two_models, "two", [x2, idx], tmp_path, *flags)
+    assert proc.returncode == 0 and "model_name two" in proc.stdout, proc.stdout + proc.stderr
+    for got, want in zip(outs, aotc.load_package(two_models, "two")(x2, idx)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    proc, _ = run_model(test_programs, two_models, "three", [x], tmp_path, *flags)
+    assert proc.returncode == 4 and "has no model named 'three'; it holds ['mlp', 'two']" in proc.stdout
+
+
+def test_one_loader_from_several_threads(test_programs, plain_example, tmp_path):
+    proc, outs = run_model(test_programs, plain_example / "model.pt2", "model",
+                           [example_input(64)], tmp_path, "--threads", "4")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "threads 4 mismatches 0" in proc.stdout
+
+
+def assert_asan_clean(proc):
+    text = proc.stdout + proc.stderr
+    assert "AddressSanitizer" not in text and "LeakSanitizer" not in text, text
+    assert proc.returncode == 0, text
+
+
+def test_address_sanitizer(test_programs_asan, plain_example_asan, two_inputs, tmp_path):
+    package = plain_example_asan / "model.pt2"
+    assert_asan_clean(run([plain_example_asan / "inference"], cwd=plain_example_asan, env=ASAN_ENV))
+    proc = run([test_programs_asan / "capi_test", package, damage(package, tmp_path)], env=ASAN_ENV)
+    assert_asan_clean(proc)
+    assert "\n0 failed" in proc.stdout
+    proc, _ = run_model(test_programs_asan, package, "model", [example_input(16)], tmp_path,
+                        "--threads", "2", "--buffer", env=ASAN_ENV)
+    assert_asan_clean(proc)
+    # a C++ exception path: the wrong dtype is refused and everything is still freed
+    proc, _ = run_model(test_programs_asan, two_inputs, "model",
+                        [np.zeros((2, 6)), np.arange(3)], tmp_path, env=ASAN_ENV)
+    assert "InputError" in proc.stdout and proc.returncode == 3
+    assert "AddressSanitizer" not in proc.stderr and "LeakSanitizer" not in proc.stderr, proc.stderr
+
+
+def test_foreign_model_library_is_refused(test_programs, plain_example, tmp_path):
+    """A package whose model.so (digest and all) speaks another ABI version."""
+    from aotc.package.format import ModelFiles, PackageReader, write_package
+
+    src = tmp_path / "old_abi.cpp"
+    src.write_text('extern "C" int aotc_abi_version(void) { return 1; }\n')
+    lib = tmp_path / "old_abi.so"
+    proc = run(["g++", "-shared", "-fPIC", src, "-o", lib])
+    assert proc.returncode == 0, proc.stderr
+    reader = PackageReader(plain_example / "model.pt2")
+    meta = reader.metadata("model")
+    offset, size = reader.weights_location("model", meta)
+    reader.close()
+    weights = (plain_example / "model.pt2").read_bytes()[offset:offset + size]
+    package = write_package(tmp_path / "old.pt2", {"model": ModelFiles(meta, lib.read_bytes(), "",
+                                                                          weights)})
+    proc, _ = run_model(test_programs, package, "model", [example_input(2)], tmp_path)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "model library ABI version 1; this runtime speaks 2" in proc.stdout
+    with pytest.raises(aotc.PackageError, match="ABI version 1"):
+        aotc.load_package(package)
