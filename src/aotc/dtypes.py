@@ -11,8 +11,8 @@ class DType(enum.Enum):
     # name = (abi code, c type, itemsize, numpy name)
     float32 = (0, "float", 4, "float32")
     float64 = (1, "double", 8, "float64")
-    float16 = (2, "uint16_t", 2, "float16")
-    bfloat16 = (3, "uint16_t", 2, "bfloat16")
+    float16 = (2, "_Float16", 2, "float16")
+    bfloat16 = (3, "aotc::bf16", 2, "uint16")  # numpy has no bfloat16: its raw bits
     int8 = (4, "int8_t", 1, "int8")
     int16 = (5, "int16_t", 2, "int16")
     int32 = (6, "int32_t", 4, "int32")
@@ -37,6 +37,12 @@ class DType(enum.Enum):
         return self.value[3]
 
     @property
+    def compute(self) -> DType:
+        """The type values of this dtype are computed in: half types in float32 (rounded
+        when stored, as PyTorch computes them on CPU), every other type in itself."""
+        return DType.float32 if self in (DType.float16, DType.bfloat16) else self
+
+    @property
     def is_floating(self) -> bool:
         return self in (DType.float32, DType.float64, DType.float16, DType.bfloat16)
 
@@ -53,5 +59,5 @@ class DType(enum.Enum):
             raise ValueError(f"aotc has no dtype named {name!r}") from None
 
 
-# dtypes the C++ code generator can compute with today (half types need conversion code)
-COMPUTABLE = frozenset(d for d in DType if d not in (DType.float16, DType.bfloat16))
+# dtypes the C++ code generator computes with (all of them: half types through float32)
+COMPUTABLE = frozenset(DType)

@@ -11,7 +11,7 @@ from torch.testing._internal.common_methods_invocations import op_db  # needs ex
 
 from aotc.tools.opsweep import F32, check, exportable, opinfo_name, pick_samples
 
-I64, BOOL = torch.int64, torch.bool
+I64, BOOL, F16, BF16 = torch.int64, torch.bool, torch.float16, torch.bfloat16
 HERE = Path(__file__).resolve().parent
 
 # OpInfo name[.variant] -> dtypes swept (float32 always; int64/bool where the op takes them
@@ -74,6 +74,13 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.adaptive_avg_pool3d": (F32,), "nn.functional.adaptive_max_pool1d": (F32,),
     "nn.functional.adaptive_max_pool2d": (F32,), "nn.functional.adaptive_max_pool3d": (F32,),
 }
+
+# half precision (stored as half, computed in float32 and rounded once per op) on a subset
+HALF_SWEPT = ("add", "mul", "exp", "sigmoid", "tanh", "nn.functional.gelu", "softmax", "sum",
+              "mean", "amax", "mm", "nn.functional.layer_norm", "cat", "where", "clone",
+              "nn.functional.conv2d")
+for _name in HALF_SWEPT:
+    MILESTONE[_name] = MILESTONE[_name] + (F16, BF16)
 
 
 # ---- the expected-failure table ------------------------------------------------------------

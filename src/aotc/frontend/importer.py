@@ -18,6 +18,7 @@ from ..dtypes import COMPUTABLE, DType
 from ..errors import AotcError, CompileError, UnsupportedOperatorError
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
+from ..lowering.opmath import involves_half, lower_in_float
 from .decompose import decompose_node, tensor_args
 from .source import user_source
 
@@ -158,7 +159,10 @@ class Importer:
             ctx = self.context(node, op)
             args = self.arg(node.args)
             kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
-            self.env[node] = rule.fn(ctx, *args, **kwargs)
+            if not _is_view(op) and involves_half(ctx, args, kwargs):
+                self.env[node] = lower_in_float(rule.fn, ctx, args, kwargs)
+            else:
+                self.env[node] = rule.fn(ctx, *args, **kwargs)
             if _is_view(op):
                 self.views.add(node)
         if mutated is not None:

@@ -52,6 +52,37 @@ inline bool is_contiguous(const aotc_tensor &t) {
 
 inline int64_t align64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// ---- half precision storage -----------------------------------------------------------------
+// float16 is the compiler's _Float16; bfloat16 is this struct. Both are storage types only:
+// values convert to float on load, are computed in float, and round to nearest even on
+// store, as PyTorch computes half types on CPU.
+
+inline float bf16_bits_to_float(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+inline uint16_t float_to_bf16_bits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, sizeof u);
+  const uint32_t rounded = u + 0x7fffu + ((u >> 16) & 1u);  // to nearest, ties to even
+  return f != f ? static_cast<uint16_t>((u >> 16) | 0x40u) : static_cast<uint16_t>(rounded >> 16);
+}
+
+struct bf16 {
+  uint16_t bits;
+  bf16() = default;
+  bf16(float f) : bits(float_to_bf16_bits(f)) {}
+  operator float() const { return bf16_bits_to_float(bits); }
+};
+static_assert(sizeof(bf16) == 2, "bf16 is stored in two bytes");
+
+// a float rounded to the precision of a half type (an explicit cast to it)
+inline float round_to_f16(float x) { return static_cast<float>(static_cast<_Float16>(x)); }
+inline float round_to_bf16(float x) { return bf16_bits_to_float(float_to_bf16_bits(x)); }
+
 template <typename T> inline T maximum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(a) || std::isnan(b)) return a + b;

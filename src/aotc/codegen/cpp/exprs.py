@@ -84,9 +84,11 @@ class BodyEmitter:
         for k in children(e):
             self.value(k)
         text = self._text(e)
+        if not isinstance(e, (Load, IndirectLoad)):  # a loaded half value is already exact
+            text = ops.rounded(text, e.dtype)  # each half op rounds its result, as in eager
         name = f"t{len(self.names)}"
         self.names[e] = name
-        self.lines.append(f"const {e.dtype.ctype} {name} = {text};")
+        self.lines.append(f"const {e.dtype.compute.ctype} {name} = {text};")
         return name
 
     def _text(self, e: Node) -> str:
@@ -99,17 +101,17 @@ class BodyEmitter:
             off = flat_offset(e.index, self.sizes[e.buffer])
             return f"{self.pointer_of(e.buffer)}[{c_index(off)}]"
         if isinstance(e, IndexValue):
-            return f"{e.dtype.ctype}({c_index(e.expr)})"
+            return f"{e.dtype.compute.ctype}({c_index(e.expr)})"
         if isinstance(e, Unary):
-            return ops.unary(e.op, v(e.x), e.dtype)
+            return ops.unary(e.op, v(e.x), e.dtype.compute)
         if isinstance(e, Binary):
-            return ops.binary(e.op, v(e.a), v(e.b), e.dtype)
+            return ops.binary(e.op, v(e.a), v(e.b), e.dtype.compute)
         if isinstance(e, Where):
             return f"{v(e.cond)} ? {v(e.a)} : {v(e.b)}"
         if isinstance(e, Cast):
             if e.dtype is DType.bool:
                 return f"({v(e.x)} != 0)"
-            return f"static_cast<{e.dtype.ctype}>({v(e.x)})"
+            return f"static_cast<{e.dtype.compute.ctype}>({v(e.x)})"
         raise TypeError(f"cannot emit {e!r}")
 
     def _indirect(self, e: IndirectLoad) -> str:

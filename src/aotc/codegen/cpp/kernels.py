@@ -210,7 +210,7 @@ class _Nest:
     def _arg_reduction(self, op: Reduction, rv) -> None:
         """Compare values, keep the first best position; a NaN is the best value."""
         cmp, name = (">", "max") if op.reduce_type is ReduceType.ARGMAX else ("<", "min")
-        t = op.body.dtype
+        t = op.body.dtype.compute
         self.code.line(f"{t.ctype} best = {ops.reduce_init(name, t)};")
         self.code.line("int64_t acc = 0;")
         for v, n in zip(rv, op.ranges):
@@ -244,7 +244,10 @@ class Accumulation:
     finish: Callable[[str], str]
 
 
-def accumulation(op: Reduction, d: DType) -> Accumulation:
+def accumulation(op: Reduction, stored: DType) -> Accumulation:
+    """How to accumulate a reduction whose result is stored as `stored` (half types
+    accumulate in float32 lanes with a double total, like float32)."""
+    d = stored.compute
     kind = op.reduce_type
     same = lambda acc: acc  # noqa: E731
     if kind in ARG_REDUCTIONS:  # emitted by _arg_reduction; the position is the value

@@ -3,12 +3,22 @@ vector spellings will sit beside each scalar one)."""
 from __future__ import annotations
 
 import math
+import struct
 
 from ...dtypes import DType
 from ...ir.expr import BinaryOp, UnaryOp
 
+_ROUND_TO = {DType.float16: "aotc::round_to_f16", DType.bfloat16: "aotc::round_to_bf16"}
+
+
+def rounded(text: str, dtype: DType) -> str:
+    """A float value cast to a half type: rounded to its precision (computed in float)."""
+    return f"{_ROUND_TO[dtype]}({text})" if dtype in _ROUND_TO else text
+
 
 def literal(value, dtype: DType) -> str:
+    if dtype in _ROUND_TO:  # a half constant: its float value, rounded at compile time
+        return literal(_round_half(float(value), dtype), DType.float32)
     if dtype is DType.bool:
         return "true" if value else "false"
     if dtype.is_floating:
@@ -105,3 +115,17 @@ def reduce_init(kind: str, dtype: DType) -> str:
     if dtype is DType.bool:
         return "false" if kind == "max" else "true"
     return f"std::numeric_limits<{dtype.ctype}>::{'lowest' if kind == 'max' else 'max'}()"
+
+
+def _round_half(v: float, dtype: DType) -> float:
+    """`v` rounded to float16 or bfloat16 precision (nearest, ties to even), without torch."""
+    if math.isnan(v) or math.isinf(v):
+        return v
+    if dtype is DType.float16:
+        try:
+            return struct.unpack("<e", struct.pack("<e", v))[0]
+        except OverflowError:
+            return math.copysign(math.inf, v)
+    bits = struct.unpack("<I", struct.pack("<f", v))[0]
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
