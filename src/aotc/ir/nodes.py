@@ -191,6 +191,66 @@ class Scan(Template):
                 f"[{self.outer}, {self.length}, {self.inner}] along the middle")
 
 
+class SortAlgorithm(enum.Enum):
+    """How a line is ordered, which decides where equal values go (as in PyTorch's kernels)."""
+
+    STABLE = 0  # equal values keep their order
+    UNSTABLE = 1  # introsort: equal values in the order that algorithm leaves them
+    TOPK = 2  # the first `count`, sorted
+    TOPK_UNSORTED = 3
+    SELECT = 4  # the one element at `first`
+
+
+@dataclass(frozen=True)
+class ArgSort(Template):
+    """Positions that sort each line of contiguous buffer `x` viewed as [outer, length,
+    inner] along the middle: out[o, j, i] (int64) is the position of the (first + j)-th
+    element in sorted order, j < count. NaN ranks above every number. sort, argsort, topk
+    and kthvalue are slices of it."""
+
+    x: str
+    dtype: DType  # of x
+    outer: sympy.Expr
+    length: sympy.Expr
+    inner: sympy.Expr
+    first: sympy.Expr
+    count: sympy.Expr
+    descending: bool = False
+    algorithm: SortAlgorithm = SortAlgorithm.STABLE
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.x,)
+
+    def describe(self) -> str:
+        order = "descending" if self.descending else "ascending"
+        return (f"argsort ({self.algorithm.name.lower()}, {order}) of {self.x} over "
+                f"[{self.outer}, {self.length}, {self.inner}] along the middle, positions "
+                f"[{self.first}, {self.first} + {self.count})")
+
+
+@dataclass(frozen=True)
+class SearchSorted(Template):
+    """out[o, j] (int64): where values[o, j] goes in the sorted line sorted[o or 0, :n]
+    (the first such place, or the last with `right`), lines of contiguous buffers."""
+
+    sorted: str
+    values: str
+    dtype: DType  # of sorted and values
+    lines: sympy.Expr  # lines of `sorted`: 1 (shared by every row of values) or `rows`
+    n: sympy.Expr
+    rows: sympy.Expr
+    per_row: sympy.Expr
+    right: bool = False
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.sorted, self.values)
+
+    def describe(self) -> str:
+        side = "right" if self.right else "left"
+        return (f"searchsorted ({side}) of {self.values} [{self.rows}, {self.per_row}] in "
+                f"{self.sorted} [{self.lines}, {self.n}]")
+
+
 def _product(xs) -> sympy.Expr:
     out = sympy.Integer(1)
     for x in xs:

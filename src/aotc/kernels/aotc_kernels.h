@@ -66,6 +66,35 @@ void aotc_scan_f64(int32_t op, int64_t outer, int64_t n, int64_t inner, const do
 void aotc_scan_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, const int64_t *x,
                    int64_t *y);
 
+/* Sorting positions of each line of a contiguous tensor viewed as [outer, n, inner], along
+   the middle: out[o, j, i] = position of the (first + j)-th element of line (o, i) in sorted
+   order, j < count (out is [outer, count, inner]); NaN ranks above every number. The
+   algorithm decides the order of equal values: stable, an unstable sort, the first `count`
+   (sorted or not), or selection of the element at `first`. And binary search: out[r, j] =
+   where values[r, j] goes in line r (or 0 when lines == 1) of `sorted` [lines, n], left or
+   right of equal elements. One pair per element type: f32 f64 i64 i32 i16 i8 u8 b8 (bool). */
+#define AOTC_SORT_STABLE 0
+#define AOTC_SORT_UNSTABLE 1
+#define AOTC_SORT_TOPK 2
+#define AOTC_SORT_TOPK_UNSORTED 3
+#define AOTC_SORT_SELECT 4
+#define AOTC_SORT_DECLARE(suffix, T)                                                          \
+  void aotc_argsort_##suffix(int32_t algorithm, int64_t outer, int64_t n, int64_t inner,      \
+                             int64_t first, int64_t count, int32_t descending, const T *x,    \
+                             int64_t *out);                                                   \
+  void aotc_searchsorted_##suffix(int64_t lines, int64_t n, int64_t rows, int64_t per_row,    \
+                                  int32_t right, const T *sorted, const T *values, int64_t *out);
+AOTC_SORT_DECLARE(f32, float)
+AOTC_SORT_DECLARE(f64, double)
+AOTC_SORT_DECLARE(i64, int64_t)
+AOTC_SORT_DECLARE(i32, int32_t)
+AOTC_SORT_DECLARE(i16, int16_t)
+AOTC_SORT_DECLARE(i8, int8_t)
+AOTC_SORT_DECLARE(u8, uint8_t)
+#ifdef __cplusplus
+AOTC_SORT_DECLARE(b8, bool)
+#endif
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     pooling,
     reduction,
     scan,
+    sort,
     views,
 )
 from .context import LoweringContext, TensorValue, buffer_value

@@ -19,9 +19,11 @@ FAMILY = "indexing"
 
 
 def read_indirect(ctx: LoweringContext, x: TensorValue, src: list, indices: list,
-                  wrap: bool = False, bounds: tuple | None = None) -> TensorValue:
+                  wrap: bool = False, bounds: tuple | None = None,
+                  sizes: tuple | None = None) -> TensorValue:
     """Output element (i...) = x[src], where src[k] is an index expression for plain dims and
-    None for the dims indexed by the int64 expressions in `indices` (in order)."""
+    None for the dims indexed by the int64 expressions in `indices` (in order). The output
+    has `sizes` (default: the node's output sizes)."""
     if not isinstance(x.body, Load):
         x = ctx.realize(x)
     it = iter(range(len(indices)))
@@ -31,7 +33,7 @@ def read_indirect(ctx: LoweringContext, x: TensorValue, src: list, indices: list
     inner = x.load(full)  # x may be a view: compose its index map with ours
     assert isinstance(inner, Load)
     load = IndirectLoad(inner.buffer, inner.index, tuple(indices), bounds, x.dtype, wrap)
-    return ctx.pointwise(load)
+    return ctx.pointwise(load, sizes)
 
 
 def _index_node(t: TensorValue, shape, vars_):

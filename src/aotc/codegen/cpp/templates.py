@@ -12,7 +12,7 @@ import sympy
 
 from ...dtypes import DType
 from ...errors import CompileError
-from ...ir.nodes import Buffer, Conv, Gemm, ReduceType, Scan, Template
+from ...ir.nodes import ArgSort, Buffer, Conv, Gemm, ReduceType, Scan, SearchSorted, Template
 from . import ops
 from .exprs import c_index
 from .kernels import describe
@@ -110,3 +110,32 @@ def scan_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     which = "AOTC_SCAN_PROD" if op.combine is ReduceType.PROD else "AOTC_SCAN_SUM"
     return [f"{kernel}({which}, {c_index(op.outer)}, {c_index(op.length)}, {c_index(op.inner)}, "
             f"{pointer_of(op.x)}, {pointer_of(buf.name)});"]
+
+
+SORT_SUFFIX = {DType.float32: "f32", DType.float64: "f64", DType.int64: "i64",
+               DType.int32: "i32", DType.int16: "i16", DType.int8: "i8", DType.uint8: "u8",
+               DType.bool: "b8"}
+
+
+def _sort_suffix(dtype: DType) -> str:
+    if dtype not in SORT_SUFFIX:
+        raise CompileError(f"no sort kernel for {dtype.name}")
+    return SORT_SUFFIX[dtype]
+
+
+@emits(ArgSort)
+def argsort_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
+    op = buf.op
+    assert isinstance(op, ArgSort)
+    args = ", ".join(c_index(e) for e in (op.outer, op.length, op.inner, op.first, op.count))
+    return [f"aotc_argsort_{_sort_suffix(op.dtype)}(AOTC_SORT_{op.algorithm.name}, {args}, "
+            f"{int(op.descending)}, {pointer_of(op.x)}, {pointer_of(buf.name)});"]
+
+
+@emits(SearchSorted)
+def searchsorted_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
+    op = buf.op
+    assert isinstance(op, SearchSorted)
+    args = ", ".join(c_index(e) for e in (op.lines, op.n, op.rows, op.per_row))
+    return [f"aotc_searchsorted_{_sort_suffix(op.dtype)}({args}, {int(op.right)}, "
+            f"{pointer_of(op.sorted)}, {pointer_of(op.values)}, {pointer_of(buf.name)});"]
