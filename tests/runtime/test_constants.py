@@ -99,6 +99,41 @@ def test_a_call_in_flight_finishes_on_the_old_weights(tmp_path):
     assert len(model._pool) <= 2
 
 
+def test_swaps_under_concurrent_calls(tmp_path):
+    """4 threads call while the weights flip between two sets 30 times: every result is one
+    set's result, never a mix, and no model object outlives its generation."""
+    torch.manual_seed(2)
+    m, x = Net().eval(), torch.randn(4, 10)
+    model = aotc.load_package(_compile(m, x, tmp_path / "a.pt2"), num_runners=3)
+    new = _perturbed(m)
+    with torch.no_grad():
+        results = (m(x), new(x))
+    sets = ({k: v.clone() for k, v in m.state_dict().items()},
+            {k: v.clone() for k, v in new.state_dict().items()})
+    stop, seen, errors = threading.Event(), [], []
+
+    def call():
+        while not stop.is_set():
+            out = model(x)
+            if not any(torch.allclose(out, r) for r in results):
+                errors.append(out)
+            seen.append(1)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for k in range(30):
+        model.load_constants(sets[(k + 1) % 2])
+        time.sleep(0.002)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert not errors and len(seen) > 30
+    assert len(model._pool) <= 3
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), results[0])
+
+
 def test_single_threaded_models_swap_too(tmp_path):
     m, x = Net().eval(), torch.randn(4, 10)
     model = aotc.load_package(_compile(m, x, tmp_path / "a.pt2"), run_single_threaded=True)
@@ -180,3 +215,34 @@ def test_two_threads_on_one_model_overlap(tmp_path):
     if all(ref >= 1.6 for ref, _ in seen):
         pytest.skip(f"no second core free: two threads of GIL-free hashing took {seen} x one")
     raise AssertionError(f"two threads took (reference, model) {seen} x one thread's time")
+
+
+def test_calls_release_the_gil(tmp_path):
+    """While one thread is inside a long call, another runs Python code: its longest pause
+    is far shorter than the call (were the GIL held, it would pause for the whole call)."""
+    m = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.Linear(1024, 1024)).eval()
+    x = np.random.default_rng(0).standard_normal((2048, 1024), dtype=np.float32)
+    path = _compile(m, torch.from_numpy(x), tmp_path / "long.pt2", num_threads=1)
+    model = aotc.load_package(path)
+    model(x)
+    for _ in range(3):
+        stop, stamps = threading.Event(), []
+
+        def tick():
+            while not stop.is_set():
+                stamps.append(time.perf_counter())
+
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        time.sleep(0.01)
+        t0 = time.perf_counter()
+        model(x)
+        t1 = time.perf_counter()
+        stop.set()
+        ticker.join()
+        inside = [t for t in stamps if t0 <= t <= t1]
+        gaps = np.diff([t0, *inside, t1])
+        if gaps.max() < 0.5 * (t1 - t0):
+            return
+    raise AssertionError(f"Python paused {gaps.max() * 1e3:.1f} ms of a {(t1 - t0) * 1e3:.1f} ms "
+                         "call: the call held the GIL")
