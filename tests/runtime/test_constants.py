@@ -228,7 +228,7 @@ def test_calls_release_the_gil(tmp_path):
     for _ in range(3):
         stop, stamps = threading.Event(), []
 
-        def tick():
+        def tick(stop=stop, stamps=stamps):
             while not stop.is_set():
                 stamps.append(time.perf_counter())
 
