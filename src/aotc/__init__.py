@@ -41,6 +41,15 @@ def aoti_compile_and_package(ep, package_path=None, inductor_configs=None):
     return impl(ep, package_path=package_path, inductor_configs=inductor_configs)
 
 
+def __getattr__(name: str):
+    """`aotc.debug` (needs torch) is imported on first use, so `import aotc` stays numpy-only."""
+    if name == "debug":
+        import importlib
+
+        return importlib.import_module(".debug", __name__)
+    raise AttributeError(f"module 'aotc' has no attribute {name!r}")
+
+
 __all__ = [
     "AotcError", "BuildError", "CompileError", "InputError", "PackageError", "RuntimeFailure",
     "UnsupportedOperatorError", "CompiledModel", "aot_compile", "aoti_compile_and_package",

@@ -135,6 +135,9 @@ def compile_and_package(ep, package_path=None, options=None):
     """Compile an ExportedProgram (or {name: ExportedProgram}) into a .pt2 package; returns its
     path (or `package_path` itself when it is a file-like object)."""
     opts = Options.parse(options)
+    if not opts.package:
+        raise CompileError("compile_and_package always writes a package; 'aot_inductor.package': "
+                           "False has no meaning here (aot_compile + package_aoti package later)")
     programs = ep if isinstance(ep, dict) else {opts.model_name: ep}
     if package_path is None:
         package_path = os.path.join(tempfile.mkdtemp(prefix="aotc-"), "model.pt2")

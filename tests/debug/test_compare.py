@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from aotc.debug import compare
+import aotc
 from aotc.lowering.registry import LOWERINGS
 from deep_model import make
 
@@ -11,7 +11,7 @@ from deep_model import make
 def test_compare_agrees_on_a_correct_compile():
     m, args = make()
     ep = torch.export.export(m, args)
-    report = compare(ep, args)
+    report = aotc.debug.compare(ep, args)
     assert report.first_divergence is None
     assert len(report.nodes) >= 30 and all(d.ok for d in report.nodes)
     assert "match eager" in str(report)
@@ -22,7 +22,7 @@ def test_compare_names_the_node_of_a_wrong_lowering(monkeypatch):
     ep = torch.export.export(m, args)
     monkeypatch.setitem(LOWERINGS, torch.ops.aten.relu.default,
                         LOWERINGS[torch.ops.aten.abs.default])
-    report = compare(ep, args)
+    report = aotc.debug.compare(ep, args)
     bad = report.first_divergence
     assert bad is not None and bad.node == "relu" and bad.target == "aten.relu.default"
     assert "deep_model.py" in bad.source and "torch.relu(x - 1.2)" in bad.source

@@ -45,6 +45,9 @@ def test_aot_compile_takes_a_module_and_example_args(tmp_path):
         torch.testing.assert_close(load_package(path, "mlp")(x), m(x))
     with pytest.raises(aotc.CompileError, match="always returns an artifact"):
         aotc.aot_compile(m, (x,), options={"aot_inductor.package": False})
+    with pytest.raises(aotc.CompileError, match="always writes a package"):
+        aotc.compile_and_package(torch.export.export(m, (x,)), tmp_path / "q.pt2",
+                                 options={"aot_inductor.package": False})
 
 
 def test_packages_written_to_and_loaded_from_bytesio():

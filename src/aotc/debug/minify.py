@@ -130,7 +130,8 @@ def _tensor_literal(t: torch.Tensor) -> str:
 def repro_script(module: torch.fx.GraphModule, inputs: list, failure: Failure,
                  options: dict | None, rtol, atol) -> str:
     code = module.code.strip("\n")
-    body = "\n".join("    " + line.rstrip() if line.strip() else "" for line in code.splitlines())
+    body = "\n".join("    " + line.rstrip() if line.strip() else ""
+                     for line in code.splitlines()).rstrip()
     tensors = ",\n    ".join(_tensor_literal(x) for x in inputs)
     return f'''"""aotc minifier repro: {failure.kind} failure ({failure.error}).
 
