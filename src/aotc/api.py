@@ -5,7 +5,7 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -117,9 +117,16 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
     }
 
 
-def _compile_one(prog, opts: Options, name: str) -> ModelFiles:
-    t0 = time.perf_counter()
+def _compile_one(prog, opts: Options, name: str, given: frozenset = frozenset()) -> ModelFiles:
     prog = _exported(prog)
+    if opts.max_autotune:  # measure ISA levels and thread counts; `given` options stay fixed
+        from .autotune import autotune
+
+        files, _ = autotune(prog, lambda isa: _compile_one(prog, replace(
+            opts, isa=isa, max_autotune=False), name), opts.isa if "isa" in given else None,
+            opts.num_threads if given & {"num_threads", "cpp.threads"} else None)
+        return files
+    t0 = time.perf_counter()
     named = Options.parse({**asdict(opts), "model_name": name})
     compiled = compile_program(prog, target_for(opts.isa), opts.opt_level,
                                named.debug_path(name), header=f"model '{name}'",
@@ -145,7 +152,8 @@ def compile_and_package(ep, package_path=None, options=None):
         package_path = os.fspath(package_path)
         if not package_path.endswith(".pt2"):
             raise CompileError(f"package_path must end in .pt2, got {package_path!r}")
-    artifacts = {name: CompiledArtifact(name, _compile_one(prog, opts, name))
+    given = frozenset(options or {})
+    artifacts = {name: CompiledArtifact(name, _compile_one(prog, opts, name, given))
                  for name, prog in programs.items()}
     return package_aoti(package_path, artifacts)
 
@@ -166,7 +174,8 @@ def aot_compile(program, args=(), kwargs=None, *, options=None) -> CompiledArtif
     elif args or kwargs:
         raise CompileError("aot_compile: example args are only taken with an nn.Module; an "
                            "ExportedProgram already carries its inputs")
-    return CompiledArtifact(opts.model_name, _compile_one(program, opts, opts.model_name))
+    return CompiledArtifact(opts.model_name, _compile_one(program, opts, opts.model_name,
+                                                          frozenset(options or {})))
 
 
 def aoti_compile_and_package(ep, package_path=None, inductor_configs=None):

@@ -18,10 +18,8 @@ INDUCTOR_ALIASES = {
 
 # Inductor settings aotc has no switch for: what aotc does instead
 INSTEAD = {
-    "max_autotune": "aotc's GEMM picks its micro-kernel (12x32 AVX-512, AVX2 or portable tiles) "
-                    "from the target ISA and sizes its blocks from the cache sizes; there is no "
-                    "compile-time tuning to switch on. Choose the ISA with the 'isa' option",
-    "max_autotune_gemm": "see max_autotune: the GEMM micro-kernel follows the 'isa' option",
+    "max_autotune_gemm": "max_autotune measures the whole model's ISA level and thread count; "
+                         "the GEMM's tiles follow the ISA",
     "coordinate_descent_tuning": "aotc has no Triton kernels to tune; loops are scheduled by rule",
     "epilogue_fusion": "aotc always fuses pointwise chains, reduction prologues and row groups",
     "cpp_wrapper": "aotc always generates one C++ translation unit with a C ABI",
@@ -58,6 +56,7 @@ class Options:
     freezing: bool = True  # fold subgraphs that read only weights into new constants
     metadata: dict = field(default_factory=dict)  # user key/values, returned by metadata()
     package: bool = True  # aot_inductor.package: aot_compile returns what package_aoti takes
+    max_autotune: bool = False  # measure ISA levels and thread counts, keep the fastest
 
     @classmethod
     def parse(cls, options: dict | None) -> Options:
@@ -86,7 +85,7 @@ class Options:
                 "_", "").replace("-", "").isalnum():
             raise CompileError(f"model_name must be letters, digits, '_' or '-', "
                                f"got {opts.model_name!r}")
-        for key in ("freezing", "package"):
+        for key in ("freezing", "package", "max_autotune"):
             if not isinstance(getattr(opts, key), bool):
                 raise CompileError(f"{key} must be True or False, got {getattr(opts, key)!r}")
         if not isinstance(opts.metadata, dict) or not all(

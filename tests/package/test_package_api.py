@@ -97,7 +97,7 @@ def test_inductor_keys_with_an_aotc_meaning(tmp_path):
 
 
 @pytest.mark.parametrize("key, says", [
-    ("max_autotune", "GEMM picks its micro-kernel"),
+    ("max_autotune_gemm", "whole model's ISA level and thread count"),
     ("triton.cudagraphs", "no Triton kernels"),
     ("aot_inductor.debug_intermediate_value_printer", "aotc.debug.compare"),
     ("fx_graph_cache", "aotc has no such setting"),
@@ -109,3 +109,27 @@ def test_other_inductor_keys_say_what_aotc_does_instead(tmp_path, key, says):
         aotc.compile_and_package(ep, tmp_path / "x.pt2", options={key: True})
     with pytest.raises(aotc.CompileError, match="metadata"):
         aotc.compile_and_package(ep, tmp_path / "x.pt2", options={"aot_inductor.metadata": {1: 2}})
+
+
+def test_max_autotune_keeps_the_fastest_measured_choice(tmp_path):
+    from aotc.autotune import thread_candidates
+
+    m = GeluMLP(sizes=(64, 256, 256, 8)).eval()
+    ep = _export(m, torch.randn(32, 64))
+    path = aotc.compile_and_package(ep, tmp_path / "t.pt2", options={"max_autotune": True})
+    model = aotc.load_package(path)
+    tuned = model.package_metadata["autotune"]
+    measured = tuned["measured"]
+    assert {r["num_threads"] for r in measured} == set(thread_candidates())
+    assert len({r["isa"] for r in measured}) >= 1
+    best = min(measured, key=lambda r: r["seconds"])
+    assert tuned["chosen"] == best
+    assert model.package_metadata["num_threads"] == best["num_threads"]
+    assert model.package_metadata["target"]["isa"] == best["isa"]
+    x = torch.randn(32, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), m(x))
+    # options given explicitly are not varied
+    fixed = aotc.load_package(aotc.compile_and_package(
+        ep, tmp_path / "f.pt2", options={"max_autotune": True, "cpp.threads": 1}))
+    assert {r["num_threads"] for r in fixed.package_metadata["autotune"]["measured"]} == {1}

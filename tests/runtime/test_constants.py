@@ -209,12 +209,14 @@ def test_two_threads_on_one_model_overlap(tmp_path):
         reference = _ratio(lambda: hashlib.sha256(blob).digest(), 6)
         ratio = _ratio(lambda: model(x), 6)
         seen.append((round(reference, 2), round(ratio, 2)))
-        # the bound: 1.6 x one call, or the reference's own ratio when the machine is busy
-        if reference < 1.6 and ratio < max(1.6, reference + 0.3):
+        if ratio < 1.6:
             return
-    if all(ref >= 1.6 for ref, _ in seen):
-        pytest.skip(f"no second core free: two threads of GIL-free hashing took {seen} x one")
-    raise AssertionError(f"two threads took (reference, model) {seen} x one thread's time")
+    # no overlap seen: a defect only if the machine did have a second core free meanwhile
+    free = [r for ref, r in seen if ref < 1.3]
+    if len(free) >= 2 and all(r >= 1.9 for r in free):
+        raise AssertionError(f"two threads took (reference, model) {seen} x one thread's time")
+    pytest.skip(f"inconclusive, other processes hold the cores: two threads took (GIL-free "
+                f"hashing, model) {seen} x one thread's time")
 
 
 def test_calls_release_the_gil(tmp_path):

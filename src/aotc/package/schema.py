@@ -217,6 +217,11 @@ def _validate(meta: Any) -> None:
     digests = _dict(_get(meta, "sha256", ""), "sha256")
     for key in ("model.so", "weights.bin"):
         _str(_get(digests, key, "sha256"), f"sha256.{key}", _HEX64, "a sha256 hex digest")
+    if "autotune" in meta:
+        for k, r in enumerate(_list(_get(_dict(meta["autotune"], "autotune"), "measured",
+                                         "autotune"), "autotune.measured")):
+            _int(_get(_dict(r, f"autotune.measured[{k}]"), "num_threads",
+                      f"autotune.measured[{k}]"), f"autotune.measured[{k}].num_threads", 1, 1 << 16)
     if "freezing" in meta and not isinstance(meta["freezing"], bool):
         raise _Bad("freezing", "true or false", meta["freezing"])
     for key, value in _dict(meta.get("user_metadata", {}), "user_metadata").items():
