@@ -12,21 +12,12 @@ from .common import console, parse_option, parse_spec
 def _example_inputs(ep, args) -> list:
     import torch
 
+    from aotc.autotune import example_inputs
+
     if args.inputs:
         with np.load(args.inputs) as npz:
             return [torch.from_numpy(npz[k]) for k in npz.files]
-    example = getattr(ep, "example_inputs", None)
-    if example is not None and not example[1]:
-        return list(example[0])
-    rng = np.random.default_rng(args.seed)
-    out = []
-    for spec in ep.graph_signature.input_specs:
-        if spec.kind.name != "USER_INPUT":
-            continue
-        val = next(n for n in ep.graph.nodes if n.name == spec.arg.name).meta["val"]
-        shape = [int(s.node.hint) if isinstance(s, torch.SymInt) else int(s) for s in val.shape]
-        out.append(torch.from_numpy(rng.standard_normal(shape).astype(np.float32)).to(val.dtype))
-    return out
+    return example_inputs(ep, args.seed)
 
 
 def cmd_minify(args) -> int:
