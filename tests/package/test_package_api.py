@@ -133,3 +133,32 @@ def test_max_autotune_keeps_the_fastest_measured_choice(tmp_path):
     fixed = aotc.load_package(aotc.compile_and_package(
         ep, tmp_path / "f.pt2", options={"max_autotune": True, "cpp.threads": 1}))
     assert {r["num_threads"] for r in fixed.package_metadata["autotune"]["measured"]} == {1}
+
+
+class Moved(torch.nn.Module):
+    """w is only viewed and copied (nothing to fold: it stays swappable); v is summed."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(8, 16))
+        self.v = torch.nn.Parameter(torch.randn(8))
+
+    def forward(self, x):
+        return x @ self.w.t().to(torch.float32).clone() + self.v.sum()
+
+
+def test_freezing_leaves_moved_weights_alone(tmp_path):
+    m = Moved().eval()
+    ep = _export(m, torch.randn(4, 16))
+    model = aotc.load_package(aotc.compile_and_package(ep, tmp_path / "m.pt2"))
+    folded = {c["name"]: c["folded_from"] for c in model.package_metadata["constants"]
+              if c.get("folded_from")}
+    assert list(folded.values()) == [["v"]]
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), m(x))
+        new_w = torch.randn(8, 16)
+        model.load_constants({"w": new_w}, check_full_update=False)
+        torch.testing.assert_close(model(x), x @ new_w.t() + m.v.sum())
+    with pytest.raises(aotc.InputError, match=r"\['v'\] were folded"):
+        model.load_constants({"v": torch.zeros(8)}, check_full_update=False)

@@ -1,8 +1,8 @@
 """Freezing: subgraphs that read only weights (parameters, buffers, lifted constants) are
 evaluated once at compile time and become new constants (`freezing=True`, the default).
 
-Only the frontier of such a subgraph is stored; a subgraph that is only views of one weight
-(a transpose the GEMM reads through strides anyway) is left alone, so its weight stays
+Only the frontier of such a subgraph is stored; a subgraph that only moves a weight (views
+the GEMM reads through strides anyway, same-dtype copies) is left alone, so its weight stays
 swappable. The weights a folded constant came from are recorded: swapping them later would
 not reach the folded value, so the runtime refuses it.
 """
@@ -32,9 +32,23 @@ def _foldable(node: torch.fx.Node) -> bool:
     return isinstance(node.meta.get("val"), torch.Tensor)
 
 
-def _is_view(node: torch.fx.Node) -> bool:
+_COPIES = ("aten::clone", "aten::_to_copy", "aten::lift_fresh_copy", "aten::detach",
+           "aten::alias", "aten::contiguous", "aten::to")
+
+
+def _moves_only(node: torch.fx.Node) -> bool:
+    """A view or a same-dtype copy of its input: folding it computes nothing, costs a second
+    copy of the weight and would make the weight unswappable."""
     schema = getattr(node.target, "_schema", None)
-    return bool(schema and schema.returns and schema.returns[0].alias_info is not None)
+    if schema is None:
+        return False
+    if schema.returns and schema.returns[0].alias_info is not None:
+        return True
+    if schema.name in _COPIES:
+        src = node.args[0] if node.args else None
+        val, src_val = node.meta.get("val"), getattr(src, "meta", {}).get("val")
+        return isinstance(src_val, torch.Tensor) and val.dtype == src_val.dtype
+    return False
 
 
 def plan_folding(ep: torch.export.ExportedProgram) -> tuple[dict, set]:
@@ -62,7 +76,7 @@ def plan_folding(ep: torch.export.ExportedProgram) -> tuple[dict, set]:
                 continue
             values[node] = out
             sources[node] = frozenset().union(*(sources[n] for n in inputs))
-            computes[node] = not _is_view(node) or any(computes[n] for n in inputs)
+            computes[node] = not _moves_only(node) or any(computes[n] for n in inputs)
     interior = {n for n in values if n.op == "call_function" and computes[n]}
     frontier = {n for n in interior if any(u not in interior for u in n.users)}
     removed = {n for n in interior if n not in frontier}
