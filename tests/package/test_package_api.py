@@ -34,6 +34,10 @@ def test_tutorial_two_models_in_one_package(tmp_path):
         torch.testing.assert_close(c2(x2), m2(x2))
     with pytest.raises(aotc.PackageError, match=r"no model named 'model3'.*\['model1', 'model2'\]"):
         load_package(path, "model3")
+    # torch's positional order: (path, model_name, run_single_threaded, num_runners)
+    assert load_package(path, "model1", False, 3).num_runners == 3
+    with pytest.raises(aotc.PackageError, match="run on the CPU"):
+        load_package(path, "model1", device_index=0)
 
 
 def test_aot_compile_takes_a_module_and_example_args(tmp_path):

@@ -60,11 +60,15 @@ def package_aoti(path, aoti_files) -> str | object:
 
 
 def load_package(path, model_name: str | None = None, run_single_threaded: bool = False,
-                 num_threads: int | None = None, num_runners: int = 1):
-    """torch._inductor.package.load_package: model `model_name` (default: the only one, or
-    "model") of a package at `path` (a file name or a readable file-like)."""
+                 num_runners: int = 1, device_index: int = -1, *, num_threads: int | None = None):
+    """torch._inductor.package.load_package, argument for argument: model `model_name`
+    (default: the only one, or "model") of a package at `path` (a file name or a readable
+    file-like). `device_index` must stay -1: aotc packages run on the CPU."""
     from ..runtime.loader import load_package as load
 
+    if device_index != -1:
+        raise PackageError(f"device_index={device_index}: aotc packages run on the CPU, which "
+                           "has no device index; leave it at -1")
     return load(path, model_name, run_single_threaded, num_threads, num_runners)
 
 
