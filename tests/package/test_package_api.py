@@ -115,8 +115,9 @@ def test_other_inductor_keys_say_what_aotc_does_instead(tmp_path, key, says):
         aotc.compile_and_package(ep, tmp_path / "x.pt2", options={"aot_inductor.metadata": {1: 2}})
 
 
-def test_max_autotune_keeps_the_fastest_measured_choice(tmp_path):
+def test_max_autotune_keeps_the_fastest_measured_choice(tmp_path, capsys):
     from aotc.autotune import thread_candidates
+    from aotc.cli import main
 
     m = GeluMLP(sizes=(64, 256, 256, 8)).eval()
     ep = _export(m, torch.randn(32, 64))
@@ -133,6 +134,9 @@ def test_max_autotune_keeps_the_fastest_measured_choice(tmp_path):
     x = torch.randn(32, 64)
     with torch.no_grad():
         torch.testing.assert_close(model(x), m(x))
+    assert main(["inspect", str(path)]) == 0
+    assert (f"max_autotune chose {best['isa']} with {best['num_threads']} thread(s)"
+            in capsys.readouterr().out)
     # options given explicitly are not varied
     fixed = aotc.load_package(aotc.compile_and_package(
         ep, tmp_path / "f.pt2", options={"max_autotune": True, "cpp.threads": 1}))

@@ -64,6 +64,12 @@ def describe(out, path: str, name: str, meta: dict, all_constants: bool) -> None
         for stage, t in meta["stage_seconds"].items():
             stages.add_row(*plain(stage, f"{t:.4f}"))
         out.print(stages)
+    if meta.get("autotune"):
+        chosen = meta["autotune"]["chosen"]
+        tried = ", ".join(f"{r['isa']}/{r['num_threads']}t {r['seconds'] * 1e6:.1f} us"
+                          for r in meta["autotune"]["measured"])
+        out.print(f"max_autotune chose {chosen['isa']} with {chosen['num_threads']} thread(s) "
+                  f"from: {tried}", highlight=False)
     if meta.get("user_metadata"):
         out.print("metadata: " + ", ".join(f"{k}={v}" for k, v in meta["user_metadata"].items()),
                   highlight=False)
