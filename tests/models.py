@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from model import Model as ReadmeModel  # examples/model.py: the README's example itself
 
-__all__ = ["ReadmeModel", "GeluMLP", "EncoderBlock", "layer_norm"]
+__all__ = ["ReadmeModel", "GeluMLP", "EncoderBlock", "ScaledLinear", "layer_norm"]
 
 
 class GeluMLP(torch.nn.Module):
@@ -60,3 +60,16 @@ class EncoderBlock(torch.nn.Module):
         x = x + self.proj(y)
         h = layer_norm(x, self.ln2_w, self.ln2_b)
         return x + self.fc2(F.gelu(self.fc1(h)))
+
+
+class ScaledLinear(torch.nn.Module):
+    """A weight used only through a subgraph of weights (w * scale): what freezing folds."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(16, 8))
+        self.register_buffer("scale", torch.rand(16, 1) + 0.5)
+        self.b = torch.nn.Parameter(torch.randn(16))
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.w * self.scale, self.b)

@@ -19,42 +19,44 @@ from .errors import (  # noqa: E402
     RuntimeFailure,
     UnsupportedOperatorError,
 )
+from .logs import configure_logging  # noqa: E402
 from .runtime import CompiledModel, aoti_load_package, load_package  # noqa: E402
 
-
-def _configure_logging() -> None:
-    """AOTC_LOG=info|debug prints the compiler's log (stage timings, cache hits) to stderr."""
-    import logging
-    import os
-
-    level = os.environ.get("AOTC_LOG", "").upper()
-    if level in ("DEBUG", "INFO", "WARNING"):
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("[aotc %(levelname)s] %(message)s"))
-        logger = logging.getLogger("aotc")
-        logger.addHandler(handler)
-        logger.setLevel(level)
+configure_logging()
 
 
-_configure_logging()
-
-
-def compile_and_package(ep, package_path=None, options=None) -> str:
+def compile_and_package(ep, package_path=None, options=None):
     """Compile an ExportedProgram into a .pt2 package and return its path."""
     from .api import compile_and_package as impl
 
     return impl(ep, package_path=package_path, options=options)
 
 
-def aoti_compile_and_package(ep, package_path=None, inductor_configs=None) -> str:
+def aot_compile(program, args=(), kwargs=None, *, options=None):
+    """torch._inductor.aot_compile's spelling: one compiled model for aotc.package.package_aoti."""
+    from .api import aot_compile as impl
+
+    return impl(program, args, kwargs, options=options)
+
+
+def aoti_compile_and_package(ep, package_path=None, inductor_configs=None):
     """torch._inductor.aoti_compile_and_package's spelling of compile_and_package."""
     from .api import aoti_compile_and_package as impl
 
     return impl(ep, package_path=package_path, inductor_configs=inductor_configs)
 
 
+def __getattr__(name: str):
+    """`aotc.debug` (needs torch) is imported on first use, so `import aotc` stays numpy-only."""
+    if name == "debug":
+        import importlib
+
+        return importlib.import_module(".debug", __name__)
+    raise AttributeError(f"module 'aotc' has no attribute {name!r}")
+
+
 __all__ = [
     "AotcError", "BuildError", "CompileError", "InputError", "PackageError", "RuntimeFailure",
-    "UnsupportedOperatorError", "CompiledModel", "aoti_compile_and_package", "aoti_load_package",
-    "compile_and_package", "load_package", "cmake_prefix_path", "__version__",
+    "UnsupportedOperatorError", "CompiledModel", "aot_compile", "aoti_compile_and_package",
+    "aoti_load_package", "compile_and_package", "load_package", "cmake_prefix_path", "__version__",
 ]

@@ -1,11 +1,11 @@
-"""compile_and_package: the compiler's front door (needs torch)."""
+"""compile_and_package and aot_compile: the compiler's front door (needs torch)."""
 from __future__ import annotations
 
 import logging
 import os
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -14,19 +14,22 @@ from . import __version__
 from .build.toolchain import target_for
 from .codegen.cpp.describe import constant_layout
 from .errors import CompileError
+from .frontend.importer import to_sympy
 from .ir.nodes import Program
 from .options import Options
-from .package.format import FORMAT_VERSION, ModelFiles, write_package
+from .package.api import CompiledArtifact, package_aoti
+from .package.filelike import is_filelike
+from .package.format import FORMAT_VERSION, ModelFiles
 from .passes.pipeline import Compiled, compile_program
 from .runtime.abi import ABI_VERSION
 
-log = logging.getLogger("aotc")
+log = logging.getLogger("aotc.perf")
 
 
 def _exported(ep) -> torch.export.ExportedProgram:
     if isinstance(ep, torch.export.ExportedProgram):
         return ep
-    if isinstance(ep, (str, os.PathLike)):
+    if isinstance(ep, (str, os.PathLike)) or is_filelike(ep):
         return torch.export.load(ep)
     raise CompileError(f"expected a torch.export.ExportedProgram (or a file saved by "
                        f"torch.export.save), got {type(ep).__name__}")
@@ -63,8 +66,11 @@ def pack_weights(program: Program) -> tuple[bytes, list[dict]]:
             raise CompileError(f"constant {c.fqn} holds {len(raw)} bytes; its buffer needs {nbytes}")
         blob.extend(b"\0" * (offset - len(blob)))
         buf = program.buffers[c.buffer]
-        table.append({"name": c.fqn, "dtype": buf.dtype.name, "sizes": [int(s) for s in buf.sizes],
-                      "offset": offset, "nbytes": nbytes})
+        entry = {"name": c.fqn, "dtype": buf.dtype.name, "sizes": [int(s) for s in buf.sizes],
+                 "offset": offset, "nbytes": nbytes}
+        if c.folded_from:
+            entry["folded_from"] = list(c.folded_from)
+        table.append(entry)
         blob.extend(raw)
     return bytes(blob), table
 
@@ -83,8 +89,9 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
         name = s.arg.name
         if name in by_name:
             buf = p.buffers[by_name[name].buffer]
+            strides = [_size_json(to_sympy(x)) for x in placeholders[name].meta["val"].stride()]
             inputs.append({"name": name, "kind": "tensor", "dtype": buf.dtype.name,
-                           "sizes": [_size_json(x) for x in buf.sizes]})
+                           "sizes": [_size_json(x) for x in buf.sizes], "strides": strides})
         else:
             val = placeholders[name].meta.get("val")
             inputs.append({"name": name, "kind": "scalar", "value": val})
@@ -107,6 +114,8 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
         "out_spec": spec_to_json(ep.call_spec.out_spec),
         "constants": constants,
         "num_threads": opts.num_threads,
+        "freezing": opts.freezing,
+        "user_metadata": dict(opts.metadata),
         "compile_seconds": round(sum(compiled.timings.values()), 4),
         "stage_seconds": {k: round(v, 4) for k, v in compiled.timings.items()},
     }
@@ -120,31 +129,67 @@ def library_metadata(name: str, opts: Options) -> dict[str, str]:
             "num_threads": str(opts.num_threads)}
 
 
-def compile_and_package(ep, package_path=None, options=None) -> str:
-    """Compile an ExportedProgram (or {name: ExportedProgram}) into a .pt2 package; returns its path."""
+def _compile_one(prog, opts: Options, name: str, given: frozenset = frozenset()) -> ModelFiles:
+    prog = _exported(prog)
+    if opts.max_autotune:  # measure ISA levels and thread counts; `given` options stay fixed
+        from .autotune import autotune
+
+        files, _ = autotune(prog, lambda isa: _compile_one(prog, replace(
+            opts, isa=isa, max_autotune=False), name), opts.isa if "isa" in given else None,
+            opts.num_threads if given & {"num_threads", "cpp.threads"} else None)
+        return files
+    t0 = time.perf_counter()
+    named = Options.parse({**asdict(opts), "model_name": name})
+    compiled = compile_program(prog, target_for(opts.isa), opts.opt_level,
+                               named.debug_path(name), header=f"model '{name}'",
+                               metadata=library_metadata(name, named), freezing=opts.freezing)
+    weights, table = pack_weights(compiled.program)
+    meta = build_metadata(prog, compiled, named, table)
+    log.info("compiled model %r in %.2f s (%s)", name, time.perf_counter() - t0,
+             "cached build" if compiled.cached else "fresh build")
+    return ModelFiles(meta, Path(compiled.library).read_bytes(), compiled.source, weights)
+
+
+def compile_and_package(ep, package_path=None, options=None):
+    """Compile an ExportedProgram (or {name: ExportedProgram}) into a .pt2 package; returns its
+    path (or `package_path` itself when it is a file-like object)."""
     opts = Options.parse(options)
+    if not opts.package:
+        raise CompileError("compile_and_package always writes a package; 'aot_inductor.package': "
+                           "False has no meaning here (aot_compile + package_aoti package later)")
     programs = ep if isinstance(ep, dict) else {opts.model_name: ep}
     if package_path is None:
         package_path = os.path.join(tempfile.mkdtemp(prefix="aotc-"), "model.pt2")
-    package_path = os.fspath(package_path)
-    if not package_path.endswith(".pt2"):
-        raise CompileError(f"package_path must end in .pt2, got {package_path!r}")
-    files = {}
-    for name, prog in programs.items():
-        t0 = time.perf_counter()
-        prog = _exported(prog)
-        named = Options.parse({**asdict(opts), "model_name": name})
-        compiled = compile_program(prog, target_for(opts.isa), opts.opt_level,
-                                   named.debug_path(name), header=f"model '{name}'",
-                                   metadata=library_metadata(name, named))
-        weights, table = pack_weights(compiled.program)
-        meta = build_metadata(prog, compiled, named, table)
-        files[name] = ModelFiles(meta, Path(compiled.library).read_bytes(), compiled.source, weights)
-        log.info("compiled model %r in %.2f s (%s)", name, time.perf_counter() - t0,
-                 "cached build" if compiled.cached else "fresh build")
-    return write_package(package_path, files)
+    if not is_filelike(package_path):
+        package_path = os.fspath(package_path)
+        if not package_path.endswith(".pt2"):
+            raise CompileError(f"package_path must end in .pt2, got {package_path!r}")
+    given = frozenset(options or {})
+    artifacts = {name: CompiledArtifact(name, _compile_one(prog, opts, name, given))
+                 for name, prog in programs.items()}
+    return package_aoti(package_path, artifacts)
 
 
-def aoti_compile_and_package(ep, package_path=None, inductor_configs=None) -> str:
+def aot_compile(program, args=(), kwargs=None, *, options=None) -> CompiledArtifact:
+    """torch._inductor.aot_compile's spelling: compile one program, package nothing yet.
+
+    `program` is an ExportedProgram (or a file saved by torch.export.save), or an nn.Module
+    exported here with `args`/`kwargs`. The result goes to `aotc.package.package_aoti`."""
+    opts = Options.parse(options)
+    if not opts.package:
+        raise CompileError("aot_compile with 'aot_inductor.package': False would return a bare "
+                           "model.so; aotc's libraries need their weights and metadata, so "
+                           "aot_compile always returns an artifact for aotc.package.package_aoti")
+    if isinstance(program, torch.nn.Module):
+        with torch.no_grad():
+            program = torch.export.export(program, tuple(args), kwargs or {})
+    elif args or kwargs:
+        raise CompileError("aot_compile: example args are only taken with an nn.Module; an "
+                           "ExportedProgram already carries its inputs")
+    return CompiledArtifact(opts.model_name, _compile_one(program, opts, opts.model_name,
+                                                          frozenset(options or {})))
+
+
+def aoti_compile_and_package(ep, package_path=None, inductor_configs=None):
     """torch._inductor.aoti_compile_and_package's spelling."""
     return compile_and_package(ep, package_path=package_path, options=inductor_configs)

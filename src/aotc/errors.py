@@ -40,8 +40,9 @@ class PackageError(AotcError):
     """A .pt2 package is missing, corrupt, of another format version, or lacks a model."""
 
 
-class InputError(AotcError, ValueError):
-    """Inputs given to a compiled model do not match what it was compiled for."""
+class InputError(AotcError, ValueError, RuntimeError):
+    """Inputs given to a compiled model do not match what it was compiled for. A ValueError,
+    and a RuntimeError as AOTInductor's input checks raise."""
 
 
 class RuntimeFailure(AotcError, RuntimeError):

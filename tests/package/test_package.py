@@ -32,7 +32,8 @@ def test_layout_and_metadata(package):
         assert zf.read("archive_format") == b"pt2"
         assert zf.getinfo("aotc/model/weights.bin").compress_type == zipfile.ZIP_STORED
         meta = json.loads(zf.read("aotc/model/metadata.json"))
-    assert meta["inputs"] == [{"name": "x", "kind": "tensor", "dtype": "float32", "sizes": [2, 10]}]
+    assert meta["inputs"] == [{"name": "x", "kind": "tensor", "dtype": "float32", "sizes": [2, 10],
+                              "strides": [10, 1]}]
     assert [c["name"] for c in meta["constants"]] == ["fc1.weight", "fc1.bias", "fc2.weight",
                                                       "fc2.bias"]
     assert all(c["offset"] % 64 == 0 for c in meta["constants"])

@@ -26,7 +26,7 @@ def test_description_matches_metadata(tmp_path):
         ep = torch.export.export(ReadmeModel().eval(), (torch.randn(8, 10),),
                                  dynamic_shapes={"x": {0: batch}})
     model = aotc.load_package(aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2"))
-    d, meta = model.description, model.metadata
+    d, meta = model.description, model.package_metadata
     assert d.inputs == [{k: i[k] for k in ("name", "dtype", "sizes")} for i in meta["inputs"]]
     assert d.outputs == meta["outputs"] and d.symbols == meta["symbols"]
     assert d.constants == meta["constants"]

@@ -20,6 +20,7 @@ from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, 
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from ..lowering.opmath import involves_half, lower_in_float
 from .decompose import decompose_node, tensor_args
+from .freezing import Folded, plan_folding
 from .source import user_source
 
 
@@ -111,6 +112,13 @@ class Importer:
             else:
                 raise CompileError(f"input {node.name}: {spec.kind.name} inputs are not supported")
             self.env[node] = buffer_value(buf)
+
+    def import_folded(self, node: torch.fx.Node, folded: Folded) -> None:
+        """A subgraph of weights evaluated at compile time: one new constant."""
+        buf = self._placeholder_buffer(node, folded.value, BufferKind.CONSTANT)
+        self.program.constants.append(ConstantSpec(f"_folded.{node.name}", buf.name, folded.value,
+                                                   folded.sources))
+        self.env[node] = buffer_value(buf)
 
     def _constant_data(self, spec) -> torch.Tensor:
         if spec.target in self.ep.state_dict:
@@ -271,12 +279,18 @@ def _bound(v) -> int | None:
     return b if abs(b) < 2**62 else None
 
 
-def import_program(ep: torch.export.ExportedProgram) -> Program:
+def import_program(ep: torch.export.ExportedProgram, freezing: bool = False) -> Program:
+    """The program in loop-level IR; `freezing` folds subgraphs of weights (freezing.py)."""
     imp = Importer(ep)
     imp.import_symbols()
     imp.import_placeholders()
+    folded, removed = plan_folding(ep) if freezing else ({}, set())
     for node in ep.graph.nodes:
-        if node.op == "call_function":
+        if node in folded:
+            imp.import_folded(node, folded[node])
+        elif node in removed:
+            continue
+        elif node.op == "call_function":
             imp.import_call(node)
         elif node.op not in ("placeholder", "output"):
             raise CompileError(f"unsupported FX node kind {node.op} ({node.name})")

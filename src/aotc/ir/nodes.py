@@ -301,6 +301,7 @@ class ConstantSpec:
     fqn: str  # fully-qualified name in the state dict (or the lifted constant's name)
     buffer: str
     data: object  # host array (numpy) of the value, frozen at compile time
+    folded_from: tuple[str, ...] = ()  # weights a folded constant was computed from (freezing)
 
 
 @dataclass

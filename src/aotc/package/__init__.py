@@ -1,1 +1,5 @@
-"""The .pt2 package format (torch-free)."""
+"""The .pt2 package: its format (torch-free), and torch._inductor.package's spelling
+(`package_aoti`, `load_package`)."""
+from .api import CompiledArtifact, load_package, package_aoti
+
+__all__ = ["CompiledArtifact", "load_package", "package_aoti"]

@@ -133,6 +133,11 @@ def _inputs(value: Any, symbols: dict) -> None:
         kind = _get(_dict(entry, path), "kind", path)
         if kind == "tensor":
             _tensor(entry, path, symbols)
+            if "strides" in entry:
+                strides = _sizes(entry["strides"], f"{path}.strides", symbols)
+                if len(strides) != len(entry["sizes"]):
+                    raise _Bad(f"{path}.strides", f"{len(entry['sizes'])} strides, one per dim",
+                               strides)
         elif kind == "scalar":
             _str(_get(entry, "name", path), f"{path}.name")
             _scalar(_get(entry, "value", path), f"{path}.value")
@@ -153,6 +158,8 @@ def _constants(value: Any) -> None:
         numel = 1
         for s in sizes:
             numel = min(numel * s, _MAX_DIM)
+        for j, src in enumerate(_list(c.get("folded_from", []), f"{path}.folded_from")):
+            _str(src, f"{path}.folded_from[{j}]")
         nbytes = _int(_get(c, "nbytes", path), f"{path}.nbytes")
         if nbytes != numel * dtype.itemsize:
             raise _Bad(f"{path}.nbytes", f"{numel * dtype.itemsize} ({numel} {dtype.name} values)",
@@ -211,6 +218,15 @@ def _validate(meta: Any) -> None:
     digests = _dict(_get(meta, "sha256", ""), "sha256")
     for key in ("model.so", "weights.bin"):
         _str(_get(digests, key, "sha256"), f"sha256.{key}", _HEX64, "a sha256 hex digest")
+    if "autotune" in meta:
+        for k, r in enumerate(_list(_get(_dict(meta["autotune"], "autotune"), "measured",
+                                         "autotune"), "autotune.measured")):
+            _int(_get(_dict(r, f"autotune.measured[{k}]"), "num_threads",
+                      f"autotune.measured[{k}]"), f"autotune.measured[{k}].num_threads", 1, 1 << 16)
+    if "freezing" in meta and not isinstance(meta["freezing"], bool):
+        raise _Bad("freezing", "true or false", meta["freezing"])
+    for key, value in _dict(meta.get("user_metadata", {}), "user_metadata").items():
+        _str(value, f"user_metadata.{key}")
     if "compile_seconds" in meta and not isinstance(meta["compile_seconds"], (int, float)):
         raise _Bad("compile_seconds", "a number", meta["compile_seconds"])
     if "stage_seconds" in meta:

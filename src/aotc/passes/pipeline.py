@@ -9,7 +9,7 @@
     build       g++ with cached kernel objects (build/compiler.py)
 
 Each stage can dump what it produced into a debug directory (`debug_dir` option or the
-AOTC_DEBUG_DIR environment variable).
+AOTC_DEBUG_DIR environment variable) and log it (AOTC_LOGS=graph,ir,fusion,schedule,code,perf).
 """
 from __future__ import annotations
 
@@ -24,12 +24,13 @@ from ..build.toolchain import Target
 from ..codegen.cpp import emit_model
 from ..ir.nodes import Program
 from ..ir.printer import format_program
+from ..logs import STAGE_ARTIFACT, artifact_logger
 from ..scheduler.fusion import fuse_pointwise
 from ..scheduler.grouping import RowGroup, Scheduled, group_rows, kernel_members, local_buffers
 from ..scheduler.memory import MemoryPlan, plan_memory
 from .dce import remove_dead_buffers
 
-log = logging.getLogger("aotc")
+perf = artifact_logger("perf")
 
 
 @dataclass
@@ -70,15 +71,20 @@ def _plan_dump(plan: MemoryPlan) -> str:
 
 def compile_program(ep, target: Target, opt_level: str = "-O3",
                     debug_dir: Path | None = None, header: str = "",
-                    build: bool = True, metadata: dict[str, str] | None = None) -> Compiled:
+                    build: bool = True, metadata: dict[str, str] | None = None,
+                    freezing: bool = False) -> Compiled:
     """Run every stage in order (`build=False` stops after codegen: no compiler runs).
-    `metadata` (string pairs) is compiled into the library, which reports it to loaders."""
+    `metadata` (string pairs) is compiled into the library, which reports it to loaders;
+    `freezing` folds subgraphs that read only weights into constants at import."""
     from ..frontend.importer import import_program
 
     timings: dict[str, float] = {}
     state: dict = {}
+    graph_log = artifact_logger("graph")
+    if graph_log.isEnabledFor(logging.INFO):
+        graph_log.info("%s exported graph:\n%s", header or "program", ep.graph_module.code)
     stages = [
-        Stage("import", lambda: import_program(ep), format_program),
+        Stage("import", lambda: import_program(ep, freezing), format_program),
         Stage("dce", lambda: remove_dead_buffers(state["import"]), format_program),
         Stage("fuse", lambda: fuse_pointwise(state["dce"]), format_program),
         Stage("group", lambda: group_rows(state["fuse"]), _schedule_dump),
@@ -94,10 +100,17 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
         t0 = time.perf_counter()
         state[stage.name] = stage.run()
         timings[stage.name] = time.perf_counter() - t0
-        log.debug("stage %s took %.3f s", stage.name, timings[stage.name])
-        if debug_dir is not None and stage.dump is not None:
+        perf.info("%s stage %s took %.3f s", header or "program", stage.name, timings[stage.name])
+        artifact = artifact_logger(STAGE_ARTIFACT.get(stage.name, "perf"))
+        logged = stage.name in STAGE_ARTIFACT and artifact.isEnabledFor(logging.INFO)
+        if stage.dump is None or (debug_dir is None and not logged):
+            continue
+        text = stage.dump(state[stage.name])
+        if logged:
+            artifact.info("%s after stage %s:\n%s", header or "program", stage.name, text)
+        if debug_dir is not None:
             debug_dir.mkdir(parents=True, exist_ok=True)
             suffix = "cpp" if stage.name == "codegen" else "txt"
-            (debug_dir / f"{k:02d}_{stage.name}.{suffix}").write_text(stage.dump(state[stage.name]))
+            (debug_dir / f"{k:02d}_{stage.name}.{suffix}").write_text(text)
     library, cached = state.get("build", (None, False))
     return Compiled(state["fuse"], state["plan"], state["codegen"], library, cached, timings)

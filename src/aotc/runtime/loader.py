@@ -9,6 +9,7 @@ import ctypes
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +17,12 @@ import numpy as np
 from ..build.toolchain import cache_dir, missing_features
 from ..dtypes import DType
 from ..errors import InputError, PackageError, RuntimeFailure
+from ..package.filelike import is_filelike, spilled
 from ..package.format import PackageReader
 from ..package.schema import check_against_library, check_constants_fit
 from . import abi, pytree
+from .checks import LayoutCheck, checks_enabled
+from .constants import WeightSet, prepare_update, swappable_names
 from .describe import describe_library
 from .pool import RunnerPool
 from .tensors import Frame, as_input, empty, is_torch_tensor
@@ -53,62 +57,100 @@ class CompiledModel:
         reader = PackageReader(path)
         try:
             self.name = reader.resolve(model_name)
-            self.metadata = reader.metadata(self.name)
-            library = reader.library(self.name, self.metadata)
-            w_offset, w_size = reader.weights_location(self.name, self.metadata)
+            self.package_metadata = reader.metadata(self.name)
+            library = reader.library(self.name, self.package_metadata)
+            w_offset, w_size = reader.weights_location(self.name, self.package_metadata)
         finally:
             reader.close()
         self.path = path
-        _check_target(path, self.metadata)
+        _check_target(path, self.package_metadata)
         self._lib = abi.open_library(
-            _materialize_library(library, self.metadata["sha256"]["model.so"]))
+            _materialize_library(library, self.package_metadata["sha256"]["model.so"]))
         self.description = describe_library(self._lib)  # the library's own tables
         d = self.description
         try:
-            check_against_library(self.metadata, d.inputs, d.outputs, d.symbols, d.constants)
-            check_constants_fit(self.metadata, w_size)
+            check_against_library(self.package_metadata, d.inputs, d.outputs, d.symbols,
+                                  d.constants)
+            check_constants_fit(self.package_metadata, w_size)
         except PackageError as e:
             raise PackageError(f"{path}: model {self.name!r}: {e}") from None
         self._weights = (np.memmap(path, dtype=np.uint8, mode="r", offset=w_offset, shape=(w_size,))
                          if w_size else np.zeros(0, np.uint8))
-        self._constants = self._constant_pointers(w_size)
+        weights = WeightSet.from_package(self._weights, self.package_metadata["constants"])
         self._outputs = [(DType.from_name(o["dtype"]), len(o["sizes"]))
                          for o in self.description.outputs]
-        self._inputs = [i for i in self.metadata["inputs"] if i["kind"] == "tensor"]
-        self._plain_args = _plain_positional(self.metadata["in_spec"], len(self.metadata["inputs"]))
+        self._inputs = [i for i in self.package_metadata["inputs"] if i["kind"] == "tensor"]
+        meta = self.package_metadata
+        self._plain_args = _plain_positional(meta["in_spec"], len(meta["inputs"]))
         self._frames: dict[int, Frame] = {}
         self._input_plan = [(f"input '{i['name']}'", None) if i["kind"] == "tensor"
-                            else (None, (i["name"], i["value"])) for i in self.metadata["inputs"]]
+                            else (None, (i["name"], i["value"])) for i in self.package_metadata["inputs"]]
         self._structure = self._output_structure()
         # with no dynamic dims the output sizes are known now (the run still checks inputs)
-        self._static_shapes = None if self.metadata["symbols"] else [
-            tuple(o["sizes"]) for o in self.metadata["outputs"]]
-        threads = self.metadata.get("num_threads", 0) if num_threads is None else num_threads
+        self._static_shapes = None if self.package_metadata["symbols"] else [
+            tuple(o["sizes"]) for o in self.package_metadata["outputs"]]
+        threads = self.package_metadata.get("num_threads", 0) if num_threads is None else num_threads
         self._num_threads = int(threads or 0)
         self._single = run_single_threaded
+        self._swap_lock = threading.Lock()
+        # AOTI_RUNTIME_CHECK_INPUTS=1: strides must match the export's too (checks.py)
+        self._layout = LayoutCheck(self._inputs) if checks_enabled() else None
         try:
-            first = self._new_handle()
+            first = self._new_handle(weights)
         except RuntimeFailure as e:  # the library refused what the metadata describes
             raise PackageError(f"{path}: model {self.name!r} does not match its own library: "
                                f"{e}") from None
-        self._pool = RunnerPool(num_runners, first)
+        self._pool = RunnerPool(num_runners, first, weights)
 
     @property
     def num_runners(self) -> int:
         """How many calls may run at once (each on its own model object); more wait."""
         return self._pool.size
 
-    def _constant_pointers(self, w_size: int):
-        table = self.description.constants
-        base = self._weights.ctypes.data if w_size else 0
-        ptrs = (ctypes.c_void_p * max(len(table), 1))()
-        for k, c in enumerate(table):  # the reader checked that each lies inside weights.bin
-            ptrs[k] = base + c["offset"] if c["nbytes"] else None
-        return ptrs
+    @property
+    def _constants(self):
+        """The constant pointer table of the current weights generation."""
+        return self._pool.generation.pointers
 
-    def _new_handle(self) -> int:
+    def metadata(self) -> dict[str, str]:
+        """The user's key/values (option 'aot_inductor.metadata') and aotc's own entries."""
+        meta = self.package_metadata
+        return {"AOTI_DEVICE_KEY": meta["target"]["device"], "aotc_version": meta["aotc_version"],
+                "torch_version": meta.get("torch_version", ""), "target_arch": meta["target"]["arch"],
+                **meta.get("user_metadata", {})}
+
+    get_metadata = metadata
+
+    def constant_names(self) -> list[str]:
+        """Fully-qualified names of every parameter, buffer and lifted constant (the exported
+        module's state_dict keys, plus non-persistent buffers and lifted constants)."""
+        return swappable_names(self.package_metadata["constants"])
+
+    get_constant_fqns = constant_names
+
+    def load_constants(self, constants: dict, check_full_update: bool = True,
+                       user_managed: bool = False) -> None:
+        """Swap weights without recompiling: {fully-qualified name: tensor or array}.
+
+        Calls already running finish on the old weights; later calls use the new ones.
+        `user_managed=True` reads the caller's (contiguous) memory in place instead of
+        copying it; the caller must not change it while calls run."""
+        update = prepare_update(self.package_metadata["constants"], constants,
+                                check_full_update, user_managed)
+        with self._swap_lock:
+            weights = self._pool.generation.updated(update)
+            if self._single:
+                self._destroy(self._pool.replace_first(self._new_handle(weights), weights))
+            else:
+                self._pool.advance(weights, self._destroy)
+
+    def _destroy(self, h: int) -> None:
+        self._frames.pop(h, None)
+        self._lib.aotc_destroy(h)
+
+    def _new_handle(self, weights: WeightSet) -> int:
         h = ctypes.c_void_p()
-        abi.check(self._lib, self._lib.aotc_create(self._constants, len(self.description.constants),
+        abi.check(self._lib, self._lib.aotc_create(weights.pointers, weights.count,
                                                    ctypes.byref(h)))
         if self._num_threads:
             rc = self._lib.aotc_set_num_threads(h, self._num_threads)
@@ -123,9 +165,11 @@ class CompiledModel:
         if self._plain_args and not kwargs and len(args) == len(self._input_plan):
             leaves = args  # the common case: positional tensors, nothing nested
         else:
-            leaves = pytree.flatten_call(self.metadata["in_spec"], args, kwargs)
+            leaves = pytree.flatten_call(self.package_metadata["in_spec"], args, kwargs)
         if len(leaves) != len(self._input_plan):
             raise InputError(f"expected {len(self._input_plan)} inputs, got {len(leaves)}")
+        if self._layout is not None:
+            self._layout.check([x for x, (what, _) in zip(leaves, self._input_plan) if what])
         inputs, any_torch = [], False
         for leaf, (what, constant) in zip(leaves, self._input_plan):
             if what is None:  # a non-tensor input that export specialized
@@ -141,16 +185,16 @@ class CompiledModel:
         if self._single:  # the caller promised one thread at a time: no lock
             h = self._pool.first()
             return self._structure(self._run(h, self._frames[h], inputs, like_torch))
-        h = self._pool.acquire(self._new_handle)
+        h = self._pool.acquire(self._new_handle, self._destroy)
         try:
             outs = self._run(h, self._frames[h], inputs, like_torch)
         finally:
-            self._pool.release(h)
+            self._pool.release(h, self._destroy)
         return self._structure(outs)
 
     def _output_structure(self):
         """outs -> the exported output structure (fast paths for the usual shapes)."""
-        spec, leaves = self.metadata["out_spec"], self.metadata["output_leaves"]
+        spec, leaves = self.package_metadata["out_spec"], self.package_metadata["output_leaves"]
         in_order = [leaf.get("index") for leaf in leaves] == list(range(len(leaves)))
         if spec["kind"] == "leaf" and in_order:
             return lambda outs: outs[0]
@@ -223,6 +267,9 @@ def load_package(path, model_name: str | None = None, run_single_threaded: bool 
 
     `num_runners` model objects serve calls from several threads at once (each with its own
     arena and `num_threads` OpenMP threads); further callers wait for a free one."""
+    if is_filelike(path):  # the weights are mapped from a file: copy the bytes into one
+        with spilled(path) as tmp:
+            return CompiledModel(tmp, model_name, run_single_threaded, num_threads, num_runners)
     return CompiledModel(os.fspath(path), model_name, run_single_threaded, num_threads, num_runners)
 
 

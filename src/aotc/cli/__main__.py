@@ -1,0 +1,6 @@
+"""`python -m aotc.cli ...` runs the command line."""
+import sys
+
+from . import main
+
+sys.exit(main())

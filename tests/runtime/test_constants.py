@@ -1,0 +1,250 @@
+"""Weights by name: constant_names() is the state_dict, load_constants swaps weights without
+recompiling (double-buffered), and calls on two threads overlap."""
+from __future__ import annotations
+
+import copy
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import aotc
+from models import ScaledLinear
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(10, 16)
+        self.bn = torch.nn.BatchNorm1d(16)
+        self.fc2 = torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.bn(self.fc1(x))))
+
+
+def _compile(module, x, path, **options):
+    with torch.no_grad():
+        ep = torch.export.export(module.eval(), (x,))
+    return aotc.compile_and_package(ep, path, options=options)
+
+
+def _perturbed(module):
+    other = copy.deepcopy(module)
+    with torch.no_grad():
+        for t in other.state_dict().values():
+            if t.is_floating_point():
+                t.mul_(0.5 + torch.rand_like(t))  # keeps running_var positive
+    return other
+
+
+def test_constant_names_are_the_state_dict(tmp_path):
+    m = Net().eval()
+    model = aotc.load_package(_compile(m, torch.randn(4, 10), tmp_path / "n.pt2"))
+    names = model.constant_names()
+    assert len(names) == len(set(names)) and set(names) == set(m.state_dict())
+    assert "fc1.bias" in names and "bn.num_batches_tracked" in names
+    assert model.get_constant_fqns() == model.constant_names()
+
+
+@pytest.mark.parametrize("user_managed", [False, True])
+def test_swap_equals_a_fresh_compile(tmp_path, user_managed):
+    torch.manual_seed(0)
+    m, x = Net().eval(), torch.randn(4, 10)
+    model = aotc.load_package(_compile(m, x, tmp_path / "a.pt2"), num_runners=2)
+    new = _perturbed(m)
+    fresh = aotc.load_package(_compile(new, x, tmp_path / "b.pt2"))
+    before = model(x)
+    model.load_constants({k: v.clone() for k, v in new.state_dict().items()},
+                         user_managed=user_managed)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), fresh(x), rtol=0, atol=0)
+        torch.testing.assert_close(model(x), new(x))
+    assert not torch.allclose(before, model(x))
+    # a partial update: only fc2.bias goes back to the old value
+    model.load_constants({"fc2.bias": m.fc2.bias.detach().numpy()}, check_full_update=False)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), new(x) - new.fc2.bias + m.fc2.bias)
+
+
+def test_a_call_in_flight_finishes_on_the_old_weights(tmp_path):
+    torch.manual_seed(1)
+    m, x = Net().eval(), torch.randn(4, 10)
+    model = aotc.load_package(_compile(m, x, tmp_path / "a.pt2"), num_runners=2)
+    new = _perturbed(m)
+    holding, swapped = threading.Event(), threading.Event()
+    run = model._run
+
+    def held_run(*args):  # the call has its runner (old weights); let the swap happen now
+        holding.set()
+        assert swapped.wait(30)
+        return run(*args)
+
+    model._run = held_run
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("out", model(x)))
+    t.start()
+    assert holding.wait(30)
+    model._run = run  # later calls run normally
+    model.load_constants({k: v.clone() for k, v in new.state_dict().items()})
+    after = model(x)
+    swapped.set()
+    t.join(30)
+    with torch.no_grad():
+        torch.testing.assert_close(result["out"], m(x))
+        torch.testing.assert_close(after, new(x))
+        torch.testing.assert_close(model(x), new(x))
+    assert len(model._pool) <= 2
+
+
+def test_swaps_under_concurrent_calls(tmp_path):
+    """4 threads call while the weights flip between two sets 30 times: every result is one
+    set's result, never a mix, and no model object outlives its generation."""
+    torch.manual_seed(2)
+    m, x = Net().eval(), torch.randn(4, 10)
+    model = aotc.load_package(_compile(m, x, tmp_path / "a.pt2"), num_runners=3)
+    new = _perturbed(m)
+    with torch.no_grad():
+        results = (m(x), new(x))
+    sets = ({k: v.clone() for k, v in m.state_dict().items()},
+            {k: v.clone() for k, v in new.state_dict().items()})
+    stop, seen, errors = threading.Event(), [], []
+
+    def call():
+        while not stop.is_set():
+            out = model(x)
+            if not any(torch.allclose(out, r) for r in results):
+                errors.append(out)
+            seen.append(1)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for k in range(30):
+        model.load_constants(sets[(k + 1) % 2])
+        time.sleep(0.002)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert not errors and len(seen) > 30
+    assert len(model._pool) <= 3
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), results[0])
+
+
+def test_single_threaded_models_swap_too(tmp_path):
+    m, x = Net().eval(), torch.randn(4, 10)
+    model = aotc.load_package(_compile(m, x, tmp_path / "a.pt2"), run_single_threaded=True)
+    new = _perturbed(m)
+    model.load_constants(new.state_dict())
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), new(x))
+
+
+def test_bad_updates_name_the_constant(tmp_path):
+    m, x = Net().eval(), torch.randn(4, 10)
+    model = aotc.load_package(_compile(m, x, tmp_path / "a.pt2"))
+    sd = {k: v.clone() for k, v in m.state_dict().items()}
+    with pytest.raises(aotc.InputError, match=r"constant 'fc1.weight': dtype float64, expected "
+                                              r"float32"):
+        model.load_constants({**sd, "fc1.weight": sd["fc1.weight"].double()})
+    with pytest.raises(aotc.InputError, match=r"constant 'fc2.bias': shape \[4\], expected \[3\]"):
+        model.load_constants({**sd, "fc2.bias": torch.zeros(4)})
+    with pytest.raises(aotc.InputError, match=r"no constant\(s\) \['fc3.weight'\]"):
+        model.load_constants({**sd, "fc3.weight": torch.zeros(3)})
+    with pytest.raises(aotc.InputError, match=r"\['fc2.weight', 'fc2.bias'\] are missing"):
+        model.load_constants({k: v for k, v in sd.items() if not k.startswith("fc2")})
+    with pytest.raises(aotc.InputError, match="user_managed=True needs a contiguous"):
+        model.load_constants({"fc1.weight": torch.randn(10, 16).t()}, check_full_update=False,
+                             user_managed=True)
+    with torch.no_grad():  # nothing was swapped by the failed updates
+        torch.testing.assert_close(model(x), m(x))
+
+
+def test_weights_folded_by_freezing_refuse_a_swap(tmp_path):
+    m, x = ScaledLinear().eval(), torch.randn(4, 8)
+    frozen = aotc.load_package(_compile(m, x, tmp_path / "f.pt2"))
+    with pytest.raises(aotc.InputError, match=r"\['scale', 'w'\] were folded.*'freezing': False"):
+        frozen.load_constants(m.state_dict())
+    swappable = aotc.load_package(_compile(m, x, tmp_path / "s.pt2", freezing=False))
+    new = _perturbed(m)
+    swappable.load_constants(new.state_dict())
+    with torch.no_grad():
+        torch.testing.assert_close(swappable(x), new(x))
+
+
+def _ratio(work, calls: int) -> float:
+    """Wall time of two threads each doing `calls` x work, over one thread doing as many."""
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        work()
+    one = time.perf_counter() - t0
+    threads = [threading.Thread(target=lambda: [work() for _ in range(calls)]) for _ in range(2)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return (time.perf_counter() - t0) / one
+
+
+def test_two_threads_on_one_model_overlap(tmp_path):
+    """Calls release the GIL: two threads with num_runners=2 take well under twice as long
+    as one thread making the same calls (about 20 ms each on one core). Measured beside a
+    reference that surely runs in parallel (sha256 releases the GIL), since other processes
+    may hold the cores: with no second core free the overlap cannot show, and the test skips."""
+    import hashlib
+
+    m = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
+                            torch.nn.Linear(1024, 1024)).eval()
+    x = np.random.default_rng(0).standard_normal((1024, 1024), dtype=np.float32)
+    path = _compile(m, torch.from_numpy(x), tmp_path / "big.pt2", num_threads=1)
+    model = aotc.load_package(path, num_runners=2)
+    blob = bytes(8 << 20)
+    seen = []
+    for _ in range(5):
+        _ratio(lambda: model(x), 1)  # both runners made and warm
+        reference = _ratio(lambda: hashlib.sha256(blob).digest(), 6)
+        ratio = _ratio(lambda: model(x), 6)
+        seen.append((round(reference, 2), round(ratio, 2)))
+        if ratio < 1.6:
+            return
+    # no overlap seen: a defect only if the machine did have a second core free meanwhile
+    free = [r for ref, r in seen if ref < 1.3]
+    if len(free) >= 2 and all(r >= 1.9 for r in free):
+        raise AssertionError(f"two threads took (reference, model) {seen} x one thread's time")
+    pytest.skip(f"inconclusive, other processes hold the cores: two threads took (GIL-free "
+                f"hashing, model) {seen} x one thread's time")
+
+
+def test_calls_release_the_gil(tmp_path):
+    """While one thread is inside a long call, another runs Python code: its longest pause
+    is far shorter than the call (were the GIL held, it would pause for the whole call)."""
+    m = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.Linear(1024, 1024)).eval()
+    x = np.random.default_rng(0).standard_normal((2048, 1024), dtype=np.float32)
+    path = _compile(m, torch.from_numpy(x), tmp_path / "long.pt2", num_threads=1)
+    model = aotc.load_package(path)
+    model(x)
+    for _ in range(3):
+        stop, stamps = threading.Event(), []
+
+        def tick(stop=stop, stamps=stamps):
+            while not stop.is_set():
+                stamps.append(time.perf_counter())
+
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        time.sleep(0.01)
+        t0 = time.perf_counter()
+        model(x)
+        t1 = time.perf_counter()
+        stop.set()
+        ticker.join()
+        inside = [t for t in stamps if t0 <= t <= t1]
+        gaps = np.diff([t0, *inside, t1])
+        if gaps.max() < 0.5 * (t1 - t0):
+            return
+    raise AssertionError(f"Python paused {gaps.max() * 1e3:.1f} ms of a {(t1 - t0) * 1e3:.1f} ms "
+                         "call: the call held the GIL")
