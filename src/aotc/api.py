@@ -50,8 +50,14 @@ def spec_to_json(spec) -> dict:
         return {"kind": "dict", "keys": keys, "children": kids}
     if t is list:
         return {"kind": "list", "children": kids}
-    if t is tuple or (isinstance(t, type) and issubclass(t, tuple)):
-        return {"kind": "tuple", "children": kids}  # namedtuples come back as tuples
+    if t is tuple:
+        return {"kind": "tuple", "children": kids}
+    if isinstance(t, type) and issubclass(t, tuple):  # a namedtuple, or torch.return_types
+        fields = getattr(t, "_fields", None) or getattr(t, "__match_args__", None)
+        if fields is None or len(fields) != len(kids):
+            return {"kind": "tuple", "children": kids}
+        return {"kind": "tuple", "children": kids, "name": f"{t.__module__}.{t.__qualname__}",
+                "fields": list(fields)}
     raise CompileError(f"inputs/outputs of type {t} are not supported (tuple, list, dict only)")
 
 

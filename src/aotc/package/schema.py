@@ -100,6 +100,11 @@ def _spec(value: Any, path: str, depth: int = 0) -> int:
     if kind not in ("tuple", "list", "dict"):
         raise _Bad(f"{path}.kind", "leaf, none, tuple, list or dict", kind)
     kids = _list(_get(spec, "children", path), f"{path}.children")
+    if kind == "tuple" and ("fields" in spec or "name" in spec):  # a named tuple
+        _str(_get(spec, "name", path), f"{path}.name")
+        fields = _list(_get(spec, "fields", path), f"{path}.fields")
+        if len(fields) != len(kids) or not all(isinstance(f, str) for f in fields):
+            raise _Bad(f"{path}.fields", f"{len(kids)} field names, one per child", fields)
     if kind == "dict":
         keys = _list(_get(spec, "keys", path), f"{path}.keys")
         if len(keys) != len(kids) or not all(isinstance(k, (str, int)) for k in keys):

@@ -198,7 +198,7 @@ class CompiledModel:
         in_order = [leaf.get("index") for leaf in leaves] == list(range(len(leaves)))
         if spec["kind"] == "leaf" and in_order:
             return lambda outs: outs[0]
-        if (spec["kind"] == "tuple" and in_order
+        if (spec["kind"] == "tuple" and in_order and "fields" not in spec
                 and all(c["kind"] == "leaf" for c in spec["children"])):
             return tuple
 

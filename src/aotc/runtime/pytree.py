@@ -1,9 +1,14 @@
 """Input/output structure of a model (the exported program's pytree specs), torch-free.
 
 Specs are JSON: {"kind": "leaf"} | {"kind": "none"} | {"kind": "tuple"|"list",
-"children": [...]} | {"kind": "dict", "keys": [...], "children": [...]}.
+"children": [...]} | {"kind": "dict", "keys": [...], "children": [...]}; a named tuple (a
+collections.namedtuple, or torch.return_types.sort and the like) adds "name" and "fields".
 """
 from __future__ import annotations
+
+import collections
+import functools
+import sys
 
 from ..errors import InputError
 
@@ -51,6 +56,8 @@ def unflatten(spec: dict, leaves: list):
             return None
         kids = [build(c) for c in s["children"]]
         if kind == "tuple":
+            if "fields" in s:
+                return named_tuple(s["name"], tuple(s["fields"]), "torch" in sys.modules)(*kids)
             return tuple(kids)
         if kind == "list":
             return kids
@@ -72,3 +79,15 @@ def flatten_call(spec: dict, args: tuple, kwargs: dict) -> list:
     if set(kwargs) != set(kw_keys):
         raise InputError(f"expected keyword inputs {sorted(kw_keys)}, got {sorted(kwargs)}")
     return leaves + flatten(kw_spec, dict(kwargs), "kwargs")
+
+
+@functools.cache
+def named_tuple(name: str, fields: tuple, with_torch: bool):
+    """A constructor of the named tuple a spec names: torch's own return type when torch is
+    loaded (so results are what eager returns), else a namedtuple with the same fields."""
+    module, _, short = name.rpartition(".")
+    torch = sys.modules.get("torch") if with_torch else None
+    if torch is not None and module == "torch.return_types" and hasattr(torch.return_types, short):
+        real = getattr(torch.return_types, short)
+        return lambda *kids: real(kids)
+    return collections.namedtuple(short if short.isidentifier() else "outputs", fields, rename=True)
