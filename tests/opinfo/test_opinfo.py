@@ -68,6 +68,10 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.pad.replicate_negative": (F32,), "nn.functional.pad.circular": (F32, I64),
     # reversed and rotated indices
     "flip": ALL, "fliplr": ALL, "flipud": ALL, "roll": ALL,
+    # resampling
+    "nn.functional.interpolate.nearest": (F32,), "nn.functional.interpolate.linear": (F32,),
+    "nn.functional.interpolate.bilinear": (F32,), "nn.functional.interpolate.trilinear": (F32,),
+    "nn.functional.upsample_nearest": (F32,), "nn.functional.upsample_bilinear": (F32,),
     # scans
     "cumsum": ALL, "cumprod": (F32, I64),
     # pooling
