@@ -111,6 +111,9 @@ class Gemm(Template):
                 f"{self.alpha}*{format_operand(self.a)} @ {format_operand(self.b)}{bias}")
 
 
+SMALL_PLANE = 256  # kSmallPlane of kernels/conv.cpp: smaller output planes batch all images
+
+
 @dataclass(frozen=True)
 class Conv(Template):
     """Convolution over 1-3 spatial dims of contiguous NC[D][H]W buffers (float32):
@@ -148,15 +151,20 @@ class Conv(Template):
     def workspace(self) -> sympy.Expr:
         """The scratch of the kernel's path (aotc_sconv_workspace in kernels/aotc_kernels.h)."""
         taps = _product(self.kernel)
-        cig = self.in_channels / self.groups
-        cog = self.out_channels / self.groups
+        cig = sympy.sympify(self.in_channels) / self.groups
+        cog = sympy.sympify(self.out_channels) / self.groups
         if self.transposed:
             return sympy.expand(4 * cog * taps * _product(self.in_size))
         pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride) \
             and all(p == 0 for p in self.padding)
         if cig == 1 or pointwise:
             return sympy.Integer(0)
-        return sympy.expand(4 * cig * taps * _product(self.out_size))
+        plane = _product(self.out_size)
+        one_image = sympy.expand(4 * cig * taps * plane)
+        all_images = sympy.expand(4 * (cig * taps + cog) * self.batch * plane)
+        # the kernel's choice, decided at run time when the sizes are symbolic
+        return sympy.Piecewise((all_images, sympy.And(plane < SMALL_PLANE, self.batch > 1)),
+                               (one_image, True))
 
     def describe(self) -> str:
         kind = "conv_transpose" if self.transposed else "conv"

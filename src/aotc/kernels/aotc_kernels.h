@@ -41,6 +41,8 @@ void aotc_sgemm(int64_t M, int64_t N, int64_t K,
    `workspace` holds aotc_sconv_workspace(shape) floats (may be NULL when that is 0):
      forward, Cig == 1 (depthwise):              0 (a direct loop)
      forward, every kernel 1, stride 1, pad 0:   0 (one GEMM over x in place)
+     other forward, prod(out_size) < 256, batch > 1:
+                                   (Cig * prod(kernel) + Cog) * batch * prod(out_size)
      other forward:                              Cig * prod(kernel) * prod(out_size) (im2col)
      transposed:                                 Cog * prod(kernel) * prod(in_size)  (col2im)
    Multi-threaded with OpenMP; results do not depend on the thread count. */
