@@ -73,7 +73,8 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.interpolate.bilinear": (F32,), "nn.functional.interpolate.trilinear": (F32,),
     "nn.functional.upsample_nearest": (F32,), "nn.functional.upsample_bilinear": (F32,),
     # scans
-    "cumsum": ALL, "cumprod": (F32, I64),
+    "cumsum": ALL, "cumprod": (F32, I64), "logcumsumexp": (F32,), "cummax": ALL,
+    "cummin": ALL,
     # pooling
     "nn.functional.max_pool1d": (F32,), "nn.functional.max_pool2d": (F32,),
     "nn.functional.max_pool3d": (F32,), "nn.functional.avg_pool1d": (F32,),

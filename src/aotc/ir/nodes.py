@@ -175,28 +175,39 @@ class Conv(Template):
                 f"stride={self.stride} padding={self.padding} dilation={self.dilation}")
 
 
+class ScanOp(enum.Enum):
+    SUM = "sum"  # cumsum
+    PROD = "prod"  # cumprod
+    LOGSUMEXP = "logsumexp"  # logcumsumexp
+    MAX = "max"  # cummax: NaN-propagating
+    MIN = "min"  # cummin
+
+
 @dataclass(frozen=True)
 class Scan(Template):
-    """Inclusive scan of contiguous buffer `x` (same dtype and numel as the output) viewed
-    as [outer, length, inner]: out[o, j, i] = x[o, 0, i] op ... op x[o, j, i], where op is
-    SUM or PROD (cumsum, cumprod)."""
+    """Inclusive scan of contiguous buffer `x` (same numel as the output) viewed as
+    [outer, length, inner]: out[o, j, i] = x[o, 0, i] op ... op x[o, j, i]. With
+    `positions` (MAX and MIN only), out holds instead the int64 position along the scanned
+    dim of the running max or min (the last of equal values), as cummax's indices."""
 
     x: str
-    combine: ReduceType
+    op: ScanOp
     outer: sympy.Expr
     length: sympy.Expr
     inner: sympy.Expr
+    positions: bool = False
 
     def __post_init__(self) -> None:
-        if self.combine not in (ReduceType.SUM, ReduceType.PROD):
-            raise ValueError(f"scan: {self.combine.value} is not a scan")
+        if self.positions and self.op not in (ScanOp.MAX, ScanOp.MIN):
+            raise ValueError(f"scan: {self.op.value} has no positions")
 
     def reads(self) -> tuple[str, ...]:
         return (self.x,)
 
     def describe(self) -> str:
-        return (f"scan {self.combine.value} of {self.x} over "
-                f"[{self.outer}, {self.length}, {self.inner}] along the middle")
+        what = f"positions of {self.op.value}" if self.positions else self.op.value
+        return (f"scan {what} of {self.x} over [{self.outer}, {self.length}, {self.inner}] "
+                "along the middle")
 
 
 def _product(xs) -> sympy.Expr:

@@ -59,17 +59,56 @@ void aotc_sconv(const aotc_conv_shape *shape, const float *x, const float *w, co
                 float *y, float *workspace);
 
 /* Inclusive scans along one dim of a contiguous tensor viewed as [outer, n, inner]:
-   y[o, j, i] = x[o, 0, i] op x[o, 1, i] op ... op x[o, j, i], op a sum or a product.
-   float32 accumulates in double; int64 wraps around on overflow. y may not alias x. */
+   y[o, j, i] = x[o, 0, i] op x[o, 1, i] op ... op x[o, j, i], op one of
+   sum, product, log-sum-exp (floats only), max, min (a NaN, once seen, stays).
+   float32 sums, products and log-sum-exps accumulate in double; int64 wraps around.
+   aotc_scan_index_*: the position j' <= j of the running max (AOTC_SCAN_MAX) or min
+   (AOTC_SCAN_MIN): the last one among equal values, the last NaN once there is one
+   (torch.cummax / cummin). Outputs may not alias x. */
 #define AOTC_SCAN_SUM 0
 #define AOTC_SCAN_PROD 1
+#define AOTC_SCAN_LOGSUMEXP 2
+#define AOTC_SCAN_MAX 3
+#define AOTC_SCAN_MIN 4
 void aotc_scan_f32(int32_t op, int64_t outer, int64_t n, int64_t inner, const float *x, float *y);
 void aotc_scan_f64(int32_t op, int64_t outer, int64_t n, int64_t inner, const double *x, double *y);
 void aotc_scan_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, const int64_t *x,
                    int64_t *y);
+void aotc_scan_index_f32(int32_t op, int64_t outer, int64_t n, int64_t inner, const float *x,
+                         int64_t *y);
+void aotc_scan_index_f64(int32_t op, int64_t outer, int64_t n, int64_t inner, const double *x,
+                         int64_t *y);
+void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, const int64_t *x,
+                         int64_t *y);
 
 #ifdef __cplusplus
 } /* extern "C" */
+
+/* The scans by element type, for generated code. */
+namespace aotc {
+inline void scan(int32_t op, int64_t outer, int64_t n, int64_t inner, const float *x, float *y) {
+  aotc_scan_f32(op, outer, n, inner, x, y);
+}
+inline void scan(int32_t op, int64_t outer, int64_t n, int64_t inner, const double *x, double *y) {
+  aotc_scan_f64(op, outer, n, inner, x, y);
+}
+inline void scan(int32_t op, int64_t outer, int64_t n, int64_t inner, const int64_t *x,
+                 int64_t *y) {
+  aotc_scan_i64(op, outer, n, inner, x, y);
+}
+inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner, const float *x,
+                           int64_t *y) {
+  aotc_scan_index_f32(op, outer, n, inner, x, y);
+}
+inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner, const double *x,
+                           int64_t *y) {
+  aotc_scan_index_f64(op, outer, n, inner, x, y);
+}
+inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner,
+                           const int64_t *x, int64_t *y) {
+  aotc_scan_index_i64(op, outer, n, inner, x, y);
+}
+}  // namespace aotc
 #endif
 
 #endif /* AOTC_KERNELS_H */
