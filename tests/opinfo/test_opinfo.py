@@ -52,6 +52,7 @@ MILESTONE: dict[str, tuple] = {
     "atan2": (F32,), "logical_and": ALL, "logical_or": ALL, "logical_not": ALL,
     "bitwise_and": (I64, BOOL), "bitwise_not": (I64, BOOL), "isnan": (F32,),
     "nn.functional.hardtanh": (F32,), "nn.functional.leaky_relu": (F32,),
+    "nn.functional.relu6": (F32, I64),
     "nn.functional.hardswish": (F32,), "nn.functional.hardsigmoid": (F32,),
     "prod": (F32, I64), "any": ALL, "all": ALL, "std": (F32,),
     "argmax": (F32, I64), "argmin": (F32, I64), "max.reduction_with_dim": (F32, I64),

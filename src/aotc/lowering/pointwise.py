@@ -183,10 +183,13 @@ def lower_where(ctx, cond, a, b):
 
 
 @register_lowering(aten.clamp.default, aten.clamp.Tensor, aten.clamp_min.default,
-                   aten.clamp_max.default, aten.hardtanh.default, family=FAMILY)
+                   aten.clamp_max.default, aten.hardtanh.default, aten.relu6.default,
+                   family=FAMILY)
 def lower_clamp(ctx, x, lo=None, hi=None):
     if "clamp_max" in ctx.target:
         lo, hi = None, lo
+    if "relu6" in ctx.target:
+        lo, hi = 0, 6
     if "hardtanh" in ctx.target:
         lo = -1.0 if lo is None else lo
         hi = 1.0 if hi is None else hi
