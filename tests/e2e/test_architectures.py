@@ -9,6 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from aotc.build.toolchain import missing_features, target_for
+
 nn = torch.nn
 Dim = torch.export.Dim
 
@@ -227,12 +229,20 @@ ARCHITECTURES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(ARCHITECTURES))
-def test_architecture_matches_eager(compile_model, name):
+def _cases():
+    cases = [pytest.param(name, "host", id=name) for name in sorted(ARCHITECTURES)]
+    if not missing_features(target_for("avx2").arch):  # the AVX2 build of the CNNs too
+        cases += [pytest.param(name, "avx2", id=f"{name}-avx2")
+                  for name in ("mobilenetv2", "resnet", "unet")]
+    return cases
+
+
+@pytest.mark.parametrize("name,isa", _cases())
+def test_architecture_matches_eager(compile_model, name, isa):
     torch.manual_seed(0)
     make, args, dynamic, more = ARCHITECTURES[name]
     model = _randomize_norms(make()).eval()
-    ep, compiled = compile_model(model, args, dynamic_shapes=dynamic())
+    ep, compiled = compile_model(model, args, dynamic_shapes=dynamic(), options={"isa": isa})
     for a in [args, *more]:
         with torch.no_grad():
             expected = model(*a)
