@@ -114,8 +114,8 @@ class MobileNetV2Style(nn.Module):
 
 # ---- UNet-style -----------------------------------------------------------------------------
 
-def double_conv(cin, cout):
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+def double_conv(cin, cout, norm=nn.BatchNorm2d):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), norm(cout), nn.ReLU(),
                          nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU())
 
 
@@ -124,8 +124,8 @@ class UNetStyle(nn.Module):
         super().__init__()
         self.d1, self.d2, self.mid = double_conv(3, 8), double_conv(8, 16), double_conv(16, 32)
         self.up2 = nn.ConvTranspose2d(32, 16, 2, stride=2)
-        self.u2 = double_conv(32, 16)
-        self.u1 = double_conv(16 + 8, 8)
+        self.u2 = double_conv(32, 16, lambda c: nn.GroupNorm(4, c))
+        self.u1 = double_conv(16 + 8, 8, lambda c: nn.InstanceNorm2d(c, affine=True))
         self.out = nn.Conv2d(8, 2, 1)
 
     def forward(self, x):
@@ -140,12 +140,14 @@ class UNetStyle(nn.Module):
 # ---- speech front end -----------------------------------------------------------------------
 
 class SpeechFrontEnd(nn.Module):
-    """A wav2vec-like feature encoder (conv1d stack with GELU) and a transformer layer."""
+    """A wav2vec-like feature encoder (conv1d stack with GELU, group norm after the first)
+    and a transformer layer."""
 
     def __init__(self, dim=32):
         super().__init__()
         self.convs = nn.ModuleList([nn.Conv1d(1, dim, 10, 5), nn.Conv1d(dim, dim, 3, 2),
                                     nn.Conv1d(dim, dim, 3, 2)])
+        self.group_norm = nn.GroupNorm(dim, dim)
         self.norm = nn.LayerNorm(dim)
         self.pos = nn.Conv1d(dim, dim, 5, padding=2, groups=4)
         self.encoder = nn.TransformerEncoderLayer(dim, 4, 64, dropout=0.0, batch_first=True,
@@ -153,8 +155,9 @@ class SpeechFrontEnd(nn.Module):
 
     def forward(self, wave):
         x = wave.unsqueeze(1)
-        for conv in self.convs:
-            x = F.gelu(conv(x))
+        for k, conv in enumerate(self.convs):
+            x = conv(x)
+            x = F.gelu(self.group_norm(x) if k == 0 else x)
         x = x + F.gelu(self.pos(x))
         return self.encoder(self.norm(x.transpose(1, 2)))
 
