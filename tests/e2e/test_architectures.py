@@ -137,6 +137,55 @@ class UNetStyle(nn.Module):
         return self.out(self.u1(torch.cat([y, s1], 1)))
 
 
+# ---- ConvNeXt-style and ViT-style ----------------------------------------------------------
+
+class ConvNeXtBlock(nn.Module):
+    """7x7 depthwise conv, then layer norm and an MLP over channels in channels-last."""
+
+    def __init__(self, dim=32):
+        super().__init__()
+        self.dw = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim)
+        self.pw1, self.pw2 = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+        self.gamma = nn.Parameter(torch.full((dim,), 0.1))
+
+    def forward(self, x):
+        y = self.dw(x).permute(0, 2, 3, 1)
+        y = self.pw2(F.gelu(self.pw1(self.norm(y)))) * self.gamma
+        return x + y.permute(0, 3, 1, 2)
+
+
+class ConvNeXtStyle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 32, 4, 4)
+        self.blocks = nn.Sequential(ConvNeXtBlock(), ConvNeXtBlock())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.blocks(self.stem(x)).mean((-2, -1)))
+
+
+class ViTStyle(nn.Module):
+    """Patch conv, class token, position embedding, scaled_dot_product_attention."""
+
+    def __init__(self, dim=32, patch=4):
+        super().__init__()
+        self.patch = nn.Conv2d(3, dim, patch, patch)
+        self.cls = nn.Parameter(torch.randn(1, 1, dim))
+        self.pos = nn.Parameter(torch.randn(1, 17, dim))
+        self.encoder = nn.TransformerEncoderLayer(dim, 4, 64, dropout=0.0, batch_first=True,
+                                                  norm_first=True)
+        self.head = nn.Linear(dim, 10)
+
+    def forward(self, x):
+        t = self.patch(x).flatten(2).transpose(1, 2)
+        t = torch.cat([self.cls.expand(x.shape[0], -1, -1), t], 1) + self.pos
+        q = t.view(t.shape[0], t.shape[1], 4, 8).transpose(1, 2)
+        a = F.scaled_dot_product_attention(q, q, q).transpose(1, 2).reshape(t.shape)
+        return self.head(self.encoder(t + a)[:, 0])
+
+
 # ---- speech front end -----------------------------------------------------------------------
 
 class SpeechFrontEnd(nn.Module):
@@ -220,6 +269,10 @@ ARCHITECTURES = {
                              [_image(1, 40, 24), _image(3, 64)]),
     "mobilenetv2": (MobileNetV2Style, _image(2, 32), lambda: {"x": {0: Dim("b", max=16)}},
                     [_image(1, 32), _image(4, 32)]),
+    "convnext": (ConvNeXtStyle, _image(2, 32), lambda: {"x": {0: Dim("b", max=16)}},
+                 [_image(1, 32), _image(5, 32)]),
+    "vit": (ViTStyle, _image(2, 16), lambda: {"x": {0: Dim("b", max=16)}},
+            [_image(1, 16), _image(5, 16)]),
     "unet": (UNetStyle, _image(2, 16), lambda: {"x": {0: Dim("b", max=16)}},
              [_image(1, 16), _image(3, 16)]),
     "speech_front_end": (SpeechFrontEnd, (torch.randn(2, 800),),
