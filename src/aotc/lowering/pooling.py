@@ -129,30 +129,19 @@ def _max_pool(ctx, x, kernel_size, stride, padding, dilation, n: int, with_indic
 
 
 def _register_max_pool(n: int) -> None:
-    plain = getattr(aten, f"max_pool{n}d").default
-    indexed = getattr(aten, f"max_pool{n}d_with_indices").default
+    """max_pool{n}d and max_pool{n}d_with_indices (values, flat input positions)."""
 
-    @register_lowering(plain, family=FAMILY)
+    @register_lowering(getattr(aten, f"max_pool{n}d").default, family=FAMILY)
     def lower(ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         return _max_pool(ctx, x, kernel_size, stride, padding, dilation, n, False)
 
-    @register_lowering(indexed, family=FAMILY)
+    @register_lowering(getattr(aten, f"max_pool{n}d_with_indices").default, family=FAMILY)
     def lower_indices(ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         return _max_pool(ctx, x, kernel_size, stride, padding, dilation, n, True)
 
 
-def _register_max_pool1d_indices() -> None:
-    @register_lowering(aten.max_pool1d_with_indices.default, family=FAMILY)
-    def lower(ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-        return _max_pool(ctx, x, kernel_size, stride, padding, dilation, 1, True)
-
-
-for _n in (2, 3):
+for _n in (1, 2, 3):
     _register_max_pool(_n)
-register_lowering(aten.max_pool1d.default, family=FAMILY)(
-    lambda ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False:
-    _max_pool(ctx, x, kernel_size, stride, padding, dilation, 1, False))
-_register_max_pool1d_indices()
 
 
 def _avg_pool(ctx, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
