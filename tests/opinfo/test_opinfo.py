@@ -63,7 +63,8 @@ MILESTONE: dict[str, tuple] = {
     "min.reduction_with_dim": (F32, I64),
     "gather": (F32, I64), "index_select": (F32, I64), "nn.functional.embedding": (F32,),
     "stack": ALL, "split": (F32,), "chunk": (F32,), "masked_fill": (F32, I64),
-    "nn.functional.layer_norm": (F32,), "nn.functional.group_norm": (F32,),
+    "nn.functional.layer_norm": (F32,), "native_layer_norm": (F32,),
+    "nn.functional.group_norm": (F32,),
     "nn.functional.instance_norm": (F32,), "t": ALL, "flatten": ALL, "unflatten": (F32,),
     # convolution, padding
     "nn.functional.conv1d": (F32,), "nn.functional.conv2d": (F32,),

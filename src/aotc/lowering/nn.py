@@ -42,6 +42,19 @@ def lower_layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5,
                      lambda v: operand(v, d, ctx.out_sizes))
 
 
+@register_lowering(aten.native_layer_norm.default, family=FAMILY)
+def lower_native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
+    """(layer norm, mean, rstd), the statistics keeping the normalized dims as 1s."""
+    d = ctx.out_dtype
+    dims = list(range(x.ndim - len(normalized_shape), x.ndim))
+    mean = lower_mean_keep(ctx, x, dims, d)
+    var = variance(ctx, x, dims, 0, True, d, mean)
+    y = normalize(ctx, x, mean, var, weight, bias, eps, lambda v: operand(v, d, ctx.out_sizes))
+    rstd = Unary(UnaryOp.RSQRT, Binary(BinaryOp.ADD, operand(var, d, var.sizes),
+                                       constant(eps, d), d), d)
+    return y, mean, ctx.pointwise(rstd, var.sizes, hint=f"{ctx.node_name}_rstd")
+
+
 def _batch_norm(ctx, x, weight, bias, mean, var, eps):
     """Inference batch norm: the statistics and parameters are per channel (dim 1). After a
     convolution with constant weights it folds into that convolution at compile time."""
