@@ -1,6 +1,6 @@
 """The benchmark suite: small networks shaped like real models, restricted to what aotc
 compiles today (float32 linear/matmul/bmm, pointwise ops and activations, softmax, layer norm,
-reductions, views, cat; no convolutions).
+reductions, views, cat). Convolutional networks are in CNN (cnn_models.py), run by name.
 
 Each entry of SUITE is a Benchmark: a name, a constructor for the nn.Module, and a function
 returning the example inputs. Weights and inputs come from fixed seeds, so every process that
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from cnn_models import BasicBlock, InvertedResidual, MobileNetV2, ResNet18
 
 
 class ReadmeModel(torch.nn.Module):
@@ -170,7 +171,24 @@ COMPONENTS = [
               "softmax attention core of encoder_s128: 4 heads x 128 tokens x 64"),
 ]
 
-BY_NAME = {b.name: b for b in SUITE + COMPONENTS}
+# Convolutional networks (cnn_models.py). Not run by default: name them with --models.
+CNN = [
+    Benchmark("resnet_block_b1", lambda: BasicBlock(64, 64), lambda: (torch.randn(1, 64, 56, 56),),
+              "ResNet basic block: two 3x3 convs + batch norm + ReLU, residual; 64 x 56 x 56"),
+    Benchmark("resnet_block_b4", lambda: BasicBlock(64, 64), lambda: (torch.randn(4, 64, 56, 56),),
+              "the same block at batch 4"),
+    Benchmark("mobilenet_block_b1", lambda: InvertedResidual(32, 32),
+              lambda: (torch.randn(1, 32, 28, 28),),
+              "MobileNetV2 inverted residual: 1x1 expand x6, 3x3 depthwise, 1x1; 32 x 28 x 28"),
+    Benchmark("mobilenet_block_b4", lambda: InvertedResidual(32, 32),
+              lambda: (torch.randn(4, 32, 28, 28),), "the same block at batch 4"),
+    Benchmark("resnet18_224", ResNet18, lambda: (torch.randn(1, 3, 224, 224),),
+              "ResNet-18-shaped network, 1 x 3 x 224 x 224"),
+    Benchmark("mobilenetv2_224", MobileNetV2, lambda: (torch.randn(1, 3, 224, 224),),
+              "MobileNetV2-shaped network, 1 x 3 x 224 x 224"),
+]
+
+BY_NAME = {b.name: b for b in SUITE + COMPONENTS + CNN}
 
 
 def select(names: str | None) -> list[Benchmark]:

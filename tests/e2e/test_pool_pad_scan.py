@@ -49,6 +49,9 @@ CASES = {
     "cumprod_first": (lambda x: (x * 0.1 + 1).cumprod(0), (40, 9)),
     "cumsum_of_bool": (lambda x: (x > 0).cumsum(-1), (5, 33)),
     "cumsum_to_float64": (lambda x: x.cumsum(0, dtype=torch.float64), (7, 3)),
+    "cumsum_to_int64": (lambda x: (x * 10).cumsum(1, dtype=torch.int64), (7, 30)),
+    "logcumsumexp_large": (lambda x: (x * 30).logcumsumexp(1), (20, 2000)),
+    "cummax_cummin_ties": (lambda x: (x.round().cummax(1), x.round().cummin(0)), (40, 50)),
 }
 
 

@@ -48,13 +48,20 @@ MILESTONE: dict[str, tuple] = {
     "atan2": (F32,), "logical_and": ALL, "logical_or": ALL, "logical_not": ALL,
     "bitwise_and": (I64, BOOL), "bitwise_not": (I64, BOOL), "isnan": (F32,),
     "nn.functional.hardtanh": (F32,), "nn.functional.leaky_relu": (F32,),
+    "nn.functional.relu6": (F32, I64), "nn.functional.prelu": (F32,),
+    "nn.functional.logsigmoid": (F32,), "var_mean": (F32,), "std_mean": (F32,),
+    "tan": (F32, I64), "asin": (F32,), "acos": (F32,), "atan": (F32, I64), "sinh": (F32,),
+    "cosh": (F32,), "asinh": (F32,), "acosh": (F32,), "atanh": (F32,), "exp2": (F32, I64),
+    "log2": (F32,), "log10": (F32,),
     "nn.functional.hardswish": (F32,), "nn.functional.hardsigmoid": (F32,),
     "prod": (F32, I64), "any": ALL, "all": ALL, "std": (F32,),
     "argmax": (F32, I64), "argmin": (F32, I64), "max.reduction_with_dim": (F32, I64),
     "min.reduction_with_dim": (F32, I64),
     "gather": (F32, I64), "index_select": (F32, I64), "nn.functional.embedding": (F32,),
     "stack": ALL, "split": (F32,), "chunk": (F32,), "masked_fill": (F32, I64),
-    "nn.functional.layer_norm": (F32,), "t": ALL, "flatten": ALL, "unflatten": (F32,),
+    "nn.functional.layer_norm": (F32,), "native_layer_norm": (F32,),
+    "nn.functional.group_norm": (F32,),
+    "nn.functional.instance_norm": (F32,), "t": ALL, "flatten": ALL, "unflatten": (F32,),
     # convolution, padding
     "nn.functional.conv1d": (F32,), "nn.functional.conv2d": (F32,),
     "nn.functional.conv3d": (F32,), "nn.functional.conv_transpose1d": (F32,),
@@ -64,8 +71,13 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.pad.replicate_negative": (F32,), "nn.functional.pad.circular": (F32, I64),
     # reversed and rotated indices
     "flip": ALL, "fliplr": ALL, "flipud": ALL, "roll": ALL,
+    # resampling
+    "nn.functional.interpolate.nearest": (F32,), "nn.functional.interpolate.linear": (F32,),
+    "nn.functional.interpolate.bilinear": (F32,), "nn.functional.interpolate.trilinear": (F32,),
+    "nn.functional.upsample_nearest": (F32,), "nn.functional.upsample_bilinear": (F32,),
     # scans
-    "cumsum": ALL, "cumprod": (F32, I64),
+    "cumsum": ALL, "cumprod": (F32, I64), "logcumsumexp": (F32,), "cummax": ALL,
+    "cummin": ALL,
     # pooling
     "nn.functional.max_pool1d": (F32,), "nn.functional.max_pool2d": (F32,),
     "nn.functional.max_pool3d": (F32,), "nn.functional.avg_pool1d": (F32,),

@@ -111,6 +111,9 @@ class Gemm(Template):
                 f"{self.alpha}*{format_operand(self.a)} @ {format_operand(self.b)}{bias}")
 
 
+SMALL_PLANE = 256  # kSmallPlane of kernels/conv.cpp: smaller output planes batch all images
+
+
 @dataclass(frozen=True)
 class Conv(Template):
     """Convolution over 1-3 spatial dims of contiguous NC[D][H]W buffers (float32):
@@ -148,15 +151,20 @@ class Conv(Template):
     def workspace(self) -> sympy.Expr:
         """The scratch of the kernel's path (aotc_sconv_workspace in kernels/aotc_kernels.h)."""
         taps = _product(self.kernel)
-        cig = self.in_channels / self.groups
-        cog = self.out_channels / self.groups
+        cig = sympy.sympify(self.in_channels) / self.groups
+        cog = sympy.sympify(self.out_channels) / self.groups
         if self.transposed:
             return sympy.expand(4 * cog * taps * _product(self.in_size))
         pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride) \
             and all(p == 0 for p in self.padding)
         if cig == 1 or pointwise:
             return sympy.Integer(0)
-        return sympy.expand(4 * cig * taps * _product(self.out_size))
+        plane = _product(self.out_size)
+        one_image = sympy.expand(4 * cig * taps * plane)
+        all_images = sympy.expand(4 * (cig * taps + cog) * self.batch * plane)
+        # the kernel's choice, decided at run time when the sizes are symbolic
+        return sympy.Piecewise((all_images, sympy.And(plane < SMALL_PLANE, self.batch > 1)),
+                               (one_image, True))
 
     def describe(self) -> str:
         kind = "conv_transpose" if self.transposed else "conv"
@@ -167,28 +175,39 @@ class Conv(Template):
                 f"stride={self.stride} padding={self.padding} dilation={self.dilation}")
 
 
+class ScanOp(enum.Enum):
+    SUM = "sum"  # cumsum
+    PROD = "prod"  # cumprod
+    LOGSUMEXP = "logsumexp"  # logcumsumexp
+    MAX = "max"  # cummax: NaN-propagating
+    MIN = "min"  # cummin
+
+
 @dataclass(frozen=True)
 class Scan(Template):
-    """Inclusive scan of contiguous buffer `x` (same dtype and numel as the output) viewed
-    as [outer, length, inner]: out[o, j, i] = x[o, 0, i] op ... op x[o, j, i], where op is
-    SUM or PROD (cumsum, cumprod)."""
+    """Inclusive scan of contiguous buffer `x` (same numel as the output) viewed as
+    [outer, length, inner]: out[o, j, i] = x[o, 0, i] op ... op x[o, j, i]. With
+    `positions` (MAX and MIN only), out holds instead the int64 position along the scanned
+    dim of the running max or min (the last of equal values), as cummax's indices."""
 
     x: str
-    combine: ReduceType
+    op: ScanOp
     outer: sympy.Expr
     length: sympy.Expr
     inner: sympy.Expr
+    positions: bool = False
 
     def __post_init__(self) -> None:
-        if self.combine not in (ReduceType.SUM, ReduceType.PROD):
-            raise ValueError(f"scan: {self.combine.value} is not a scan")
+        if self.positions and self.op not in (ScanOp.MAX, ScanOp.MIN):
+            raise ValueError(f"scan: {self.op.value} has no positions")
 
     def reads(self) -> tuple[str, ...]:
         return (self.x,)
 
     def describe(self) -> str:
-        return (f"scan {self.combine.value} of {self.x} over "
-                f"[{self.outer}, {self.length}, {self.inner}] along the middle")
+        what = f"positions of {self.op.value}" if self.positions else self.op.value
+        return (f"scan {what} of {self.x} over [{self.outer}, {self.length}, {self.inner}] "
+                "along the middle")
 
 
 class SortAlgorithm(enum.Enum):

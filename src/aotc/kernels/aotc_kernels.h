@@ -41,6 +41,8 @@ void aotc_sgemm(int64_t M, int64_t N, int64_t K,
    `workspace` holds aotc_sconv_workspace(shape) floats (may be NULL when that is 0):
      forward, Cig == 1 (depthwise):              0 (a direct loop)
      forward, every kernel 1, stride 1, pad 0:   0 (one GEMM over x in place)
+     other forward, prod(out_size) < 256, batch > 1:
+                                   (Cig * prod(kernel) + Cog) * batch * prod(out_size)
      other forward:                              Cig * prod(kernel) * prod(out_size) (im2col)
      transposed:                                 Cog * prod(kernel) * prod(in_size)  (col2im)
    Multi-threaded with OpenMP; results do not depend on the thread count. */
@@ -57,14 +59,27 @@ void aotc_sconv(const aotc_conv_shape *shape, const float *x, const float *w, co
                 float *y, float *workspace);
 
 /* Inclusive scans along one dim of a contiguous tensor viewed as [outer, n, inner]:
-   y[o, j, i] = x[o, 0, i] op x[o, 1, i] op ... op x[o, j, i], op a sum or a product.
-   float32 accumulates in double; int64 wraps around on overflow. y may not alias x. */
+   y[o, j, i] = x[o, 0, i] op x[o, 1, i] op ... op x[o, j, i], op one of
+   sum, product, log-sum-exp (floats only), max, min (a NaN, once seen, stays).
+   float32 sums, products and log-sum-exps accumulate in double; int64 wraps around.
+   aotc_scan_index_*: the position j' <= j of the running max (AOTC_SCAN_MAX) or min
+   (AOTC_SCAN_MIN): the last one among equal values, the last NaN once there is one
+   (torch.cummax / cummin). Outputs may not alias x. */
 #define AOTC_SCAN_SUM 0
 #define AOTC_SCAN_PROD 1
+#define AOTC_SCAN_LOGSUMEXP 2
+#define AOTC_SCAN_MAX 3
+#define AOTC_SCAN_MIN 4
 void aotc_scan_f32(int32_t op, int64_t outer, int64_t n, int64_t inner, const float *x, float *y);
 void aotc_scan_f64(int32_t op, int64_t outer, int64_t n, int64_t inner, const double *x, double *y);
 void aotc_scan_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, const int64_t *x,
                    int64_t *y);
+void aotc_scan_index_f32(int32_t op, int64_t outer, int64_t n, int64_t inner, const float *x,
+                         int64_t *y);
+void aotc_scan_index_f64(int32_t op, int64_t outer, int64_t n, int64_t inner, const double *x,
+                         int64_t *y);
+void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, const int64_t *x,
+                         int64_t *y);
 
 /* Sorting positions of each line of a contiguous tensor viewed as [outer, n, inner], along
    the middle: out[o, j, i] = position of the (first + j)-th element of line (o, i) in sorted
@@ -97,6 +112,32 @@ AOTC_SORT_DECLARE(b8, bool)
 
 #ifdef __cplusplus
 } /* extern "C" */
+
+/* The scans by element type, for generated code. */
+namespace aotc {
+inline void scan(int32_t op, int64_t outer, int64_t n, int64_t inner, const float *x, float *y) {
+  aotc_scan_f32(op, outer, n, inner, x, y);
+}
+inline void scan(int32_t op, int64_t outer, int64_t n, int64_t inner, const double *x, double *y) {
+  aotc_scan_f64(op, outer, n, inner, x, y);
+}
+inline void scan(int32_t op, int64_t outer, int64_t n, int64_t inner, const int64_t *x,
+                 int64_t *y) {
+  aotc_scan_i64(op, outer, n, inner, x, y);
+}
+inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner, const float *x,
+                           int64_t *y) {
+  aotc_scan_index_f32(op, outer, n, inner, x, y);
+}
+inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner, const double *x,
+                           int64_t *y) {
+  aotc_scan_index_f64(op, outer, n, inner, x, y);
+}
+inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner,
+                           const int64_t *x, int64_t *y) {
+  aotc_scan_index_i64(op, outer, n, inner, x, y);
+}
+}  // namespace aotc
 #endif
 
 #endif /* AOTC_KERNELS_H */

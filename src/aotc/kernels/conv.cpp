@@ -5,7 +5,8 @@
 //     accumulated tap by tap over unit-stride spans that the compiler vectorizes;
 //   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images;
 //   the rest: im2col of one (image, group) into the workspace, then the GEMM
-//     (weights [Cog, Cig*K] times columns [Cig*K, out positions]).
+//     (weights [Cog, Cig*K] times columns [Cig*K, out positions]); for small output
+//     planes, the columns of all images side by side and one GEMM.
 // Transposed convolution is the GEMM of the transposed weight with x into columns,
 // then col2im: each output channel gathers its columns (one thread per channel, so the
 // sum order, and the result, do not depend on the thread count).
@@ -74,16 +75,16 @@ bool is_pointwise(const Geometry &g) {
     return true;
 }
 
-// col[(ci*taps + t) * out_plane + o] = x[ci, o*s - p + t*d] (0 outside), for one image
-// and group: x points at its first channel.
-void im2col(const Geometry &g, const float *x, float *col) {
+// col[(ci*taps + t) * ld + o] = x[ci, o*s - p + t*d] (0 outside), for one image and
+// group: x points at its first channel.
+void im2col(const Geometry &g, const float *x, float *col, int64_t ld) {
     const int64_t rows = g.cig * g.taps;
 #pragma omp parallel for if (rows * g.out_plane >= kParallelMin)
     for (int64_t r = 0; r < rows; ++r) {
         const int64_t ci = r / g.taps, t = r % g.taps;
         const int64_t kd = t / (g.k[1] * g.k[2]), kh = t / g.k[2] % g.k[1], kw = t % g.k[2];
         const float *xc = x + ci * g.in_plane;
-        float *dst = col + r * g.out_plane;
+        float *dst = col + r * ld;
         int64_t lo, hi;
         const int64_t off = kw * g.d[2] - g.p[2];
         span(g.out[2], g.s[2], off, g.in[2], lo, hi);
@@ -208,6 +209,10 @@ void depthwise(const Geometry &g, const float *x, const float *w, const float *b
     }
 }
 
+// Output planes smaller than this take all images in one GEMM (columns side by side), so
+// that the weights are packed once rather than once per image (a 7x7 plane is 49 columns).
+constexpr int64_t kSmallPlane = 256;
+
 void forward(const Geometry &g, const float *x, const float *w, const float *bias, float *y,
              float *ws) {
     const int64_t kdim = g.cig * g.taps;
@@ -220,9 +225,28 @@ void forward(const Geometry &g, const float *x, const float *w, const float *bia
                                bias ? bias + gr * g.cog : nullptr, 0, 1, 0, 1.0f, 1.0f);
         return;
     }
+    if (g.out_plane < kSmallPlane && g.batch > 1) {
+        // col[Cig*taps, N*P] for every image, one GEMM into res[Cog, N*P], then each image's
+        // rows to its place in y
+        const int64_t cols = g.batch * g.out_plane;
+        float *res = ws + kdim * cols;
+        for (int64_t gr = 0; gr < g.groups; ++gr) {
+            for (int64_t n = 0; n < g.batch; ++n)
+                im2col(g, x + (n * g.cin + gr * g.cig) * g.in_plane, ws + n * g.out_plane, cols);
+            aotc_sgemm(g.cog, cols, kdim, w + gr * g.cog * kdim, kdim, 1, ws, cols, 1, res, cols,
+                       bias ? bias + gr * g.cog : nullptr, 1, 0, 1.0f, 1.0f);
+#pragma omp parallel for collapse(2) if (g.cog * cols >= kParallelMin)
+            for (int64_t n = 0; n < g.batch; ++n)
+                for (int64_t co = 0; co < g.cog; ++co)
+                    std::copy(res + co * cols + n * g.out_plane,
+                              res + co * cols + (n + 1) * g.out_plane,
+                              y + (n * g.cout + gr * g.cog + co) * g.out_plane);
+        }
+        return;
+    }
     for (int64_t n = 0; n < g.batch; ++n)
         for (int64_t gr = 0; gr < g.groups; ++gr) {
-            im2col(g, x + (n * g.cin + gr * g.cig) * g.in_plane, ws);
+            im2col(g, x + (n * g.cin + gr * g.cig) * g.in_plane, ws, g.out_plane);
             aotc_sgemm(g.cog, g.out_plane, kdim, w + gr * g.cog * kdim, kdim, 1,
                        ws, g.out_plane, 1,
                        y + (n * g.cout + gr * g.cog) * g.out_plane, g.out_plane,
@@ -279,6 +303,8 @@ extern "C" int64_t aotc_sconv_workspace(const aotc_conv_shape *shape) {
     const Geometry g = geometry(*shape);
     if (shape->transposed) return g.cog * g.taps * g.in_plane;
     if (g.cig == 1 || is_pointwise(g)) return 0;
+    if (g.out_plane < kSmallPlane && g.batch > 1)  // every image's columns, and the result
+        return (g.cig * g.taps + g.cog) * g.batch * g.out_plane;
     return g.cig * g.taps * g.out_plane;
 }
 

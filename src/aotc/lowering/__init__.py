@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     pointwise,
     pooling,
     reduction,
+    resample,
     scan,
     sort,
     views,

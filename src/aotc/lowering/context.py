@@ -7,7 +7,7 @@ import sympy
 
 from ..dtypes import DType
 from ..ir.expr import Load, Node, substitute_index
-from ..ir.nodes import Buffer, BufferKind, Op, Origin, Pointwise, Program
+from ..ir.nodes import Buffer, BufferKind, ConstantSpec, Op, Origin, Pointwise, Program
 from ..ir.symbols import index_vars
 
 
@@ -80,6 +80,17 @@ class LoweringContext:
     def pointwise(self, body: Node, sizes=None, hint: str | None = None) -> TensorValue:
         sizes = self.out_sizes if sizes is None else sizes
         return self.emit(Pointwise(body), sizes, body.dtype, hint)
+
+    def constant(self, data, hint: str) -> TensorValue:
+        """A new constant buffer holding `data` (a torch tensor computed at compile time:
+        folded weights, index tables), stored in the package's weights."""
+        name = self.fresh_name(f"c_{self.node_name}_{hint}")
+        dtype = DType.from_name(str(data.dtype))
+        buf = Buffer(name, dtype, tuple(sympy.Integer(s) for s in data.shape), BufferKind.CONSTANT)
+        self.program.add(buf)
+        self.program.constants.append(ConstantSpec(f"{self.node_name}.{hint}", name,
+                                                   data.detach().contiguous()))
+        return buffer_value(buf)
 
     def realize(self, value: TensorValue) -> TensorValue:
         """The value as a buffer of its own, copying only when it is a view."""

@@ -10,7 +10,7 @@ import torch
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
-from ..ir.nodes import Buffer, BufferKind, ConstantSpec, Conv
+from ..ir.nodes import BufferKind, Conv
 from ..ir.symbols import FloorDiv
 from .context import LoweringContext, TensorValue, buffer_value
 from .padding import constant_pad
@@ -120,11 +120,9 @@ def _constant_data(ctx: LoweringContext, v: TensorValue | None):
     return next(c.data for c in ctx.program.constants if c.buffer == name)
 
 
-def _add_constant(ctx: LoweringContext, hint: str, data: torch.Tensor) -> str:
-    name = ctx.fresh_name(f"c_{ctx.node_name}_{hint}")
-    ctx.program.add(Buffer(name, DType.float32, tuple(sympy.Integer(s) for s in data.shape),
-                           BufferKind.CONSTANT))
-    ctx.program.constants.append(ConstantSpec(f"{ctx.node_name}.{hint}", name, data.contiguous()))
+def _name(v: TensorValue) -> str:
+    name = v.buffer_name()
+    assert name is not None
     return name
 
 
@@ -153,8 +151,8 @@ def fold_batch_norm(ctx: LoweringContext, x: TensorValue, weight, bias, mean, va
     shape = (-1,) + (1,) * (w.ndim - 1)
     w2 = (w.double() * scale.reshape(shape)).float()
     b2 = ((b.double() if b is not None else torch.zeros_like(m)) - m) * scale + beta
-    folded = Conv(conv.x, _add_constant(ctx, "folded_weight", w2),
-                  _add_constant(ctx, "folded_bias", b2.float()), conv.batch, conv.in_channels,
+    folded = Conv(conv.x, _name(ctx.constant(w2, "folded_weight")),
+                  _name(ctx.constant(b2.float(), "folded_bias")), conv.batch, conv.in_channels,
                   conv.out_channels, conv.groups, conv.in_size, conv.out_size, conv.kernel,
                   conv.stride, conv.padding, conv.dilation)
     return ctx.emit(folded, buf.sizes, DType.float32)

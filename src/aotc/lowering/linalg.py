@@ -9,6 +9,7 @@ import sympy
 import torch
 
 from ..dtypes import DType
+from ..errors import CompileError
 from ..ir.expr import Binary, BinaryOp, Load, cast
 from ..ir.nodes import Gemm, Operand, ReduceType, Reduction
 from ..ir.symbols import (
@@ -39,7 +40,8 @@ def strided_view(ctx: LoweringContext, x: TensorValue):
     buf = ctx.program.buffers[b.buffer]
     iv = index_vars(x.ndim)
     flat = simplify_index(flat_offset(b.index, buf.sizes), dict(zip(iv, x.sizes)))
-    if flat.has(FloorDiv, ModIndex, sympy.Min, sympy.Max):
+    # divisions of shape symbols alone (a conv's output length) are fine in a stride
+    if any(f.has(*iv) for f in flat.atoms(FloorDiv, ModIndex, sympy.Min, sympy.Max)):
         return None
     flat = sympy.expand(flat)
     strides = []
@@ -73,6 +75,8 @@ def operand(ctx: LoweringContext, x: TensorValue, n_lead: int, lead_is_rows=Fals
             if lead_is_rows:
                 return Operand(buf, offset, (ZERO, lead, strides[-1]))
             return Operand(buf, offset, (lead,) + tuple(strides[n_lead:]))
+    if x.buffer_name() is not None:  # a contiguous buffer that is still no strided view
+        raise CompileError(f"{ctx.target}: cannot read operand of sizes {x.sizes} with strides")
     x = ctx.pointwise(x.body, x.sizes, hint=f"{ctx.node_name}_operand")
     return operand(ctx, x, n_lead, lead_is_rows)
 

@@ -8,7 +8,7 @@ import torch
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
 from ..ir.expr import Binary, BinaryOp, IndexValue, Node, Where, cast, constant
-from ..ir.symbols import ModIndex, index_vars
+from ..ir.symbols import ModIndex, index_vars, surely_at_least, upper_bound
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
 
@@ -24,38 +24,49 @@ def _pads_by_dim(x: TensorValue, pads) -> dict[int, tuple[sympy.Expr, sympy.Expr
     return out
 
 
-def _in_range(e: sympy.Expr, n: sympy.Expr) -> Node | None:
-    """0 <= e < n as a bool value (None when surely true)."""
-    conds = []
-    lo = sympy.simplify(e)
-    if lo.is_nonnegative is not True:
-        conds.append(Binary(BinaryOp.GE, IndexValue(e, DType.int64), constant(0, DType.int64),
-                            DType.bool))
-    if sympy.simplify(n - 1 - e).is_nonnegative is not True:
-        conds.append(Binary(BinaryOp.LT, IndexValue(e, DType.int64), IndexValue(n, DType.int64),
-                            DType.bool))
-    out = None
-    for c in conds:
-        out = c if out is None else Binary(BinaryOp.AND, out, c, DType.bool)
-    return out
+def _value(e) -> Node:
+    e = sympy.sympify(e)
+    return constant(int(e), DType.int64) if e.is_number else IndexValue(e, DType.int64)
+
+
+def at_least_zero(e: sympy.Expr) -> Node | None:
+    """0 <= e as a bool value; None when surely true."""
+    if sympy.expand(e).is_nonnegative:
+        return None
+    return Binary(BinaryOp.GE, _value(e), constant(0, DType.int64), DType.bool)
+
+
+def below(e: sympy.Expr, n: sympy.Expr, ranges: dict) -> Node | None:
+    """e < n as a bool value; None when the loop ranges make it surely true."""
+    ub = upper_bound(sympy.expand(e), ranges)
+    if ub is not None and surely_at_least(sympy.expand(n - 1 - ub), 0):
+        return None
+    return Binary(BinaryOp.LT, _value(e), _value(n), DType.bool)
+
+
+def both(a: Node | None, b: Node | None) -> Node | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return Binary(BinaryOp.AND, a, b, DType.bool)
 
 
 def clamp_index(e: sympy.Expr, n: sympy.Expr) -> sympy.Expr:
-    """e clamped into [0, n): an always-valid index for the branch a Where does not take."""
-    return sympy.Min(sympy.Max(e, 0), n - 1)
+    """e clamped into [0, n): an always-valid index for the branch a Where does not take
+    (unevaluated: sympy's own Min/Max simplification costs milliseconds each)."""
+    return sympy.Min(sympy.Max(e, 0, evaluate=False), n - 1, evaluate=False)
 
 
 def constant_pad(ctx: LoweringContext, x: TensorValue, pads, value) -> TensorValue:
     by_dim = _pads_by_dim(x, pads)
     out = tuple(sympy.expand(s + sum(by_dim.get(d, (0, 0)))) for d, s in enumerate(x.sizes))
     iv = index_vars(x.ndim)
+    ranges = dict(zip(iv, out))
     src, valid = list(iv), None
     for d, (before, _) in by_dim.items():
         pos = iv[d] - before
-        cond = _in_range(pos, x.sizes[d])
+        cond = both(at_least_zero(pos), below(pos, x.sizes[d], ranges))
         src[d] = pos if cond is None else clamp_index(pos, x.sizes[d])
-        if cond is not None:
-            valid = cond if valid is None else Binary(BinaryOp.AND, valid, cond, DType.bool)
+        valid = both(valid, cond)
     body = x.load(src)
     if valid is not None:
         body = Where(valid, body, constant(value if value is not None else 0, x.dtype), x.dtype)

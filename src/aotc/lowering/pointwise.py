@@ -8,6 +8,7 @@ import torch
 from ..dtypes import DType
 from ..errors import CompileError
 from ..ir.expr import Binary, BinaryOp, Constant, Node, Unary, UnaryOp, Where, cast, constant
+from ..ir.symbols import index_var
 from .common import operand, promote
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
@@ -37,6 +38,12 @@ _UNARY = {
     aten.trunc.default: UnaryOp.TRUNC, aten.reciprocal.default: UnaryOp.RECIPROCAL,
     aten.sign.default: UnaryOp.SIGN, aten.logical_not.default: UnaryOp.NOT,
     aten.bitwise_not.default: UnaryOp.BITWISE_NOT, aten.isnan.default: UnaryOp.ISNAN,
+    aten.tan.default: UnaryOp.TAN, aten.asin.default: UnaryOp.ASIN,
+    aten.acos.default: UnaryOp.ACOS, aten.atan.default: UnaryOp.ATAN,
+    aten.sinh.default: UnaryOp.SINH, aten.cosh.default: UnaryOp.COSH,
+    aten.asinh.default: UnaryOp.ASINH, aten.acosh.default: UnaryOp.ACOSH,
+    aten.atanh.default: UnaryOp.ATANH, aten.exp2.default: UnaryOp.EXP2,
+    aten.log2.default: UnaryOp.LOG2, aten.log10.default: UnaryOp.LOG10,
 }
 
 
@@ -183,10 +190,13 @@ def lower_where(ctx, cond, a, b):
 
 
 @register_lowering(aten.clamp.default, aten.clamp.Tensor, aten.clamp_min.default,
-                   aten.clamp_max.default, aten.hardtanh.default, family=FAMILY)
+                   aten.clamp_max.default, aten.hardtanh.default, aten.relu6.default,
+                   family=FAMILY)
 def lower_clamp(ctx, x, lo=None, hi=None):
     if "clamp_max" in ctx.target:
         lo, hi = None, lo
+    if "relu6" in ctx.target:
+        lo, hi = 0, 6
     if "hardtanh" in ctx.target:
         lo = -1.0 if lo is None else lo
         hi = 1.0 if hi is None else hi
@@ -290,3 +300,34 @@ def lower_fill(ctx, x, value):
 def lower_copy_into(ctx, dst, src, non_blocking=False):
     """The functional form of dst.copy_(src): src broadcast to dst's shape and dtype."""
     return ctx.pointwise(operand(src, ctx.out_dtype, ctx.out_sizes))
+
+
+@register_lowering(aten.prelu.default, aten._prelu_kernel.default, family=FAMILY)
+def lower_prelu(ctx, x, weight):
+    """x where positive, else weight * x; a weight per channel (dim 1) or one for all."""
+    d, out = ctx.out_dtype, ctx.out_sizes
+    v = operand(x, d, out)
+    if weight.ndim == 1 and weight.sizes[0] != 1 and x.ndim > 1:
+        w = cast(weight.load((index_var(1),)), d)
+    else:
+        w = cast(weight.load((0,) * weight.ndim), d)
+    return ctx.pointwise(Where(Binary(BinaryOp.GT, v, _c(0, d), DType.bool), v, _mul(w, v, d), d))
+
+
+def _log_sigmoid(v, d):  # min(x, 0) - log1p(exp(-|x|)): no overflow for large |x|
+    neg_abs = Unary(UnaryOp.NEG, Unary(UnaryOp.ABS, v, d), d)
+    return Binary(BinaryOp.SUB, Binary(BinaryOp.MINIMUM, v, _c(0, d), d),
+                  Unary(UnaryOp.LOG1P, Unary(UnaryOp.EXP, neg_abs, d), d), d)
+
+
+@register_lowering(aten.log_sigmoid.default, family=FAMILY)
+def lower_log_sigmoid(ctx, x):
+    return _activation(ctx, x, _log_sigmoid)
+
+
+@register_lowering(aten.log_sigmoid_forward.default, family=FAMILY)
+def lower_log_sigmoid_forward(ctx, x):
+    """(log_sigmoid(x), the buffer only backward reads: empty on CPU in inference)."""
+    sizes, dtype = ctx.outputs[1]
+    return _activation(ctx, x, _log_sigmoid), ctx.pointwise(constant(0, dtype), sizes,
+                                                            hint=f"{ctx.node_name}_buffer")

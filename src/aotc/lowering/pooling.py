@@ -13,9 +13,9 @@ from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
 from ..ir.expr import Binary, BinaryOp, IndexValue, Node, Where, cast, constant
 from ..ir.nodes import ReduceType, Reduction
-from ..ir.symbols import FloorDiv, index_vars, reduction_var, surely_at_least, upper_bound
+from ..ir.symbols import FloorDiv, index_vars, reduction_var
 from .context import LoweringContext, TensorValue
-from .padding import clamp_index
+from .padding import at_least_zero, below, both, clamp_index
 from .registry import register_lowering
 
 aten = torch.ops.aten
@@ -41,29 +41,9 @@ def _per_dim(v, n: int, default=None) -> tuple[int, ...]:
     return tuple(int(x) for x in vals)
 
 
-def _and(a: Node | None, b: Node | None) -> Node | None:
-    if a is None or b is None:
-        return a if b is None else b
-    return Binary(BinaryOp.AND, a, b, DType.bool)
-
-
 def _value(e) -> Node:
     e = sympy.sympify(e)
     return constant(int(e), I64) if e.is_number else IndexValue(e, I64)
-
-
-def _below(e: sympy.Expr, n: sympy.Expr, ranges: dict) -> Node | None:
-    """e < n as a bool value; None when the loop ranges make it surely true."""
-    ub = upper_bound(sympy.expand(e), ranges)
-    if ub is not None and surely_at_least(sympy.expand(n - 1 - ub), 0):
-        return None
-    return Binary(BinaryOp.LT, _value(e), _value(n), DType.bool)
-
-
-def _at_least_zero(e: sympy.Expr) -> Node | None:
-    if sympy.expand(e).is_nonnegative:
-        return None
-    return Binary(BinaryOp.GE, _value(e), constant(0, I64), DType.bool)
 
 
 class Window:
@@ -83,9 +63,9 @@ class Window:
             size = x.sizes[self.lead + k]
             pos = sympy.expand(starts[k] + self.rv[k] * dilation[k])
             self.pos.append(pos)
-            self.valid = _and(self.valid, _and(_at_least_zero(pos), _below(pos, size, ranges)))
+            self.valid = both(self.valid, both(at_least_zero(pos), below(pos, size, ranges)))
             if stops is not None and stops[k] is not None:
-                self.valid = _and(self.valid, Binary(BinaryOp.LT, _value(pos), _value(stops[k]),
+                self.valid = both(self.valid, Binary(BinaryOp.LT, _value(pos), _value(stops[k]),
                                                      DType.bool))
 
     def element(self, fill) -> Node:
@@ -149,30 +129,19 @@ def _max_pool(ctx, x, kernel_size, stride, padding, dilation, n: int, with_indic
 
 
 def _register_max_pool(n: int) -> None:
-    plain = getattr(aten, f"max_pool{n}d").default
-    indexed = getattr(aten, f"max_pool{n}d_with_indices").default
+    """max_pool{n}d and max_pool{n}d_with_indices (values, flat input positions)."""
 
-    @register_lowering(plain, family=FAMILY)
+    @register_lowering(getattr(aten, f"max_pool{n}d").default, family=FAMILY)
     def lower(ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         return _max_pool(ctx, x, kernel_size, stride, padding, dilation, n, False)
 
-    @register_lowering(indexed, family=FAMILY)
+    @register_lowering(getattr(aten, f"max_pool{n}d_with_indices").default, family=FAMILY)
     def lower_indices(ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         return _max_pool(ctx, x, kernel_size, stride, padding, dilation, n, True)
 
 
-def _register_max_pool1d_indices() -> None:
-    @register_lowering(aten.max_pool1d_with_indices.default, family=FAMILY)
-    def lower(ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-        return _max_pool(ctx, x, kernel_size, stride, padding, dilation, 1, True)
-
-
-for _n in (2, 3):
+for _n in (1, 2, 3):
     _register_max_pool(_n)
-register_lowering(aten.max_pool1d.default, family=FAMILY)(
-    lambda ctx, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False:
-    _max_pool(ctx, x, kernel_size, stride, padding, dilation, 1, False))
-_register_max_pool1d_indices()
 
 
 def _avg_pool(ctx, x, kernel_size, stride, padding, ceil_mode, count_include_pad,

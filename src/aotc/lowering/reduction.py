@@ -149,6 +149,29 @@ def lower_var(ctx, x, dims=None, unbiased=None, keepdim=False, *, correction=Non
     return v
 
 
+@register_lowering(aten.var_mean.correction, aten.var_mean.dim, aten.var_mean.default,
+                   aten.std_mean.correction, aten.std_mean.dim, aten.std_mean.default,
+                   family=FAMILY)
+def lower_var_mean(ctx, x, dims=None, unbiased=None, keepdim=False, *, correction=None):
+    """(variance or standard deviation, mean) over dims, from one mean."""
+    if isinstance(dims, bool):
+        dims, unbiased = None, dims
+    if correction is None:
+        correction = 1 if unbiased in (None, True) else 0
+    d = ctx.out_dtype
+    mean = lower_mean_keep(ctx, x, dims, d)
+    v = variance(ctx, x, dims, correction, keepdim, d, mean)
+    if "std" in ctx.target:
+        v = ctx.pointwise(Unary(UnaryOp.SQRT, operand(v, d, v.sizes), d), v.sizes)
+    if not keepdim:  # the mean's reduced unit dims go, as in the variance
+        reduced = dims_list(dims, x.ndim)
+        kept = [k for k in range(x.ndim) if k not in reduced]
+        iv = index_vars(len(kept))
+        src = [iv[kept.index(k)] if k in kept else 0 for k in range(x.ndim)]
+        mean = ctx.pointwise(mean.load(src), v.sizes, hint=f"{ctx.node_name}_mean_out")
+    return v, mean
+
+
 def _softmax_parts(ctx, x: TensorValue, dim: int, d: DType):
     """(max over dim, sum over dim of exp(x - max)), both keepdim."""
     dim = dim_index(dim, x.ndim)

@@ -62,7 +62,9 @@ def merge_origins(*origins: Origin | None) -> Origin | None:
 # ops whose recomputation per reader could cost more than storing the result once
 EXPENSIVE = frozenset({UnaryOp.EXP, UnaryOp.EXPM1, UnaryOp.LOG, UnaryOp.LOG1P, UnaryOp.ERF,
                        UnaryOp.TANH, UnaryOp.SIGMOID, UnaryOp.SIN, UnaryOp.COS, UnaryOp.SQRT,
-                       UnaryOp.RSQRT})
+                       UnaryOp.RSQRT, UnaryOp.TAN, UnaryOp.ASIN, UnaryOp.ACOS, UnaryOp.ATAN,
+                       UnaryOp.SINH, UnaryOp.COSH, UnaryOp.ASINH, UnaryOp.ACOSH, UnaryOp.ATANH,
+                       UnaryOp.EXP2, UnaryOp.LOG2, UnaryOp.LOG10})
 MAX_RECOMPUTE_OPS = 2
 
 

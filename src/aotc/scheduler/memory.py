@@ -80,7 +80,12 @@ def _take(plan: MemoryPlan, free: list[int], need: sympy.Expr) -> int:
         return len(plan.slots) - 1
     free.remove(slot)
     if not surely_at_least(plan.slots[slot], need):
-        plan.slots[slot] = sympy.Max(plan.slots[slot], need)
+        # unevaluated: sympy's own Max compares every pair of arguments, seconds for the
+        # slot sizes of a model with dynamic image sizes
+        old = plan.slots[slot]
+        parts = old.args if isinstance(old, sympy.Max) else (old,)
+        numbers = all(sympy.sympify(a).is_number for a in (*parts, need))
+        plan.slots[slot] = sympy.Max(*parts, need, evaluate=numbers)
     return slot
 
 

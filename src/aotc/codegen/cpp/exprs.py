@@ -56,7 +56,33 @@ def c_index(e) -> str:
         for a in args[1:]:
             out = f"{fn}<int64_t>({out}, {a})"
         return out
+    if isinstance(e, sympy.Piecewise):  # (value, condition) pairs, the last one `True`
+        out = c_index(e.args[-1][0])
+        for value, cond in reversed(e.args[:-1]):
+            out = f"({_c_condition(cond)} ? {c_index(value)} : {out})"
+        return out
     raise NotImplementedError(f"index expression {e} has no C++ form")
+
+
+_RELATIONS = {sympy.StrictLessThan: "<", sympy.LessThan: "<=", sympy.StrictGreaterThan: ">",
+              sympy.GreaterThan: ">=", sympy.Equality: "==", sympy.Unequality: "!="}
+
+
+def _c_condition(c) -> str:
+    if c is sympy.true:
+        return "true"
+    if isinstance(c, sympy.And):
+        return " && ".join(f"({_c_condition(a)})" for a in c.args)
+    if isinstance(c, sympy.Or):
+        return " || ".join(f"({_c_condition(a)})" for a in c.args)
+    op = _RELATIONS.get(type(c))
+    if op is None:
+        raise NotImplementedError(f"condition {c} has no C++ form")
+    # integers only: sympy may have divided through (7*h < 256 becomes h < 256/7)
+    num, den = sympy.fraction(sympy.together(c.lhs - c.rhs))
+    if not (den.is_number and den > 0):
+        raise NotImplementedError(f"condition {c} has no integer C++ form")
+    return f"{c_index(sympy.expand(num))} {op} 0"
 
 
 def _paren(e) -> str:

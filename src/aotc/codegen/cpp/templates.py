@@ -12,7 +12,7 @@ import sympy
 
 from ...dtypes import DType
 from ...errors import CompileError
-from ...ir.nodes import ArgSort, Buffer, Conv, Gemm, ReduceType, Scan, SearchSorted, Template
+from ...ir.nodes import ArgSort, Buffer, Conv, Gemm, Scan, SearchSorted, Template
 from . import ops
 from .exprs import c_index
 from .kernels import describe
@@ -96,20 +96,14 @@ def conv_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     ]
 
 
-SCAN_KERNELS = {DType.float32: "aotc_scan_f32", DType.float64: "aotc_scan_f64",
-                DType.int64: "aotc_scan_i64"}
-
-
 @emits(Scan)
 def scan_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
+    """The call into the shipped scans (overloaded by element type in aotc_kernels.h)."""
     op = buf.op
     assert isinstance(op, Scan)
-    kernel = SCAN_KERNELS.get(buf.dtype)
-    if kernel is None:
-        raise CompileError(f"no scan kernel for {buf.dtype.name}")
-    which = "AOTC_SCAN_PROD" if op.combine is ReduceType.PROD else "AOTC_SCAN_SUM"
-    return [f"{kernel}({which}, {c_index(op.outer)}, {c_index(op.length)}, {c_index(op.inner)}, "
-            f"{pointer_of(op.x)}, {pointer_of(buf.name)});"]
+    fn = "aotc::scan_positions" if op.positions else "aotc::scan"
+    return [f"{fn}(AOTC_SCAN_{op.op.name}, {c_index(op.outer)}, {c_index(op.length)}, "
+            f"{c_index(op.inner)}, {pointer_of(op.x)}, {pointer_of(buf.name)});"]
 
 
 SORT_SUFFIX = {DType.float32: "f32", DType.float64: "f64", DType.int64: "i64",

@@ -1,0 +1,305 @@
+"""Small networks shaped like the architectures users export (random weights, eval mode),
+each compiled with a dynamic batch (and length or image size where natural) and compared
+with eager at several sizes."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from aotc.build.toolchain import missing_features, target_for
+
+nn = torch.nn
+Dim = torch.export.Dim
+
+
+def _randomize_norms(model: nn.Module) -> nn.Module:
+    """Batch norm statistics away from the identity, so folding them is really tested."""
+    g = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            m.running_mean.copy_(torch.rand(m.num_features, generator=g) - 0.5)
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.bias.data.copy_(torch.rand(m.num_features, generator=g) - 0.5)
+    return model
+
+
+# ---- ResNet-style ---------------------------------------------------------------------------
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                      nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNetStyle(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 7, 2, 3, bias=False), nn.BatchNorm2d(16),
+                                  nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        self.layers = nn.Sequential(BasicBlock(16, 16, 1), BasicBlock(16, 32, 2),
+                                    BasicBlock(32, 32, 1))
+        self.fc = nn.Linear(32, classes)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+# ---- MobileNetV2-style ----------------------------------------------------------------------
+
+def same_pad(x, kernel: int, stride: int):
+    """TensorFlow's 'SAME' padding (asymmetric: the extra element goes after)."""
+    pads = []
+    for size in reversed(x.shape[2:]):
+        out = math.ceil(size / stride)
+        total = max((out - 1) * stride + kernel - size, 0)
+        pads += [total // 2, total - total // 2]
+    return F.pad(x, pads)
+
+
+class ConvBNReLU6(nn.Module):
+    def __init__(self, cin, cout, kernel, stride, groups=1):
+        super().__init__()
+        self.kernel, self.stride = kernel, stride
+        self.conv = nn.Conv2d(cin, cout, kernel, stride, 0, groups=groups, bias=False)
+        self.bn = nn.BatchNorm2d(cout)
+
+    def forward(self, x):
+        return F.relu6(self.bn(self.conv(same_pad(x, self.kernel, self.stride))))
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        hidden = cin * expand
+        self.residual = stride == 1 and cin == cout
+        self.body = nn.Sequential(ConvBNReLU6(cin, hidden, 1, 1),
+                                  ConvBNReLU6(hidden, hidden, 3, stride, groups=hidden),
+                                  nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.body(x)
+        return x + y if self.residual else y
+
+
+class MobileNetV2Style(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = ConvBNReLU6(3, 16, 3, 2)
+        self.blocks = nn.Sequential(InvertedResidual(16, 16, 1, 1), InvertedResidual(16, 24, 2, 6),
+                                    InvertedResidual(24, 24, 1, 6), InvertedResidual(24, 32, 2, 6))
+        self.head = ConvBNReLU6(32, 64, 1, 1)
+        self.fc = nn.Linear(64, classes)
+
+    def forward(self, x):
+        x = self.head(self.blocks(self.stem(x)))
+        return self.fc(x.mean((2, 3)))
+
+
+# ---- UNet-style -----------------------------------------------------------------------------
+
+def double_conv(cin, cout, norm=nn.BatchNorm2d):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), norm(cout), nn.ReLU(),
+                         nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU())
+
+
+class UNetStyle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.d1, self.d2, self.mid = double_conv(3, 8), double_conv(8, 16), double_conv(16, 32)
+        self.up2 = nn.ConvTranspose2d(32, 16, 2, stride=2)
+        self.u2 = double_conv(32, 16, lambda c: nn.GroupNorm(4, c))
+        self.u1 = double_conv(16 + 8, 8, lambda c: nn.InstanceNorm2d(c, affine=True))
+        self.out = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        s1 = self.d1(x)
+        s2 = self.d2(F.max_pool2d(s1, 2))
+        m = self.mid(F.max_pool2d(s2, 2))
+        y = self.u2(torch.cat([self.up2(m), s2], 1))
+        y = F.interpolate(y, scale_factor=2, mode="nearest")
+        return self.out(self.u1(torch.cat([y, s1], 1)))
+
+
+# ---- ConvNeXt-style and ViT-style ----------------------------------------------------------
+
+class ConvNeXtBlock(nn.Module):
+    """7x7 depthwise conv, then layer norm and an MLP over channels in channels-last."""
+
+    def __init__(self, dim=32):
+        super().__init__()
+        self.dw = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim)
+        self.pw1, self.pw2 = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+        self.gamma = nn.Parameter(torch.full((dim,), 0.1))
+
+    def forward(self, x):
+        y = self.dw(x).permute(0, 2, 3, 1)
+        y = self.pw2(F.gelu(self.pw1(self.norm(y)))) * self.gamma
+        return x + y.permute(0, 3, 1, 2)
+
+
+class ConvNeXtStyle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 32, 4, 4)
+        self.blocks = nn.Sequential(ConvNeXtBlock(), ConvNeXtBlock())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.blocks(self.stem(x)).mean((-2, -1)))
+
+
+class ViTStyle(nn.Module):
+    """Patch conv, class token, position embedding, scaled_dot_product_attention."""
+
+    def __init__(self, dim=32, patch=4):
+        super().__init__()
+        self.patch = nn.Conv2d(3, dim, patch, patch)
+        self.cls = nn.Parameter(torch.randn(1, 1, dim))
+        self.pos = nn.Parameter(torch.randn(1, 17, dim))
+        self.encoder = nn.TransformerEncoderLayer(dim, 4, 64, dropout=0.0, batch_first=True,
+                                                  norm_first=True)
+        self.head = nn.Linear(dim, 10)
+
+    def forward(self, x):
+        t = self.patch(x).flatten(2).transpose(1, 2)
+        t = torch.cat([self.cls.expand(x.shape[0], -1, -1), t], 1) + self.pos
+        q = t.view(t.shape[0], t.shape[1], 4, 8).transpose(1, 2)
+        a = F.scaled_dot_product_attention(q, q, q).transpose(1, 2).reshape(t.shape)
+        return self.head(self.encoder(t + a)[:, 0])
+
+
+# ---- speech front end -----------------------------------------------------------------------
+
+class SpeechFrontEnd(nn.Module):
+    """A wav2vec-like feature encoder (conv1d stack with GELU, group norm after the first)
+    and a transformer layer."""
+
+    def __init__(self, dim=32):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv1d(1, dim, 10, 5), nn.Conv1d(dim, dim, 3, 2),
+                                    nn.Conv1d(dim, dim, 3, 2)])
+        self.group_norm = nn.GroupNorm(dim, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.pos = nn.Conv1d(dim, dim, 5, padding=2, groups=4)
+        self.encoder = nn.TransformerEncoderLayer(dim, 4, 64, dropout=0.0, batch_first=True,
+                                                  activation="gelu")
+
+    def forward(self, wave):
+        x = wave.unsqueeze(1)
+        for k, conv in enumerate(self.convs):
+            x = conv(x)
+            x = F.gelu(self.group_norm(x) if k == 0 else x)
+        x = x + F.gelu(self.pos(x))
+        return self.encoder(self.norm(x.transpose(1, 2)))
+
+
+# ---- GPT-style decoder ----------------------------------------------------------------------
+
+class GPTStyle(nn.Module):
+    """Positions from the attention mask's cumsum, a causal mask from arange comparisons,
+    as the popular libraries build them."""
+
+    def __init__(self, vocab=50, dim=32, heads=4, layers=2, max_len=64):
+        super().__init__()
+        self.heads = heads
+        self.tok, self.pos = nn.Embedding(vocab, dim), nn.Embedding(max_len, dim)
+        self.blocks = nn.ModuleList(nn.ModuleDict({
+            "ln1": nn.LayerNorm(dim), "qkv": nn.Linear(dim, 3 * dim), "proj": nn.Linear(dim, dim),
+            "ln2": nn.LayerNorm(dim), "fc": nn.Linear(dim, 4 * dim), "out": nn.Linear(4 * dim, dim),
+        }) for _ in range(layers))
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, ids, attention_mask):
+        b, t = ids.shape
+        positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        seq = torch.arange(t, device=ids.device)
+        causal = seq[None, :] <= seq[:, None]
+        allowed = causal[None, None] & attention_mask[:, None, None, :].bool()
+        x = self.tok(ids) + self.pos(positions)
+        for blk in self.blocks:
+            q, k, v = blk["qkv"](blk["ln1"](x)).split(x.shape[-1], dim=-1)
+            q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
+            scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+            att = scores.masked_fill(~allowed, float("-inf")).softmax(-1)
+            x = x + blk["proj"]((att @ v).transpose(1, 2).reshape(b, t, -1))
+            x = x + blk["out"](F.gelu(blk["fc"](blk["ln2"](x))))
+        return self.head(self.ln(x))
+
+
+def _gpt_inputs(b, t, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, 50, (b, t), generator=g)
+    mask = torch.ones(b, t, dtype=torch.int64)
+    mask[0, t - t // 3:] = 0  # padding at the end of the first row
+    return ids, mask
+
+
+# ---- the tests ------------------------------------------------------------------------------
+
+def _image(b, h, w=None, c=3):
+    return (torch.randn(b, c, h, w or h),)
+
+
+ARCHITECTURES = {
+    # name: (model, example args, dynamic_shapes, further args to compare at)
+    "resnet": (ResNetStyle, _image(2, 32), lambda: {"x": {0: Dim("b", max=16)}},
+               [_image(1, 32), _image(5, 32)]),
+    "resnet_dynamic_image": (ResNetStyle, _image(2, 32),
+                             lambda: {"x": {0: Dim("b", max=16), 2: Dim("h", min=16, max=128),
+                                            3: Dim("w", min=16, max=128)}},
+                             [_image(1, 40, 24), _image(3, 64)]),
+    "mobilenetv2": (MobileNetV2Style, _image(2, 32), lambda: {"x": {0: Dim("b", max=16)}},
+                    [_image(1, 32), _image(4, 32)]),
+    "convnext": (ConvNeXtStyle, _image(2, 32), lambda: {"x": {0: Dim("b", max=16)}},
+                 [_image(1, 32), _image(5, 32)]),
+    "vit": (ViTStyle, _image(2, 16), lambda: {"x": {0: Dim("b", max=16)}},
+            [_image(1, 16), _image(5, 16)]),
+    "unet": (UNetStyle, _image(2, 16), lambda: {"x": {0: Dim("b", max=16)}},
+             [_image(1, 16), _image(3, 16)]),
+    "speech_front_end": (SpeechFrontEnd, (torch.randn(2, 800),),
+                         lambda: {"wave": {0: Dim("b", max=8), 1: Dim("n", min=200, max=4000)}},
+                         [(torch.randn(1, 400),), (torch.randn(3, 1234),)]),
+    "gpt_decoder": (GPTStyle, _gpt_inputs(2, 12),
+                    lambda: {"ids": {0: Dim("b", max=8), 1: Dim("t", min=2, max=64)},
+                             "attention_mask": {0: Dim("b", max=8), 1: Dim("t", min=2, max=64)}},
+                    [_gpt_inputs(1, 5, 1), _gpt_inputs(3, 30, 2)]),
+}
+
+
+def _cases():
+    cases = [pytest.param(name, "host", id=name) for name in sorted(ARCHITECTURES)]
+    if not missing_features(target_for("avx2").arch):  # the AVX2 build of the CNNs too
+        cases += [pytest.param(name, "avx2", id=f"{name}-avx2")
+                  for name in ("mobilenetv2", "resnet", "unet")]
+    return cases
+
+
+@pytest.mark.parametrize("name,isa", _cases())
+def test_architecture_matches_eager(compile_model, name, isa):
+    torch.manual_seed(0)
+    make, args, dynamic, more = ARCHITECTURES[name]
+    model = _randomize_norms(make()).eval()
+    ep, compiled = compile_model(model, args, dynamic_shapes=dynamic(), options={"isa": isa})
+    for a in [args, *more]:
+        with torch.no_grad():
+            expected = model(*a)
+        torch.testing.assert_close(compiled(*a), expected, rtol=1e-4, atol=1e-4)
