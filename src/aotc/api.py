@@ -85,6 +85,8 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
             buf = p.buffers[by_name[name].buffer]
             inputs.append({"name": name, "kind": "tensor", "dtype": buf.dtype.name,
                            "sizes": [_size_json(x) for x in buf.sizes]})
+            if buf.name in p.mutated_inputs:  # the run writes its new value into it
+                inputs[-1]["mutated"] = True
         else:
             val = placeholders[name].meta.get("val")
             inputs.append({"name": name, "kind": "scalar", "value": val})

@@ -19,6 +19,7 @@ from ..errors import AotcError, CompileError, UnsupportedOperatorError
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from .decompose import decompose_node, tensor_args
+from .mutation import base_buffer, update_in_place
 from .source import user_source
 
 
@@ -78,7 +79,6 @@ class Importer:
         self.ep = ep
         self.program = Program()
         self.env: dict[torch.fx.Node, Any] = {}
-        self.views: set[torch.fx.Node] = set()
         self.decomposition_depth = 0  # decompositions being lowered inside each other
 
     # ---- placeholders --------------------------------------------------------------------
@@ -151,6 +151,7 @@ class Importer:
         mutated = _mutated_arg(op)
         if mutated is not None:
             op = _functional_variant(op, node)
+        before = set(self.program.buffers)
         rule = lookup(op)
         if rule is None:
             self._import_decomposed(node, op)
@@ -159,10 +160,8 @@ class Importer:
             args = self.arg(node.args)
             kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
             self.env[node] = rule.fn(ctx, *args, **kwargs)
-            if _is_view(op):
-                self.views.add(node)
         if mutated is not None:
-            self._rebind_mutated(node, node.args[mutated])
+            self._rebind_mutated(node, node.args[mutated], set(self.program.buffers) - before)
 
     def context(self, node, op) -> LoweringContext:
         val = node.meta.get("val")
@@ -213,20 +212,21 @@ class Importer:
             elif n.op == "output":
                 self.env[node] = self.arg(n.args[0])
 
-    def _rebind_mutated(self, node, target) -> None:
-        """After `x.op_(...)`, later readers of x see the new value."""
-        if target.op == "placeholder":
+    def _rebind_mutated(self, node, target, fresh: set[str]) -> None:
+        """After `x.op_(...)`, later readers of x (and of every view of x) see the new value."""
+        value = self.env[target]
+        where = user_source(node.meta.get("stack_trace")) or node.name
+        root = self.program.buffers.get(base_buffer(self.context(node, node.target), value))
+        if root is not None and root.kind is BufferKind.CONSTANT:
             raise CompileError(
-                f"{node.target} at {user_source(node.meta.get('stack_trace')) or node.name} "
-                f"updates input or buffer '{target.name}' in place; aotc compiles inference "
-                "programs whose inputs and buffers are read-only")
-        if target in self.views:
-            raise UnsupportedOperatorError(str(node.target), user_source(node.meta.get("stack_trace")),
-                                           "an in-place update through a view is not supported")
+                f"{node.target} at {where} updates buffer or constant '{target.name}' in "
+                "place; aotc keeps parameters and buffers read-only (model state is not "
+                "supported yet)")
         result = self.env[node]
-        if isinstance(result, TensorValue) and result.sizes != self.env[target].sizes:
+        if isinstance(result, TensorValue) and result.sizes != value.sizes:
             raise CompileError(f"{node.target}: in-place result changes the shape of its target")
-        self.env[target] = result
+        self.env[node] = update_in_place(self.context(node, node.target), self.env, value,
+                                         result, fresh)
 
     # ---- outputs -------------------------------------------------------------------------
     def import_outputs(self) -> None:
@@ -299,9 +299,3 @@ def _functional_variant(op, node):
         raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),
                                        "in-place op without a functional variant")
     return getattr(packet, overload)
-
-
-def _is_view(op) -> bool:
-    schema = getattr(op, "_schema", None)
-    return bool(schema and schema.returns and schema.returns[0].alias_info is not None
-                and not schema.is_mutable)

@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     pooling,
     reduction,
     scan,
+    scatter,
     views,
 )
 from .context import LoweringContext, TensorValue, buffer_value

@@ -20,6 +20,7 @@ from ..package.format import PackageReader
 from ..package.schema import check_against_library, check_constants_fit
 from . import abi, pytree
 from .describe import describe_library
+from .mutation import check_writable, write_back
 from .pool import RunnerPool
 from .tensors import Frame, as_input, empty, is_torch_tensor
 
@@ -79,6 +80,10 @@ class CompiledModel:
         self._frames: dict[int, Frame] = {}
         self._input_plan = [(f"input '{i['name']}'", None) if i["kind"] == "tensor"
                             else (None, (i["name"], i["value"])) for i in self.metadata["inputs"]]
+        # positions (among all inputs, among tensor inputs) of inputs updated in place
+        self._mutated = [(j, k) for k, (j, i) in enumerate(
+            (j, i) for j, i in enumerate(self.metadata["inputs"]) if i["kind"] == "tensor")
+            if i.get("mutated")]
         self._structure = self._output_structure()
         # with no dynamic dims the output sizes are known now (the run still checks inputs)
         self._static_shapes = None if self.metadata["symbols"] else [
@@ -138,14 +143,19 @@ class CompiledModel:
             inputs.append(as_input(leaf, what))
         # with no tensor input, outputs follow the caller's library: torch if it is loaded
         like_torch = any_torch or (not inputs and "torch" in sys.modules)
+        for j, _ in self._mutated:
+            check_writable(leaves[j], self._input_plan[j][0])
         if self._single:  # the caller promised one thread at a time: no lock
             h = self._pool.first()
-            return self._structure(self._run(h, self._frames[h], inputs, like_torch))
-        h = self._pool.acquire(self._new_handle)
-        try:
             outs = self._run(h, self._frames[h], inputs, like_torch)
-        finally:
-            self._pool.release(h)
+        else:
+            h = self._pool.acquire(self._new_handle)
+            try:
+                outs = self._run(h, self._frames[h], inputs, like_torch)
+            finally:
+                self._pool.release(h)
+        for j, k in self._mutated:
+            write_back(leaves[j], inputs[k][0])
         return self._structure(outs)
 
     def _output_structure(self):

@@ -4,12 +4,15 @@ from __future__ import annotations
 import sympy
 
 from ...ir.nodes import Buffer, BufferKind, Program, Template
+from ...ir.regions import RegionWrite
 from ...scheduler.grouping import RowGroup, Scheduled
+from ...scheduler.inplace import in_place_updates
 from ...scheduler.memory import MemoryPlan, nbytes
 from .code import CodeBuffer
 from .describe import emit_describe_abi, emit_description
 from .exprs import c_index
 from .kernels import describe, emit_kernel, program_symbol_index, symbol_order
+from .regions import emit_region_write
 from .rows import emit_row_group
 from .templates import template_call
 
@@ -43,14 +46,18 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
         "",
     ])
     kernels = {}
+    in_place = in_place_updates(program, schedule)
     for kid, item in enumerate(schedule):
         if isinstance(item, RowGroup):
             kernels[item.name] = emit_row_group(code, program, item, kid)
+        elif isinstance(item.op, RegionWrite):  # a template with a generated kernel
+            kernels[item.name] = emit_region_write(code, program, item, kid,
+                                                   in_place=item.name in in_place)
         elif not isinstance(item.op, Template):
             kernels[item.name] = emit_kernel(code, program, item, kid)
     _emit_bind_inputs(code, program)
     _emit_output_sizes(code, program, max_rank)
-    _emit_run(code, program, plan, schedule, kernels)
+    _emit_run(code, program, plan, schedule, kernels, in_place)
     emit_description(code, program, metadata or {})
     code.line("}  // namespace")
     code.line()
@@ -147,7 +154,7 @@ def _emit_output_sizes(code: CodeBuffer, program: Program, max_rank: int) -> Non
 
 
 def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: list[Scheduled],
-              kernels: dict) -> None:
+              kernels: dict, in_place: dict[str, str]) -> None:
     const_index = {c.buffer: k for k, c in enumerate(program.constants)}
     input_index = {s.buffer: k for k, s in enumerate(program.inputs)}
     out_index = {name: j for j, name in enumerate(program.outputs)}
@@ -202,11 +209,14 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
                           f"[{const_index[name]}]);")
             elif name in out_index:
                 code.line(f"{t} *{name} = static_cast<{t} *>(out[{out_index[name]}].data);")
+            elif name in in_place:  # updates the caller's input in its own storage
+                code.line(f"{t} *{name} = static_cast<{t} *>(in[{input_index[in_place[name]]}]"
+                          ".data);")
             elif name in plan.slot_of:
                 code.line(f"{t} *{name} = reinterpret_cast<{t} *>(arena + "
                           f"slot{plan.slot_of[name]});")
         for item in schedule:
-            if isinstance(item, Buffer) and isinstance(item.op, Template):
+            if isinstance(item, Buffer) and item.name not in kernels:
                 ws = plan.workspace_of.get(item.name)
                 code.lines_of(template_call(item, lambda n: n,
                                             None if ws is None else f"arena + slot{ws}"))
@@ -221,6 +231,10 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
                           f'{_c_str(where)}");')
             else:
                 code.line(f"{k.name}(sym, {', '.join(k.args)});")
+        for source, final in program.mutated_inputs.items():
+            if final not in in_place:  # the input's new value goes back into its storage
+                code.line(f"__builtin_memcpy(in[{input_index[source]}].data, {final}, "
+                          f"{c_index(nbytes(program.buffers[final]))});")
         code.line("return AOTC_OK;")
     code.line()
 
