@@ -85,7 +85,7 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
             buf = p.buffers[by_name[name].buffer]
             inputs.append({"name": name, "kind": "tensor", "dtype": buf.dtype.name,
                            "sizes": [_size_json(x) for x in buf.sizes]})
-            if buf.name in p.mutated_inputs:  # the run writes its new value into it
+            if buf.name in p.updates:  # the run writes its new value into it
                 inputs[-1]["mutated"] = True
         else:
             val = placeholders[name].meta.get("val")
@@ -108,6 +108,8 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
         "in_spec": spec_to_json(ep.call_spec.in_spec),
         "out_spec": spec_to_json(ep.call_spec.out_spec),
         "constants": constants,
+        # registered buffers the program updates in place: model state
+        "state": [c.fqn for c in p.constants if c.buffer in p.updates],
         "num_threads": opts.num_threads,
         "compile_seconds": round(sum(compiled.timings.values()), 4),
         "stage_seconds": {k: round(v, 4) for k, v in compiled.timings.items()},

@@ -102,7 +102,7 @@ def test_kv_cache_decode_loop_updates_the_cache_in_place(tmp_path):
     assert k_ours[:, :, 15].abs().sum() > 0  # every row was written
 
 
-def test_mutated_inputs_from_a_numpy_only_process(tmp_path):
+def test_updates_from_a_numpy_only_process(tmp_path):
     torch.manual_seed(0)
     with torch.no_grad():
         ep, path = _compile(DecodeStep().eval(), _decode_args(), tmp_path)
@@ -123,19 +123,20 @@ def test_mutated_inputs_from_a_numpy_only_process(tmp_path):
         torch.testing.assert_close(torch.from_numpy(after[2]), v_want)
 
 
-class CountCalls(torch.nn.Module):
+class ScaleWeight(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.register_buffer("count", torch.zeros((), dtype=torch.int64))
+        self.weight = torch.nn.Parameter(torch.ones(2))
 
     def forward(self, x):
-        self.count.add_(1)
-        return x + self.count
+        self.weight.mul_(2)
+        return x * self.weight
 
 
-def test_buffer_update_is_refused_with_its_source_line():
+def test_parameter_update_is_refused_with_its_source_line():
     from aotc.frontend.importer import import_program
 
-    ep = torch.export.export(CountCalls(), (torch.randn(2),))
-    with pytest.raises(CompileError, match=r"test_mutation.py.*b_count.*read-only"):
+    with torch.no_grad():
+        ep = torch.export.export(ScaleWeight(), (torch.randn(2),))
+    with pytest.raises(CompileError, match=r"test_mutation.py.*p_weight.*read-only"):
         import_program(ep)

@@ -79,6 +79,7 @@ class Importer:
         self.ep = ep
         self.program = Program()
         self.env: dict[torch.fx.Node, Any] = {}
+        self.buffer_targets: dict[str, str] = {}  # constant buffer -> registered buffer name
         self.decomposition_depth = 0  # decompositions being lowered inside each other
 
     # ---- placeholders --------------------------------------------------------------------
@@ -107,9 +108,15 @@ class Importer:
                 buf = self._placeholder_buffer(node, data, BufferKind.CONSTANT)
                 host = data.detach().contiguous().cpu()
                 self.program.constants.append(ConstantSpec(spec.target, buf.name, host))
+                if spec.kind is InputKind.BUFFER:
+                    self.buffer_targets[buf.name] = spec.target
             else:
                 raise CompileError(f"input {node.name}: {spec.kind.name} inputs are not supported")
             self.env[node] = buffer_value(buf)
+
+    def _state_origin(self, buffer: str) -> str | None:
+        """The registered buffer's name if constant `buffer` is one (it may become state)."""
+        return self.buffer_targets.get(buffer)
 
     def _constant_data(self, spec) -> torch.Tensor:
         if spec.target in self.ep.state_dict:
@@ -217,16 +224,31 @@ class Importer:
         value = self.env[target]
         where = user_source(node.meta.get("stack_trace")) or node.name
         root = self.program.buffers.get(base_buffer(self.context(node, node.target), value))
-        if root is not None and root.kind is BufferKind.CONSTANT:
+        if root is not None and root.kind is BufferKind.CONSTANT \
+                and self._state_origin(root.name) is None:
             raise CompileError(
-                f"{node.target} at {where} updates buffer or constant '{target.name}' in "
-                "place; aotc keeps parameters and buffers read-only (model state is not "
-                "supported yet)")
+                f"{node.target} at {where} updates parameter or constant '{target.name}' in "
+                "place; aotc keeps parameters and lifted constants read-only (registered "
+                "buffers may change: they become model state)")
         result = self.env[node]
         if isinstance(result, TensorValue) and result.sizes != value.sizes:
             raise CompileError(f"{node.target}: in-place result changes the shape of its target")
         self.env[node] = update_in_place(self.context(node, node.target), self.env, value,
                                          result, fresh)
+
+    def _import_update(self, spec, value) -> None:
+        source = _update_source(self.program, spec)
+        if not isinstance(value, TensorValue):
+            raise CompileError(f"output {spec.arg.name}: the new value of {spec.target!r} is "
+                               "not a tensor")
+        name = value.buffer_name()
+        buf = self.program.buffers.get(name) if name else None
+        if buf is None or buf.kind is not BufferKind.COMPUTED:
+            ctx = LoweringContext(self.program, f"update_{source}", "update", value.sizes,
+                                  value.dtype)
+            name = ctx.pointwise(value.body, value.sizes).buffer_name()
+        assert name is not None
+        self.program.updates[source] = name
 
     # ---- outputs -------------------------------------------------------------------------
     def import_outputs(self) -> None:
@@ -234,9 +256,12 @@ class Importer:
         specs = self.ep.graph_signature.output_specs
         claimed: set[str] = set()
         for spec, a in zip(specs, out_node.args[0]):
+            if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION):
+                self._import_update(spec, self.arg(a))  # a functionalized program's update
+                continue
             if spec.kind is not OutputKind.USER_OUTPUT:
-                raise CompileError(f"output {spec.arg}: {spec.kind.name} outputs (state updates) "
-                                   "are not supported; export the model in eval mode")
+                raise CompileError(f"output {spec.arg}: {spec.kind.name} outputs are not "
+                                   "supported; export the model in eval mode")
             value = self.arg(a)
             if value is None or isinstance(value, (bool, int, float)):
                 self.program.output_leaves.append(OutputLeaf(value=value))
@@ -256,6 +281,18 @@ class Importer:
             claimed.add(name)
             self.program.outputs.append(name)
             self.program.output_leaves.append(OutputLeaf(buffer=name))
+
+
+def _update_source(program: Program, spec) -> str:
+    """The buffer that a BUFFER_MUTATION / USER_INPUT_MUTATION output updates."""
+    if spec.kind is OutputKind.BUFFER_MUTATION:
+        found = [c.buffer for c in program.constants if c.fqn == spec.target]
+    else:
+        found = [i.buffer for i in program.inputs if i.name == spec.target]
+    if not found:
+        raise CompileError(f"output {spec.arg.name} updates {spec.target!r}, which is not a "
+                           "buffer or tensor input of the program")
+    return found[0]
 
 
 def _bound(v) -> int | None:

@@ -3,8 +3,9 @@
 The updated buffer becomes a new buffer (a RegionWrite when only a view of it changes),
 and every value that aliases the old one (the buffer itself and each view of it) is
 rebound to read the new one, as later readers in PyTorch would see the update. A user
-input updated in place is recorded in `Program.mutated_inputs`: the run writes its final
-value back into the caller's tensor (in place, with no copy, when it can).
+input or a registered buffer updated in place is recorded in `Program.updates`: the run
+writes its final value back into the caller's tensor or the model's state (in place, with
+no copy, when it can).
 """
 from __future__ import annotations
 
@@ -29,9 +30,8 @@ def update_in_place(ctx: LoweringContext, env: dict, target: TensorValue, result
     """Make `target` hold `result` (computed by this node: its new buffers are `fresh`);
     rebinds every aliasing value in `env` and returns the target's new value."""
     base = ctx.program.buffers[base_buffer(ctx, target)]
-    assert base.kind is not BufferKind.CONSTANT
-    inputs = ctx.program.mutated_inputs
-    source = next((i for i, last in inputs.items() if last == base.name), base.name)
+    updates = ctx.program.updates
+    source = next((i for i, last in updates.items() if last == base.name), base.name)
     body = target.body
     assert isinstance(body, Load)
     whole = target.buffer_name() == base.name and tuple(target.sizes) == tuple(base.sizes)
@@ -45,8 +45,8 @@ def update_in_place(ctx: LoweringContext, env: dict, target: TensorValue, result
         write = Write(tuple(target.sizes), body.index, cast(result.body, base.dtype))
         new = ctx.emit(RegionWrite(init, (write,)), base.sizes, base.dtype).buffer_name()
     assert new is not None
-    if ctx.program.buffers[source].kind is BufferKind.INPUT:
-        inputs[source] = new  # the caller's tensor receives this value when the run ends
+    if ctx.program.buffers[source].kind is not BufferKind.COMPUTED:
+        updates[source] = new  # the input or the state receives this value when the run ends
     for key, value in env.items():
         env[key] = rename_buffer(value, base.name, new)
     return rename_buffer(target, base.name, new)

@@ -262,9 +262,10 @@ class Program:
     output_leaves: list[OutputLeaf] = field(default_factory=list)  # every leaf, in pytree order
     # shape symbol -> (min, max); max None when unbounded
     symbols: dict[sympy.Symbol, tuple[int, int | None]] = field(default_factory=dict)
-    # input buffer updated in place -> the buffer holding its value when the run ends,
-    # which the run writes into the caller's input
-    mutated_inputs: dict[str, str] = field(default_factory=dict)
+    # a buffer updated in place -> the buffer holding its value when the run ends: a user
+    # input (the run writes the value into the caller's tensor) or a constant buffer that
+    # is model state (a registered buffer: each model object keeps its own copy)
+    updates: dict[str, str] = field(default_factory=dict)
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

@@ -6,7 +6,7 @@ from ..scheduler.memory import reads_of
 
 
 def remove_dead_buffers(program: Program) -> Program:
-    live = set(program.outputs) | set(program.mutated_inputs.values())
+    live = set(program.outputs) | set(program.updates.values())
     for buf in reversed(program.computed()):
         if buf.name in live:
             live |= reads_of(buf)

@@ -22,6 +22,7 @@ from . import abi, pytree
 from .describe import describe_library
 from .mutation import check_writable, write_back
 from .pool import RunnerPool
+from .state import as_state_value, state_array, state_table
 from .tensors import Frame, as_input, empty, is_torch_tensor
 
 
@@ -70,6 +71,10 @@ class CompiledModel:
             check_constants_fit(self.metadata, w_size)
         except PackageError as e:
             raise PackageError(f"{path}: model {self.name!r}: {e}") from None
+        self._state = state_table(self._lib, d.constants)
+        if self._state and num_runners > 1:
+            raise ValueError(f"model {self.name!r} keeps state ({', '.join(self._state)}), which "
+                             "belongs to one model object: load it with num_runners=1")
         self._weights = (np.memmap(path, dtype=np.uint8, mode="r", offset=w_offset, shape=(w_size,))
                          if w_size else np.zeros(0, np.uint8))
         self._constants = self._constant_pointers(w_size)
@@ -102,6 +107,46 @@ class CompiledModel:
     def num_runners(self) -> int:
         """How many calls may run at once (each on its own model object); more wait."""
         return self._pool.size
+
+    def buffer_names(self) -> list[str]:
+        """The registered buffers the model updates in place (its state), by name."""
+        return list(self._state)
+
+    def get_buffer(self, name: str):
+        """A copy of state buffer `name` as the model holds it now (a torch tensor when
+        torch is loaded, else a numpy array)."""
+        array = self._with_state(name, lambda a: a.copy())
+        if "torch" in sys.modules:
+            import torch
+            return torch.from_numpy(array)
+        return array
+
+    def set_buffer(self, name: str, value) -> None:
+        """Overwrite state buffer `name` (same dtype and shape) before the next call."""
+        new = as_state_value(value, self._state_entry(name)[1], name)
+        self._with_state(name, lambda a: np.copyto(a, new))
+
+    def reset_buffers(self) -> None:
+        """Every state buffer back to the value the package holds."""
+        for name, (_, entry) in self._state.items():
+            start = entry["offset"]
+            initial = np.asarray(self._weights[start:start + entry["nbytes"]])
+            self._with_state(name, lambda a, b=initial: np.copyto(a.reshape(-1).view(np.uint8), b))
+
+    def _state_entry(self, name: str):
+        if name not in self._state:
+            raise KeyError(f"{name!r} is not a buffer the model updates; its state buffers: "
+                           f"{list(self._state)}")
+        return self._state[name]
+
+    def _with_state(self, name: str, fn):
+        k, entry = self._state_entry(name)
+        h = self._pool.first() if self._single else self._pool.acquire(self._new_handle)
+        try:
+            return fn(state_array(self._lib, h, k, entry))
+        finally:
+            if not self._single:
+                self._pool.release(h)
 
     def _constant_pointers(self, w_size: int):
         table = self.description.constants

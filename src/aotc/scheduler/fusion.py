@@ -31,7 +31,7 @@ def body_of(op) -> Node | None:
 def count_reads(program: Program) -> tuple[Counter, set[str]]:
     """(loads of each buffer in loop bodies, buffers that must stay materialized)."""
     uses: Counter = Counter()
-    pinned: set[str] = set(program.outputs) | set(program.mutated_inputs.values())
+    pinned: set[str] = set(program.outputs) | set(program.updates.values())
     for buf in program.computed():
         body = body_of(buf.op)
         if body is not None:

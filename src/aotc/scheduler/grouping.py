@@ -89,7 +89,7 @@ def group_rows(program: Program) -> list[Scheduled]:
         names = {m.name for m in group.members}
         group.local = {m.name for m in group.members
                        if tuple(m.sizes) == group.outer + (1,) and m.name not in program.outputs
-                       and m.name not in program.mutated_inputs.values()
+                       and m.name not in program.updates.values()
                        and readers.get(m.name, set()) <= names}
         schedule.append(group)
         t += len(group.members)

@@ -1,6 +1,6 @@
 """Which updates of a user input run in place, on the caller's storage, with no copy.
 
-An input's final value (Program.mutated_inputs) is a RegionWrite whose initial value is
+An input's final value (Program.updates) is a RegionWrite whose initial value is
 the input itself: when no later kernel reads the input and the writes do not read it
 either, the writes go straight into the input's memory (a KV cache takes its new row
 without a copy of the cache). Any other final value is copied into the input at the end.
@@ -19,7 +19,7 @@ def in_place_updates(program: Program, schedule: list[Scheduled]) -> dict[str, s
     order = [m for item in schedule
              for m in (item.members if isinstance(item, RowGroup) else [item])]
     out: dict[str, str] = {}
-    for source, final in program.mutated_inputs.items():
+    for source, final in program.updates.items():
         buf = program.buffers.get(final)
         if buf is None or final in program.outputs or not _writes_over(buf, source):
             continue

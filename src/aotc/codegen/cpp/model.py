@@ -14,6 +14,7 @@ from .exprs import c_index
 from .kernels import describe, emit_kernel, program_symbol_index, symbol_order
 from .regions import emit_region_write
 from .rows import emit_row_group
+from .state import emit_state_tables, state_index, storage_of
 from .templates import template_call
 
 
@@ -36,9 +37,13 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
         f"constexpr int64_t kMaxRank = {max_rank};",
         "// bytes of each constant: one with none may come as a null pointer",
         f"constexpr int64_t kConstantBytes[] = {{{', '.join(constant_bytes) or '0'}}};",
+    ])
+    emit_state_tables(code, program)
+    code.lines_of([
         "",
         "struct Model {",
         "  const void *constants[kNumConstants > 0 ? kNumConstants : 1];",
+        "  void *state[kNumState > 0 ? kNumState : 1];  // this object's copy of each",
         "  char *arena;",
         "  int64_t arena_bytes;",
         "  int32_t num_threads;",
@@ -156,6 +161,7 @@ def _emit_output_sizes(code: CodeBuffer, program: Program, max_rank: int) -> Non
 def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: list[Scheduled],
               kernels: dict, in_place: dict[str, str]) -> None:
     const_index = {c.buffer: k for k, c in enumerate(program.constants)}
+    states = state_index(program)
     input_index = {s.buffer: k for k, s in enumerate(program.inputs)}
     out_index = {name: j for j, name in enumerate(program.outputs)}
     code.line("// Checks the outputs, sizes the arena, then runs every kernel in order.")
@@ -204,14 +210,17 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
             if buf.kind is BufferKind.INPUT:
                 code.line(f"const {t} *{name} = static_cast<const {t} *>(in[{input_index[name]}]"
                           ".data);")
+            elif buf.kind is BufferKind.CONSTANT and name in states:
+                code.line(f"const {t} *{name} = static_cast<const {t} *>(m->state"
+                          f"[{states[name]}]);")
             elif buf.kind is BufferKind.CONSTANT:
                 code.line(f"const {t} *{name} = static_cast<const {t} *>(m->constants"
                           f"[{const_index[name]}]);")
             elif name in out_index:
                 code.line(f"{t} *{name} = static_cast<{t} *>(out[{out_index[name]}].data);")
-            elif name in in_place:  # updates the caller's input in its own storage
-                code.line(f"{t} *{name} = static_cast<{t} *>(in[{input_index[in_place[name]]}]"
-                          ".data);")
+            elif name in in_place:  # updates an input or the state in its own storage
+                code.line(f"{t} *{name} = static_cast<{t} *>"
+                          f"({storage_of(program, in_place[name])});")
             elif name in plan.slot_of:
                 code.line(f"{t} *{name} = reinterpret_cast<{t} *>(arena + "
                           f"slot{plan.slot_of[name]});")
@@ -231,9 +240,9 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
                           f'{_c_str(where)}");')
             else:
                 code.line(f"{k.name}(sym, {', '.join(k.args)});")
-        for source, final in program.mutated_inputs.items():
-            if final not in in_place:  # the input's new value goes back into its storage
-                code.line(f"__builtin_memcpy(in[{input_index[source]}].data, {final}, "
+        for source, final in program.updates.items():
+            if final not in in_place:  # the new value goes into the input's or state's storage
+                code.line(f"__builtin_memcpy({storage_of(program, source)}, {final}, "
                           f"{c_index(nbytes(program.buffers[final]))});")
         code.line("return AOTC_OK;")
     code.line()
@@ -270,7 +279,32 @@ int aotc_create(const void *const *constants, int64_t n_constants, void **model)
     }
     m->constants[k] = constants[k];
   }
+  for (int64_t j = 0; j < kNumState; ++j) {  // the state starts as the package's values
+    const int64_t bytes = kConstantBytes[kStateConstant[j]];
+    m->state[j] = std::aligned_alloc(64, aotc::align64(bytes > 0 ? bytes : 1));
+    if (!m->state[j]) {
+      aotc_destroy(m);
+      return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory for the model state");
+    }
+    if (bytes > 0) __builtin_memcpy(m->state[j], constants[kStateConstant[j]], bytes);
+  }
   *model = m;
+  return AOTC_OK;
+}
+
+int aotc_describe_state(const int64_t **constant_index, int64_t *n) {
+  if (!constant_index || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_state: null argument");
+  *constant_index = kStateConstant;
+  *n = kNumState;
+  return AOTC_OK;
+}
+
+int aotc_state(void *model, int64_t k, void **data) {
+  if (!model || !data) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_state: null argument");
+  if (k < 0 || k >= kNumState)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_state: no state buffer %lld (the model has %lld)",
+                      (long long)k, (long long)kNumState);
+  *data = static_cast<Model *>(model)->state[k];
   return AOTC_OK;
 }
 
@@ -307,6 +341,7 @@ int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *
 void aotc_destroy(void *model) {
   if (!model) return;
   Model *m = static_cast<Model *>(model);
+  for (int64_t j = 0; j < kNumState; ++j) std::free(m->state[j]);
   std::free(m->arena);
   std::free(m);
 }
