@@ -87,6 +87,8 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
                            "sizes": [_size_json(x) for x in buf.sizes]})
             if buf.name in p.updates:  # the run writes its new value into it
                 inputs[-1]["mutated"] = True
+            if buf.name in p.scalar_inputs:  # a Python int, passed as a 0-dim int64 tensor
+                inputs[-1]["scalar"] = "int"
         else:
             val = placeholders[name].meta.get("val")
             inputs.append({"name": name, "kind": "scalar", "value": val})
@@ -94,6 +96,9 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
                 "sizes": [_size_json(x) for x in p.buffers[o].sizes]} for o in p.outputs]
     leaves = [{"kind": "tensor", "index": p.outputs.index(leaf.buffer)} if leaf.buffer
               else {"kind": "constant", "value": leaf.value} for leaf in p.output_leaves]
+    for leaf, entry in zip(p.output_leaves, leaves):
+        if leaf.scalar:  # a symbolic value: returned as a Python number
+            entry["scalar"] = leaf.scalar
     target = target_for(opts.isa)
     return {
         "format_version": FORMAT_VERSION,

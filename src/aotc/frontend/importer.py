@@ -21,6 +21,7 @@ from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from .decompose import decompose_node, tensor_args
 from .mutation import base_buffer, update_in_place
 from .source import user_source
+from .symbolic import import_symbolic_int, symbolic_output
 
 
 def to_sympy(v) -> sympy.Expr:
@@ -98,6 +99,9 @@ class Importer:
             spec = specs[node.name]
             val = node.meta.get("val")
             if spec.kind is InputKind.USER_INPUT:
+                if isinstance(val, torch.SymInt) and to_sympy(val).is_Symbol:
+                    self.env[node] = import_symbolic_int(self.program, node.name, to_sympy(val))
+                    continue
                 if not isinstance(val, torch.Tensor):
                     self.env[node] = to_sympy(val) if isinstance(val, (int, torch.SymInt)) else val
                     continue
@@ -268,6 +272,13 @@ class Importer:
                 continue
             if isinstance(value, sympy.Expr) and value.is_number:
                 self.program.output_leaves.append(OutputLeaf(value=int(value)))
+                continue
+            if isinstance(value, sympy.Basic):  # a SymInt/SymFloat/SymBool: its run-time value
+                name, kind = symbolic_output(self.program, f"out_{len(claimed)}", value,
+                                             getattr(a, "name", str(a)))
+                claimed.add(name)
+                self.program.outputs.append(name)
+                self.program.output_leaves.append(OutputLeaf(buffer=name, scalar=kind))
                 continue
             if not isinstance(value, TensorValue):
                 raise CompileError(f"output {getattr(a, 'name', a)} is a {type(value).__name__}; "

@@ -249,6 +249,9 @@ class OutputLeaf:
 
     buffer: str | None = None
     value: object = None
+    # a symbolic int/float/bool computed at run time into a 0-dim buffer: the loaders
+    # return it as a number ("int", "float" or "bool"), as ep.module() does
+    scalar: str | None = None
 
 
 @dataclass
@@ -266,6 +269,9 @@ class Program:
     # input (the run writes the value into the caller's tensor) or a constant buffer that
     # is model state (a registered buffer: each model object keeps its own copy)
     updates: dict[str, str] = field(default_factory=dict)
+    # int inputs that export kept symbolic: a 0-dim int64 input buffer -> the shape symbol
+    # its value binds at run time
+    scalar_inputs: dict[str, sympy.Symbol] = field(default_factory=dict)
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

@@ -22,6 +22,7 @@ from . import abi, pytree
 from .describe import describe_library
 from .mutation import check_writable, write_back
 from .pool import RunnerPool
+from .scalars import as_number, int_input
 from .state import as_state_value, state_array, state_table
 from .tensors import Frame, as_input, empty, is_torch_tensor
 
@@ -85,6 +86,10 @@ class CompiledModel:
         self._frames: dict[int, Frame] = {}
         self._input_plan = [(f"input '{i['name']}'", None) if i["kind"] == "tensor"
                             else (None, (i["name"], i["value"])) for i in self.metadata["inputs"]]
+        self._int_inputs = [j for j, i in enumerate(self.metadata["inputs"])
+                            if i.get("scalar") == "int"]
+        # their positions among the tensors passed: their values size outputs too
+        self._int_slots = [k for k, i in enumerate(self._inputs) if i.get("scalar") == "int"]
         # positions (among all inputs, among tensor inputs) of inputs updated in place
         self._mutated = [(j, k) for k, (j, i) in enumerate(
             (j, i) for j, i in enumerate(self.metadata["inputs"]) if i["kind"] == "tensor")
@@ -176,6 +181,10 @@ class CompiledModel:
             leaves = pytree.flatten_call(self.metadata["in_spec"], args, kwargs)
         if len(leaves) != len(self._input_plan):
             raise InputError(f"expected {len(self._input_plan)} inputs, got {len(leaves)}")
+        if self._int_inputs:
+            leaves = list(leaves)
+            for j in self._int_inputs:
+                leaves[j] = int_input(leaves[j], self._input_plan[j][0])
         inputs, any_torch = [], False
         for leaf, (what, constant) in zip(leaves, self._input_plan):
             if what is None:  # a non-tensor input that export specialized
@@ -206,7 +215,8 @@ class CompiledModel:
     def _output_structure(self):
         """outs -> the exported output structure (fast paths for the usual shapes)."""
         spec, leaves = self.metadata["out_spec"], self.metadata["output_leaves"]
-        in_order = [leaf.get("index") for leaf in leaves] == list(range(len(leaves)))
+        in_order = [leaf.get("index") for leaf in leaves] == list(range(len(leaves))) and not any(
+            "scalar" in leaf for leaf in leaves)
         if spec["kind"] == "leaf" and in_order:
             return lambda outs: outs[0]
         if (spec["kind"] == "tuple" and in_order
@@ -214,8 +224,8 @@ class CompiledModel:
             return tuple
 
         def general(outs):
-            values = [outs[leaf["index"]] if leaf["kind"] == "tensor" else leaf["value"]
-                      for leaf in leaves]
+            values = [as_number(outs[leaf["index"]], leaf.get("scalar")) if leaf["kind"] == "tensor"
+                      else leaf["value"] for leaf in leaves]
             return pytree.unflatten(spec, values)
 
         return general
@@ -227,7 +237,8 @@ class CompiledModel:
         n_in, n_out = len(inputs), len(self._outputs)
         shapes = self._static_shapes
         if shapes is None:  # sizes follow the inputs' dynamic dims
-            key = tuple(tuple(i[2]) for i in inputs)
+            key = tuple(tuple(i[2]) for i in inputs) + tuple(
+                int(inputs[k][0]) for k in self._int_slots)
             if key != frame.input_shapes:
                 abi.check(lib, lib.aotc_output_shapes(h, frame.ins, n_in, frame.out_sizes))
                 frame.output_shapes = [frame.output_shape(j, rank)
