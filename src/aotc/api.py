@@ -115,6 +115,8 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
         "constants": constants,
         # registered buffers the program updates in place: model state
         "state": [c.fqn for c in p.constants if c.buffer in p.updates],
+        # output sizes depend on input values (.item()), not only on input sizes
+        "sizes_follow_data": bool(p.item_symbols),
         "num_threads": opts.num_threads,
         "compile_seconds": round(sum(compiled.timings.values()), 4),
         "stage_seconds": {k: round(v, 4) for k, v in compiled.timings.items()},

@@ -78,3 +78,43 @@ def test_symbol_in_a_size_expression_is_solved(tmp_path):
     x = np.random.default_rng(0).standard_normal((10, 3)).astype(np.float32)
     (outs,) = run_without_torch(path, [[x]], tmp_path / "io")
     torch.testing.assert_close(torch.from_numpy(outs[0]), ep.module()(torch.from_numpy(x)))
+
+
+class NarrowByItem(torch.nn.Module):
+    def forward(self, x, t):
+        n = t.item()
+        torch._check(n >= 0)
+        torch._check(n <= x.shape[0])
+        return x.narrow(0, 0, n) * 2, n
+
+
+def test_item_drives_a_narrow(tmp_path):
+    ep, path = _compile(NarrowByItem(), (torch.randn(8, 3), torch.tensor(3)), None, tmp_path)
+    model = aotc.load_package(path)
+    for k in (0, 3, 5, 8):  # the same shapes in, a different size out each time
+        x = torch.randn(8, 3)
+        got, want = model(x, torch.tensor(k)), ep.module()(x, torch.tensor(k))
+        torch.testing.assert_close(got, want)
+        assert got[0].shape == (k, 3) and got[1] == k
+    with pytest.raises(aotc.InputError, match=r"\.item\(\) value u\d+ is 9, outside the allowed "
+                                              r"range \[0, 8\]"):
+        model(torch.randn(8, 3), torch.tensor(9))
+    x = np.ones((8, 3), np.float32)
+    got = run_without_torch(path, [[x, np.array(k)] for k in (2, 6)], tmp_path / "io")
+    assert [(o[0].shape, o[1].item()) for o in got] == [((2, 3), 2), ((6, 3), 6)]
+
+
+class ItemOfSum(torch.nn.Module):
+    def forward(self, x):
+        n = (x > 0).sum().item()
+        torch._check(n >= 0)
+        torch._check(n <= x.shape[0])
+        return x[:n]
+
+
+def test_item_of_a_reduction_is_refused():
+    from aotc.frontend.importer import import_program
+
+    ep = torch.export.export(ItemOfSum(), (torch.randn(8),))
+    with pytest.raises(aotc.CompileError, match=r"\.item\(\) at test_symbolic.py.*reduction"):
+        import_program(ep)

@@ -21,7 +21,7 @@ from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from .decompose import decompose_node, tensor_args
 from .mutation import base_buffer, update_in_place
 from .source import user_source
-from .symbolic import import_symbolic_int, symbolic_output
+from .symbolic import ITEM_OPS, import_item, import_symbolic_int, symbolic_output
 
 
 def to_sympy(v) -> sympy.Expr:
@@ -154,6 +154,10 @@ class Importer:
             return
         if node.target is operator.getitem:
             self.env[node] = self.env[node.args[0]][node.args[1]]
+            return
+        if node.target in ITEM_OPS and isinstance(val, torch.SymInt):
+            self.env[node] = import_item(self.program, self.arg(node.args[0]), to_sympy(val),
+                                         user_source(node.meta.get("stack_trace")) or node.name)
             return
         if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat, int, float, bool)):
             self.env[node] = to_sympy(val)  # shape arithmetic: its value is the expression

@@ -1,15 +1,32 @@
 """Symbolic values at the edges of a program: int inputs that export kept symbolic (a
-0-dim int64 input whose value binds a shape symbol) and SymInt/SymFloat/SymBool outputs
-(a 0-dim buffer computed from the bound symbols, returned as a Python number)."""
+0-dim int64 input whose value binds a shape symbol), `.item()` values (unbacked symbols,
+bound from the inputs' data) and SymInt/SymFloat/SymBool outputs (a 0-dim buffer
+computed from the bound symbols, returned as a Python number)."""
 from __future__ import annotations
 
 import sympy
+import torch
 
 from ..dtypes import DType
 from ..errors import CompileError
-from ..ir.expr import Binary, BinaryOp, Cast, Constant, IndexValue, Node
-from ..ir.nodes import Buffer, BufferKind, InputSpec, Program
-from ..lowering import LoweringContext
+from ..ir.expr import (
+    Binary,
+    BinaryOp,
+    Cast,
+    Constant,
+    IndexValue,
+    IndirectLoad,
+    Load,
+    Node,
+    loads,
+    substitute_index,
+    transform,
+)
+from ..ir.nodes import Buffer, BufferKind, InputSpec, Pointwise, Program
+from ..ir.symbols import index_vars
+from ..lowering import LoweringContext, TensorValue
+
+ITEM_OPS = frozenset({torch.ops.aten.item.default, torch.ops.aten._local_scalar_dense.default})
 
 _RELATIONS = {sympy.StrictGreaterThan: BinaryOp.GT, sympy.GreaterThan: BinaryOp.GE,
               sympy.StrictLessThan: BinaryOp.LT, sympy.LessThan: BinaryOp.LE,
@@ -22,6 +39,44 @@ def import_symbolic_int(program: Program, name: str, symbol: sympy.Symbol) -> sy
     program.inputs.append(InputSpec(name, buf.name))
     program.scalar_inputs[buf.name] = symbol
     return symbol
+
+
+def import_item(program: Program, value: TensorValue, symbol: sympy.Expr, where: str
+                ) -> sympy.Expr:
+    """`value.item()` as the symbol export gave it, bound at run time from the inputs."""
+    if not symbol.is_Symbol:
+        return symbol  # export already knows it as an expression of other symbols
+    body = cast_int(_over_inputs(program, value.load((0,) * value.ndim), where))
+    program.item_symbols[symbol] = body
+    program.symbols.setdefault(symbol, (-(2**62), None))
+    return symbol
+
+
+def cast_int(e: Node) -> Node:
+    return e if e.dtype is DType.int64 else Cast(e, DType.int64)
+
+
+def _over_inputs(program: Program, e: Node, where: str) -> Node:
+    """`e` with every pointwise buffer it reads replaced by its body: inputs only remain."""
+    def leaf(x: Node) -> Node:
+        if isinstance(x, IndirectLoad):
+            raise CompileError(f".item() at {where} reads through data-dependent indices; aotc "
+                               "binds .item() values computed pointwise from the inputs")
+        if not isinstance(x, Load):
+            return x
+        buf = program.buffers[x.buffer]
+        if buf.kind is BufferKind.INPUT:
+            return x
+        if buf.kind is BufferKind.COMPUTED and isinstance(buf.op, Pointwise):
+            inner = substitute_index(buf.op.body, dict(zip(index_vars(len(x.index)), x.index)))
+            return _over_inputs(program, inner, where)
+        what = "a constant" if buf.kind is BufferKind.CONSTANT else "a reduction or kernel"
+        raise CompileError(f".item() at {where} reads {what} ({x.buffer}); aotc binds .item() "
+                           "values computed pointwise from the inputs")
+
+    out = transform(e, leaf)
+    assert all(program.buffers[ld.buffer].kind is BufferKind.INPUT for ld in loads(out))
+    return out
 
 
 def symbolic_output(program: Program, hint: str, value: sympy.Basic, what: str
@@ -78,3 +133,11 @@ def _number(e: sympy.Basic, what: str) -> Node:
 
 def _as(x: Node, dtype: DType) -> Node:
     return x if x.dtype is dtype else Cast(x, dtype)
+
+
+def symbolic_condition(e: sympy.Basic, what: str) -> Node:
+    """A SymBool as a bool value computed from the bound symbols."""
+    node, kind = _value(e, what)
+    if kind != "bool":
+        raise CompileError(f"{what} is {e}, not a condition")
+    return node

@@ -272,6 +272,9 @@ class Program:
     # int inputs that export kept symbolic: a 0-dim int64 input buffer -> the shape symbol
     # its value binds at run time
     scalar_inputs: dict[str, sympy.Symbol] = field(default_factory=dict)
+    # unbacked symbols (`.item()`): symbol -> its value, an expression over input buffers
+    # only, evaluated when the inputs are bound
+    item_symbols: dict[sympy.Symbol, Node] = field(default_factory=dict)
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

@@ -86,6 +86,7 @@ class CompiledModel:
         self._frames: dict[int, Frame] = {}
         self._input_plan = [(f"input '{i['name']}'", None) if i["kind"] == "tensor"
                             else (None, (i["name"], i["value"])) for i in self.metadata["inputs"]]
+        self._sizes_follow_data = bool(self.metadata.get("sizes_follow_data"))
         self._int_inputs = [j for j, i in enumerate(self.metadata["inputs"])
                             if i.get("scalar") == "int"]
         # their positions among the tensors passed: their values size outputs too
@@ -239,7 +240,7 @@ class CompiledModel:
         if shapes is None:  # sizes follow the inputs' dynamic dims
             key = tuple(tuple(i[2]) for i in inputs) + tuple(
                 int(inputs[k][0]) for k in self._int_slots)
-            if key != frame.input_shapes:
+            if key != frame.input_shapes or self._sizes_follow_data:
                 abi.check(lib, lib.aotc_output_shapes(h, frame.ins, n_in, frame.out_sizes))
                 frame.output_shapes = [frame.output_shape(j, rank)
                                        for j, (_, rank) in enumerate(self._outputs)]

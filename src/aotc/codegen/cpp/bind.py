@@ -1,12 +1,15 @@
-"""Shape symbols that no input dim holds by itself: an int input's value, and a symbol
-seen only inside a size expression (`2*d`, `d + 1`), solved from that size at run time."""
+"""Shape symbols that no input dim holds by itself: an int input's value, a `.item()`
+value read from the inputs' data, and a symbol seen only inside a size expression (`2*d`,
+`d + 1`), solved from that size at run time."""
 from __future__ import annotations
 
 import sympy
 
+from ...ir.expr import loads
 from ...ir.nodes import Program
 from .code import CodeBuffer
-from .kernels import program_symbol_index
+from .exprs import BodyEmitter
+from .kernels import index_exprs, program_symbol_index, symbols_in
 
 
 def _range_check(code: CodeBuffer, program: Program, s: sympy.Symbol, v: str, what: str) -> None:
@@ -52,3 +55,33 @@ def solve_size_symbols(code: CodeBuffer, program: Program, bound: dict,
             code.line(f"sym[{idx}] = rest / {int(a)};")
             _range_check(code, program, s, f"sym[{idx}]", f"input '{nm}': {s.name} from dim {d}")
         bound[s] = f"input '{nm}' dim {d}"
+
+
+def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
+    """Each `.item()` symbol: its value computed from the inputs' data, checked against
+    the range export recorded."""
+    if not program.item_symbols:
+        return
+    index = {s.buffer: k for k, s in enumerate(program.inputs)}
+    sizes = {b: program.buffers[b].sizes for b in index}
+    for s, body in program.item_symbols.items():
+        idx = program_symbol_index(program, s)
+        emitter = BodyEmitter(sizes, lambda b: f"static_cast<const {program.buffers[b].dtype.ctype} "
+                                               f"*>(in[{index[b]}].data)")
+        value = emitter.value(body)
+        with code.block(""):
+            used = [*index_exprs(body), *(d for ld in loads(body) for d in sizes[ld.buffer])]
+            for t in symbols_in(program, *used):
+                code.line(f"const int64_t {t.name} = sym[{program_symbol_index(program, t)}];")
+            for ld in {ld.buffer for ld in loads(body)}:
+                code.line(f"if (aotc::numel(in[{index[ld]}]) == 0)")
+                code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{_input_name(program, ld)}'
+                          f'\': .item() of an empty tensor");')
+            code.lines_of(emitter.lines)
+            code.line(f"sym[{idx}] = {value};")
+            _range_check(code, program, s, f"sym[{idx}]", f".item() value {s.name}")
+        bound[s] = ".item()"
+
+
+def _input_name(program: Program, buffer: str) -> str:
+    return next(s.name for s in program.inputs if s.buffer == buffer)

@@ -8,7 +8,7 @@ from ...ir.regions import RegionWrite
 from ...scheduler.grouping import RowGroup, Scheduled
 from ...scheduler.inplace import in_place_updates
 from ...scheduler.memory import MemoryPlan, nbytes
-from .bind import bind_scalar_input, solve_size_symbols
+from .bind import bind_item_symbols, bind_scalar_input, solve_size_symbols
 from .code import CodeBuffer
 from .describe import emit_describe_abi, emit_description
 from .exprs import c_index
@@ -126,6 +126,7 @@ def _emit_bind_inputs(code: CodeBuffer, program: Program) -> None:
             if spec.buffer in program.scalar_inputs:  # an int input: its value is a symbol
                 bind_scalar_input(code, program, k, nm, spec.buffer, bound)
         solve_size_symbols(code, program, bound, deferred)
+        bind_item_symbols(code, program, bound)
         unbound = set(program.symbols) - set(bound)
         needed = {s for _, _, _, e in deferred for s in e.free_symbols} | _symbols_needed(program)
         if unbound & needed:
