@@ -18,6 +18,7 @@ from ..dtypes import COMPUTABLE, DType
 from ..errors import AotcError, CompileError, UnsupportedOperatorError
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
+from .control import COND, LOOPS, import_cond
 from .decompose import decompose_node, tensor_args
 from .mutation import base_buffer, update_in_place
 from .source import user_source
@@ -81,6 +82,7 @@ class Importer:
         self.program = Program()
         self.env: dict[torch.fx.Node, Any] = {}
         self.buffer_targets: dict[str, str] = {}  # constant buffer -> registered buffer name
+        self.guards: list = []  # the torch.cond branches being imported, outermost first
         self.decomposition_depth = 0  # decompositions being lowered inside each other
 
     # ---- placeholders --------------------------------------------------------------------
@@ -155,6 +157,12 @@ class Importer:
         if node.target is operator.getitem:
             self.env[node] = self.env[node.args[0]][node.args[1]]
             return
+        if node.target is COND:
+            self.env[node] = import_cond(self, node)
+            return
+        if node.target in LOOPS:
+            raise UnsupportedOperatorError(str(node.target), user_source(
+                node.meta.get("stack_trace")), "loops are not compiled yet")
         if node.target in ITEM_OPS and isinstance(val, torch.SymInt):
             self.env[node] = import_item(self.program, self.arg(node.args[0]), to_sympy(val),
                                          user_source(node.meta.get("stack_trace")) or node.name)
@@ -326,6 +334,8 @@ def import_program(ep: torch.export.ExportedProgram) -> Program:
     for node in ep.graph.nodes:
         if node.op == "call_function":
             imp.import_call(node)
+        elif node.op == "get_attr":  # a torch.cond branch, imported where the cond is
+            imp.env[node] = getattr(ep.graph_module, node.target)
         elif node.op not in ("placeholder", "output"):
             raise CompileError(f"unsupported FX node kind {node.op} ({node.name})")
     imp.import_outputs()

@@ -275,6 +275,8 @@ class Program:
     # unbacked symbols (`.item()`): symbol -> its value, an expression over input buffers
     # only, evaluated when the inputs are bound
     item_symbols: dict[sympy.Symbol, Node] = field(default_factory=dict)
+    # buffer computed inside torch.cond branches -> the guards it runs under (ir/control.py)
+    guards: dict[str, tuple] = field(default_factory=dict)
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

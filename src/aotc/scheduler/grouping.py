@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from ..ir.control import predicate_buffers
 from ..ir.expr import IndirectLoad, loads
 from ..ir.nodes import Buffer, Pointwise, Program, Reduction
 from ..ir.symbols import index_vars
@@ -90,6 +91,7 @@ def group_rows(program: Program) -> list[Scheduled]:
         group.local = {m.name for m in group.members
                        if tuple(m.sizes) == group.outer + (1,) and m.name not in program.outputs
                        and m.name not in program.updates.values()
+                       and m.name not in predicate_buffers(program.guards)
                        and readers.get(m.name, set()) <= names}
         schedule.append(group)
         t += len(group.members)

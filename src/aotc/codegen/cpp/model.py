@@ -10,6 +10,7 @@ from ...scheduler.inplace import in_place_updates
 from ...scheduler.memory import MemoryPlan, nbytes
 from .bind import bind_item_symbols, bind_scalar_input, solve_size_symbols
 from .code import CodeBuffer
+from .control import after_kernel, guard_condition, guard_locals
 from .describe import emit_describe_abi, emit_description
 from .exprs import c_index
 from .kernels import describe, emit_kernel, program_symbol_index, symbol_order
@@ -229,22 +230,32 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
             elif name in plan.slot_of:
                 code.line(f"{t} *{name} = reinterpret_cast<{t} *>(arena + "
                           f"slot{plan.slot_of[name]});")
+        code.lines_of(guard_locals(program))
         for item in schedule:
+            members = item.members if isinstance(item, RowGroup) else [item]
+            names = [m.name for m in members]
+            guard = guard_condition(program, names)
+            if guard:  # inside a torch.cond branch: runs when the branch is taken
+                code.line(f"if ({guard}) {{")
+                code.level += 1
             if isinstance(item, Buffer) and item.name not in kernels:
                 ws = plan.workspace_of.get(item.name)
                 code.lines_of(template_call(item, lambda n: n,
                                             None if ws is None else f"arena + slot{ws}"))
-                continue
-            k = kernels[item.name]
-            if k.checks_bounds:
+            elif kernels[item.name].checks_bounds:
+                k = kernels[item.name]
                 code.line(f"{k.name}(sym, &oob, {', '.join(k.args)});")
-                members = item.members if isinstance(item, RowGroup) else [item]
                 where = " ".join(ln.lstrip("/ ") for m in members for ln in describe(m))
                 code.line("if (oob)")
                 code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "index out of range in '
                           f'{_c_str(where)}");')
             else:
+                k = kernels[item.name]
                 code.line(f"{k.name}(sym, {', '.join(k.args)});")
+            code.lines_of(after_kernel(program, names))
+            if guard:
+                code.level -= 1
+                code.line("}")
         for source, final in program.updates.items():
             if final not in in_place:  # the new value goes into the input's or state's storage
                 code.line(f"__builtin_memcpy({storage_of(program, source)}, {final}, "
