@@ -15,16 +15,11 @@ from ..ir.expr import (
     Cast,
     Constant,
     IndexValue,
-    IndirectLoad,
-    Load,
     Node,
-    loads,
-    substitute_index,
-    transform,
 )
-from ..ir.nodes import Buffer, BufferKind, InputSpec, Pointwise, Program
-from ..ir.symbols import index_vars
+from ..ir.nodes import Buffer, BufferKind, InputSpec, Program
 from ..lowering import LoweringContext, TensorValue
+from ..lowering.compress import over_inputs
 
 ITEM_OPS = frozenset({torch.ops.aten.item.default, torch.ops.aten._local_scalar_dense.default})
 
@@ -46,7 +41,12 @@ def import_item(program: Program, value: TensorValue, symbol: sympy.Expr, where:
     """`value.item()` as the symbol export gave it, bound at run time from the inputs."""
     if not symbol.is_Symbol:
         return symbol  # export already knows it as an expression of other symbols
-    body = cast_int(_over_inputs(program, value.load((0,) * value.ndim), where))
+    body = over_inputs(program, value.load((0,) * value.ndim))
+    if body is None:
+        raise CompileError(f".item() at {where} reads a reduction, a kernel, a constant or an "
+                           "indexed read; aotc binds .item() values computed pointwise from "
+                           "the inputs")
+    body = cast_int(body)
     program.item_symbols[symbol] = body
     program.symbols.setdefault(symbol, (-(2**62), None))
     return symbol
@@ -54,29 +54,6 @@ def import_item(program: Program, value: TensorValue, symbol: sympy.Expr, where:
 
 def cast_int(e: Node) -> Node:
     return e if e.dtype is DType.int64 else Cast(e, DType.int64)
-
-
-def _over_inputs(program: Program, e: Node, where: str) -> Node:
-    """`e` with every pointwise buffer it reads replaced by its body: inputs only remain."""
-    def leaf(x: Node) -> Node:
-        if isinstance(x, IndirectLoad):
-            raise CompileError(f".item() at {where} reads through data-dependent indices; aotc "
-                               "binds .item() values computed pointwise from the inputs")
-        if not isinstance(x, Load):
-            return x
-        buf = program.buffers[x.buffer]
-        if buf.kind is BufferKind.INPUT:
-            return x
-        if buf.kind is BufferKind.COMPUTED and isinstance(buf.op, Pointwise):
-            inner = substitute_index(buf.op.body, dict(zip(index_vars(len(x.index)), x.index)))
-            return _over_inputs(program, inner, where)
-        what = "a constant" if buf.kind is BufferKind.CONSTANT else "a reduction or kernel"
-        raise CompileError(f".item() at {where} reads {what} ({x.buffer}); aotc binds .item() "
-                           "values computed pointwise from the inputs")
-
-    out = transform(e, leaf)
-    assert all(program.buffers[ld.buffer].kind is BufferKind.INPUT for ld in loads(out))
-    return out
 
 
 def symbolic_output(program: Program, hint: str, value: sympy.Basic, what: str

@@ -272,9 +272,9 @@ class Program:
     # int inputs that export kept symbolic: a 0-dim int64 input buffer -> the shape symbol
     # its value binds at run time
     scalar_inputs: dict[str, sympy.Symbol] = field(default_factory=dict)
-    # unbacked symbols (`.item()`): symbol -> its value, an expression over input buffers
-    # only, evaluated when the inputs are bound
-    item_symbols: dict[sympy.Symbol, Node] = field(default_factory=dict)
+    # unbacked symbols: symbol -> its value, evaluated when the inputs are bound: a Node
+    # over input buffers only (`.item()`) or an ir.compress.Count (nonzero's row count)
+    item_symbols: dict[sympy.Symbol, object] = field(default_factory=dict)
     # buffer computed inside torch.cond branches -> the guards it runs under (ir/control.py)
     guards: dict[str, tuple] = field(default_factory=dict)
 

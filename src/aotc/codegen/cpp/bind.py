@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import sympy
 
+from ...ir.compress import Count
 from ...ir.expr import loads
 from ...ir.nodes import Program
 from .code import CodeBuffer
+from .compress import emit_count
 from .exprs import BodyEmitter
 from .kernels import index_exprs, program_symbol_index, symbols_in
 
@@ -66,21 +68,31 @@ def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
     sizes = {b: program.buffers[b].sizes for b in index}
     for s, body in program.item_symbols.items():
         idx = program_symbol_index(program, s)
-        emitter = BodyEmitter(sizes, lambda b: f"static_cast<const {program.buffers[b].dtype.ctype} "
-                                               f"*>(in[{index[b]}].data)")
-        value = emitter.value(body)
+        def pointer_of(b: str) -> str:
+            return f"static_cast<const {program.buffers[b].dtype.ctype} *>(in[{index[b]}].data)"
+
+        mask = body.mask if isinstance(body, Count) else body
         with code.block(""):
-            used = [*index_exprs(body), *(d for ld in loads(body) for d in sizes[ld.buffer])]
+            used = [*index_exprs(mask), *(d for ld in loads(mask) for d in sizes[ld.buffer])]
+            if isinstance(body, Count):
+                used += list(body.ranges)
             for t in symbols_in(program, *used):
                 code.line(f"const int64_t {t.name} = sym[{program_symbol_index(program, t)}];")
-            for ld in {ld.buffer for ld in loads(body)}:
-                code.line(f"if (aotc::numel(in[{index[ld]}]) == 0)")
-                code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{_input_name(program, ld)}'
-                          f'\': .item() of an empty tensor");')
-            code.lines_of(emitter.lines)
+            if isinstance(body, Count):  # how many positions a mask selects
+                value = emit_count(code, program, body, sizes, pointer_of)
+                what = f"the selected count {s.name}"
+            else:
+                for ld in {ld.buffer for ld in loads(body)}:
+                    code.line(f"if (aotc::numel(in[{index[ld]}]) == 0)")
+                    code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input '
+                              f'\'{_input_name(program, ld)}\': .item() of an empty tensor");')
+                emitter = BodyEmitter(sizes, pointer_of)
+                value = emitter.value(body)
+                code.lines_of(emitter.lines)
+                what = f".item() value {s.name}"
             code.line(f"sym[{idx}] = {value};")
-            _range_check(code, program, s, f"sym[{idx}]", f".item() value {s.name}")
-        bound[s] = ".item()"
+            _range_check(code, program, s, f"sym[{idx}]", what)
+        bound[s] = what
 
 
 def _input_name(program: Program, buffer: str) -> str:

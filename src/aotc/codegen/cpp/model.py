@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sympy
 
+from ...ir.compress import Compress
 from ...ir.nodes import Buffer, BufferKind, Program, Template
 from ...ir.regions import RegionWrite
 from ...scheduler.grouping import RowGroup, Scheduled
@@ -10,6 +11,7 @@ from ...scheduler.inplace import in_place_updates
 from ...scheduler.memory import MemoryPlan, nbytes
 from .bind import bind_item_symbols, bind_scalar_input, solve_size_symbols
 from .code import CodeBuffer
+from .compress import emit_compress
 from .control import after_kernel, guard_condition, guard_locals
 from .describe import emit_describe_abi, emit_description
 from .exprs import c_index
@@ -60,6 +62,8 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
         elif isinstance(item.op, RegionWrite):  # a template with a generated kernel
             kernels[item.name] = emit_region_write(code, program, item, kid,
                                                    in_place=item.name in in_place)
+        elif isinstance(item.op, Compress):  # a data-dependent count of rows
+            kernels[item.name] = emit_compress(code, program, item, kid)
         elif not isinstance(item.op, Template):
             kernels[item.name] = emit_kernel(code, program, item, kid)
     _emit_bind_inputs(code, program)
