@@ -1,9 +1,9 @@
 """torch.cond: tensor and shape predicates, nested, with parameters in the branches; only
-the branch the predicate picks runs. torch.while_loop is refused with a clear error."""
+the branch the predicate picks runs; torch.while_loop with a counter, parameters and a cond
+inside its body."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 from numpy_only import run_without_torch
 from torch.export import Dim
@@ -83,22 +83,48 @@ def test_only_the_taken_branch_runs(tmp_path):
         torch.testing.assert_close(model(x, idx), ep.module()(x, idx))
 
 
-class Loop(torch.nn.Module):
-    def forward(self, x):
+class Iterate(torch.nn.Module):
+    """A while_loop with a counter, an input bound and a Linear in the body, and a cond
+    inside the body (a tensor predicate)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x, n):
         from torch._higher_order_ops.while_loop import while_loop
 
         def cond(i, x):
-            return i < 3
+            return i < n
 
         def body(i, x):
-            return i + 1, x * 2
+            def grow(x):
+                return self.lin(x).tanh() + x
 
-        return while_loop(cond, body, (torch.tensor(0), x))[1]
+            def shrink(x):
+                return x * 0.5
+
+            return i + 1, torch.cond(x.sum() > 0, grow, shrink, (x,))
+
+        return while_loop(cond, body, (torch.tensor(0), x))
 
 
-def test_while_loop_is_refused():
-    from aotc.frontend.importer import import_program
-
-    ep = torch.export.export(Loop(), (torch.randn(2),))
-    with pytest.raises(aotc.UnsupportedOperatorError, match="while_loop.*not compiled yet"):
-        import_program(ep)
+def test_while_loop(tmp_path):
+    torch.manual_seed(0)
+    ep, path = _compile(Iterate(), (torch.randn(2, 3), torch.tensor(3)), None, tmp_path)
+    source = (tmp_path / "debug" / "model" / "05_codegen.cpp").read_text()
+    assert "for (;;) {" in source and "break;" in source  # one loop, run until the predicate
+    model = aotc.load_package(path)
+    for n in (0, 1, 4, 9):
+        x = torch.randn(2, 3)
+        with torch.no_grad():
+            want = ep.module()(x, torch.tensor(n))
+        got = model(x, torch.tensor(n))
+        torch.testing.assert_close(got, want)
+        assert int(got[0]) == n
+    calls = [[np.full((2, 3), v, np.float32), np.array(k)] for v, k in ((0.5, 2), (-1.0, 5))]
+    for outs, (x, k) in zip(run_without_torch(path, calls, tmp_path / "io"), calls):
+        with torch.no_grad():
+            want = ep.module()(torch.from_numpy(x), torch.from_numpy(k))
+        for o, w in zip(outs, want):
+            torch.testing.assert_close(torch.from_numpy(o), w)

@@ -18,7 +18,7 @@ from ..dtypes import COMPUTABLE, DType
 from ..errors import AotcError, CompileError, UnsupportedOperatorError
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
-from .control import COND, LOOPS, import_cond
+from .control import COND, LOOPS, WHILE, import_cond, import_while
 from .decompose import decompose_node, tensor_args
 from .mutation import base_buffer, update_in_place
 from .source import user_source
@@ -160,9 +160,12 @@ class Importer:
         if node.target is COND:
             self.env[node] = import_cond(self, node)
             return
+        if WHILE is not None and node.target is WHILE:
+            self.env[node] = import_while(self, node)
+            return
         if node.target in LOOPS:
             raise UnsupportedOperatorError(str(node.target), user_source(
-                node.meta.get("stack_trace")), "loops are not compiled yet")
+                node.meta.get("stack_trace")), "torch.map is not compiled yet")
         if node.target in ITEM_OPS and isinstance(val, torch.SymInt):
             self.env[node] = import_item(self.program, self.arg(node.args[0]), to_sympy(val),
                                          user_source(node.meta.get("stack_trace")) or node.name)

@@ -277,6 +277,7 @@ class Program:
     item_symbols: dict[sympy.Symbol, object] = field(default_factory=dict)
     # buffer computed inside torch.cond branches -> the guards it runs under (ir/control.py)
     guards: dict[str, tuple] = field(default_factory=dict)
+    loops: list = field(default_factory=list)  # ir.control.Loop, in program order
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

@@ -25,11 +25,34 @@ def after_kernel(program: Program, names: list[str]) -> list[str]:
 
 def guard_condition(program: Program, names: list[str]) -> str:
     """The C++ condition under which a kernel computing `names` runs ("" for always): the
-    guards its buffers share."""
+    branch guards its buffers share (a loop's guard is the loop itself, not a condition)."""
     guards = {program.guards.get(n, ()) for n in names}
     if len(guards) != 1:  # members of different branches: run it whatever the predicates
         return ""
-    return " && ".join(_text(g) for g in next(iter(guards)))
+    return " && ".join(_text(g) for g in next(iter(guards)) if not g.loop)
+
+
+def loops_of(program: Program, names: list[str]) -> tuple[str, ...]:
+    """The predicates of the while_loops a kernel runs in, outermost first."""
+    guards = program.guards.get(names[0], ()) if names else ()
+    return tuple(g.predicate for g in guards if g.loop)
+
+
+def loop_open(predicate: str) -> list[str]:
+    return [f"for (;;) {{  // while_loop, until {predicate} is false"]
+
+
+def loop_check(program: Program, names: list[str]) -> list[str]:
+    """After the kernel computing a loop's predicate: leave the loop when it is false."""
+    ends = {loop.predicate for loop in program.loops}
+    return [f"if (!g_{n}) break;" for n in names if n in ends]
+
+
+def loop_close(program: Program, predicate: str, nbytes_of) -> list[str]:
+    """End of an iteration: each carry takes its next value."""
+    loop = next(lp for lp in program.loops if lp.predicate == predicate)
+    return [f"__builtin_memcpy({c}, {n}, {nbytes_of(c)});"
+            for c, n in zip(loop.carries, loop.nexts)]
 
 
 def _text(g: Guard) -> str:

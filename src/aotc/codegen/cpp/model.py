@@ -12,7 +12,15 @@ from ...scheduler.memory import MemoryPlan, nbytes
 from .bind import bind_item_symbols, bind_scalar_input, solve_size_symbols
 from .code import CodeBuffer
 from .compress import emit_compress
-from .control import after_kernel, guard_condition, guard_locals
+from .control import (
+    after_kernel,
+    guard_condition,
+    guard_locals,
+    loop_check,
+    loop_close,
+    loop_open,
+    loops_of,
+)
 from .describe import emit_describe_abi, emit_description
 from .exprs import c_index
 from .kernels import describe, emit_kernel, program_symbol_index, symbol_order
@@ -235,9 +243,24 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
                 code.line(f"{t} *{name} = reinterpret_cast<{t} *>(arena + "
                           f"slot{plan.slot_of[name]});")
         code.lines_of(guard_locals(program))
+        open_loops: list[str] = []
+
+        def close_loop() -> None:
+            code.lines_of(["  " + s for s in loop_close(
+                program, open_loops.pop(), lambda b: c_index(nbytes(program.buffers[b])))])
+            code.line("}")
+
         for item in schedule:
             members = item.members if isinstance(item, RowGroup) else [item]
             names = [m.name for m in members]
+            loops = loops_of(program, names)
+            while open_loops and tuple(open_loops) != loops[:len(open_loops)]:
+                code.level -= 1
+                close_loop()
+            for predicate in loops[len(open_loops):]:
+                code.lines_of(loop_open(predicate))
+                code.level += 1
+                open_loops.append(predicate)
             guard = guard_condition(program, names)
             if guard:  # inside a torch.cond branch: runs when the branch is taken
                 code.line(f"if ({guard}) {{")
@@ -260,6 +283,10 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
             if guard:
                 code.level -= 1
                 code.line("}")
+            code.lines_of(loop_check(program, names))
+        while open_loops:
+            code.level -= 1
+            close_loop()
         for source, final in program.updates.items():
             if final not in in_place:  # the new value goes into the input's or state's storage
                 code.line(f"__builtin_memcpy({storage_of(program, source)}, {final}, "
