@@ -42,6 +42,18 @@ def test_user_inputs_updated_in_place(tmp_path):
         torch.testing.assert_close([torch.from_numpy(a) for a in arrays], theirs)
 
 
+def test_functionalized_input_mutation(tmp_path):
+    """export's functional form: USER_INPUT_MUTATION outputs instead of in-place ops."""
+    ep = torch.export.export(Accumulate(), (torch.randn(3), torch.zeros(2, 3)))
+    ep = ep.run_decompositions()
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "f.pt2")
+    model = aotc.load_package(path)
+    args = (torch.randn(3), torch.randn(2, 3))
+    ours, theirs = [a.clone() for a in args], [a.clone() for a in args]
+    torch.testing.assert_close(model(*ours), ep.module()(*theirs))
+    torch.testing.assert_close(ours, theirs)
+
+
 def test_non_contiguous_and_read_only_inputs(tmp_path):
     ep, path = _compile(Accumulate(), (torch.randn(3), torch.zeros(2, 3)), tmp_path)
     model = aotc.load_package(path)

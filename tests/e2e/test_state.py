@@ -145,3 +145,31 @@ def test_state_from_a_numpy_only_process(tmp_path):
     for name in ("k_cache", "v_cache"):
         torch.testing.assert_close(torch.from_numpy(np.load(tmp_path / f"{name}.npy")),
                                    getattr(eager, name))
+
+
+class CacheAtIntPosition(torch.nn.Module):
+    """The cache row is given as an int (a SymInt in the program), not a tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("k_cache", torch.zeros(1, 2, 16, 4))
+
+    def forward(self, k, pos: int):
+        torch._check(pos >= 0)
+        torch._check(pos < 16)
+        self.k_cache.narrow(2, pos, 1).copy_(k.unsqueeze(2))
+        return self.k_cache[:, :, : pos + 1].sum(2)
+
+
+def test_cache_row_at_an_int_position(tmp_path):
+    ep = torch.export.export(CacheAtIntPosition(), (torch.randn(1, 2, 4), 3),
+                             dynamic_shapes={"k": None, "pos": torch.export.Dim.DYNAMIC})
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2",
+                                    options={"debug_dir": str(tmp_path / "debug")})
+    source = (tmp_path / "debug" / "model" / "05_codegen.cpp").read_text()
+    assert re.search(r"memcpy\(m->state\[\d", source) is None  # the row goes in place
+    model, eager = aotc.load_package(path), ep.module()
+    for step in range(2, 15):  # export's guards leave out 0, 1 and 15
+        k = torch.randn(1, 2, 4)
+        torch.testing.assert_close(model(k, step), eager(k, step))
+    torch.testing.assert_close(model.get_buffer("k_cache"), eager.k_cache)

@@ -71,6 +71,8 @@ class Duplicates(torch.nn.Module):
 
 
 def test_repeated_positions_are_deterministic(compile_model):
+    import aotc
+
     n, k = 64, 40000  # over the parallel threshold: the writes still run in order
     g = torch.Generator().manual_seed(0)
     x, values = torch.randn(n, 3, generator=g), torch.randn(k, 3, generator=g)
@@ -88,6 +90,11 @@ def test_repeated_positions_are_deterministic(compile_model):
         assert torch.equal(got, w)
     for _ in range(20):  # the same bits every run, whatever the threads do
         for got, f in zip(model(x, idx, values), first):
+            assert torch.equal(got, f)
+    path = model.path
+    for threads in (1, 2, 3):  # and whatever the thread count
+        other = aotc.load_package(path, num_threads=threads)
+        for got, f in zip(other(x, idx, values), first):
             assert torch.equal(got, f)
 
 
