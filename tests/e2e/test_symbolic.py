@@ -118,3 +118,24 @@ def test_item_of_a_reduction_is_refused():
     ep = torch.export.export(ItemOfSum(), (torch.randn(8),))
     with pytest.raises(aotc.CompileError, match=r"\.item\(\) at test_symbolic.py.*reduction"):
         import_program(ep)
+
+
+class ScaleByItem(torch.nn.Module):
+    def forward(self, x, t):
+        return x * t.item()
+
+
+class ItemArithmetic(torch.nn.Module):
+    def forward(self, x, t):
+        return x * (t.item() / 2)
+
+
+def test_float_item_as_a_value(tmp_path):
+    ep, path = _compile(ScaleByItem(), (torch.randn(3), torch.tensor(2.0)), None, tmp_path)
+    model = aotc.load_package(path)
+    for v in (3.0, -0.5, 0.0):
+        x = torch.randn(3)
+        torch.testing.assert_close(model(x, torch.tensor(v)), ep.module()(x, torch.tensor(v)))
+    ep = torch.export.export(ItemArithmetic(), (torch.randn(3), torch.tensor(2.0)))
+    with pytest.raises(aotc.UnsupportedOperatorError, match="float .item.. value"):
+        aotc.compile_and_package(ep, package_path=tmp_path / "refused.pt2")

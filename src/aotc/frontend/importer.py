@@ -170,8 +170,18 @@ class Importer:
             self.env[node] = import_item(self.program, self.arg(node.args[0]), to_sympy(val),
                                          user_source(node.meta.get("stack_trace")) or node.name)
             return
+        if node.target in ITEM_OPS:  # a float or bool .item() used as a value: a 0-dim tensor
+            t = self.arg(node.args[0])
+            self.env[node] = TensorValue((), t.dtype, t.load((0,) * t.ndim))
+            return
         if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat, int, float, bool)):
-            self.env[node] = to_sympy(val)  # shape arithmetic: its value is the expression
+            value = to_sympy(val)  # shape arithmetic: its value is the expression
+            if any(s.is_integer is not True for s in getattr(value, "free_symbols", ())):
+                raise UnsupportedOperatorError(
+                    str(node.target), user_source(node.meta.get("stack_trace")) or node.name,
+                    "arithmetic on a float .item() value is not compiled yet; keep it a tensor "
+                    "(t instead of t.item())")
+            self.env[node] = value
             return
         op = node.target
         mutated = _mutated_arg(op)
