@@ -98,6 +98,10 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
             strides = [_size_json(to_sympy(x)) for x in placeholders[name].meta["val"].stride()]
             inputs.append({"name": name, "kind": "tensor", "dtype": buf.dtype.name,
                            "sizes": [_size_json(x) for x in buf.sizes], "strides": strides})
+            if buf.name in p.updates:  # the run writes its new value into it
+                inputs[-1]["mutated"] = True
+            if buf.name in p.scalar_inputs:  # a Python int, passed as a 0-dim int64 tensor
+                inputs[-1]["scalar"] = "int"
         else:
             val = placeholders[name].meta.get("val")
             inputs.append({"name": name, "kind": "scalar", "value": val})
@@ -105,6 +109,9 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
                 "sizes": [_size_json(x) for x in p.buffers[o].sizes]} for o in p.outputs]
     leaves = [{"kind": "tensor", "index": p.outputs.index(leaf.buffer)} if leaf.buffer
               else {"kind": "constant", "value": leaf.value} for leaf in p.output_leaves]
+    for leaf, entry in zip(p.output_leaves, leaves):
+        if leaf.scalar:  # a symbolic value: returned as a Python number
+            entry["scalar"] = leaf.scalar
     target = target_for(opts.isa)
     return {
         "format_version": FORMAT_VERSION,
@@ -119,6 +126,10 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
         "in_spec": spec_to_json(ep.call_spec.in_spec),
         "out_spec": spec_to_json(ep.call_spec.out_spec),
         "constants": constants,
+        # registered buffers the program updates in place: model state
+        "state": [c.fqn for c in p.constants if c.buffer in p.updates],
+        # output sizes depend on input values (.item()), not only on input sizes
+        "sizes_follow_data": bool(p.item_symbols),
         "num_threads": opts.num_threads,
         "freezing": opts.freezing,
         "user_metadata": dict(opts.metadata),

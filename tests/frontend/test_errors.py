@@ -7,10 +7,10 @@ import torch
 import aotc
 
 
-class Sort(torch.nn.Module):
+class Eigvals(torch.nn.Module):
     def forward(self, x):
         y = x * 2
-        return torch.sort(y).values  # the line the error must name
+        return torch.linalg.eigvals(y).real  # the line the error must name
 
 
 class ErfInv(torch.nn.Module):
@@ -19,13 +19,12 @@ class ErfInv(torch.nn.Module):
 
 
 def test_unsupported_op_names_op_and_source_line(tmp_path):
-    ep = torch.export.export(Sort(), (torch.randn(3, 4),))
+    ep = torch.export.export(Eigvals(), (torch.randn(3, 3),))
     with pytest.raises(aotc.UnsupportedOperatorError) as info:
         aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")
     msg = str(info.value)
-    assert "aten.sort.default" in msg
-    assert "test_errors.py:" in msg and "return torch.sort(y).values" in msg
-    assert info.value.op == "aten.sort.default"
+    assert info.value.op.startswith("aten.linalg_eig") and info.value.op in msg
+    assert "test_errors.py:" in msg and "return torch.linalg.eigvals(y).real" in msg
     assert not (tmp_path / "m.pt2").exists()
 
 
@@ -38,14 +37,3 @@ def test_decomposition_gap_names_both_ops(tmp_path):
 def test_not_an_exported_program(tmp_path):
     with pytest.raises(aotc.CompileError, match="expected a torch.export.ExportedProgram"):
         aotc.compile_and_package(torch.nn.Linear(2, 2), package_path=tmp_path / "m.pt2")
-
-
-class Half(torch.nn.Module):
-    def forward(self, x):
-        return x.float() * 2
-
-
-def test_half_precision_is_refused_not_miscomputed(tmp_path):
-    ep = torch.export.export(Half(), (torch.tensor([1.0, 2.0], dtype=torch.float16),))
-    with pytest.raises(aotc.CompileError, match="input x has dtype torch.float16"):
-        aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")

@@ -81,14 +81,12 @@ def test_indirect_load_in_printed_ir():
            "in [0, 10)]" in format_program(p)
 
 
-def test_boolean_mask_indexing_is_unsupported(tmp_path):
+def test_boolean_mask_indexing_returns_the_selected_elements(tmp_path):
     class Mask(torch.nn.Module):
         def forward(self, x):
             return x[x > 0]
 
-    try:
-        ep = torch.export.export(Mask(), (torch.randn(4),))
-    except Exception:  # export itself refuses the data-dependent shape: nothing to compile
-        return
-    with pytest.raises(aotc.AotcError):
-        aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")
+    ep = torch.export.export(Mask(), (torch.randn(4),))
+    model = aotc.load_package(aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2"))
+    for x in (torch.randn(4), -torch.rand(4), torch.rand(4)):  # some, none, all selected
+        torch.testing.assert_close(model(x), ep.module()(x))

@@ -19,9 +19,12 @@ from ..errors import AotcError, CompileError, UnsupportedOperatorError
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from ..lowering.opmath import involves_half, lower_in_float
+from .control import COND, LOOPS, WHILE, import_cond, import_while
 from .decompose import decompose_node, tensor_args
 from .freezing import Folded, plan_folding
+from .mutation import base_buffer, update_in_place
 from .source import user_source
+from .symbolic import ITEM_OPS, import_item, import_symbolic_int, symbolic_output
 
 
 def to_sympy(v) -> sympy.Expr:
@@ -80,7 +83,8 @@ class Importer:
         self.ep = ep
         self.program = Program()
         self.env: dict[torch.fx.Node, Any] = {}
-        self.views: set[torch.fx.Node] = set()
+        self.buffer_targets: dict[str, str] = {}  # constant buffer -> registered buffer name
+        self.guards: list = []  # the torch.cond branches being imported, outermost first
         self.decomposition_depth = 0  # decompositions being lowered inside each other
 
     # ---- placeholders --------------------------------------------------------------------
@@ -99,6 +103,9 @@ class Importer:
             spec = specs[node.name]
             val = node.meta.get("val")
             if spec.kind is InputKind.USER_INPUT:
+                if isinstance(val, torch.SymInt) and to_sympy(val).is_Symbol:
+                    self.env[node] = import_symbolic_int(self.program, node.name, to_sympy(val))
+                    continue
                 if not isinstance(val, torch.Tensor):
                     self.env[node] = to_sympy(val) if isinstance(val, (int, torch.SymInt)) else val
                     continue
@@ -109,6 +116,8 @@ class Importer:
                 buf = self._placeholder_buffer(node, data, BufferKind.CONSTANT)
                 host = data.detach().contiguous().cpu()
                 self.program.constants.append(ConstantSpec(spec.target, buf.name, host))
+                if spec.kind is InputKind.BUFFER:
+                    self.buffer_targets[buf.name] = spec.target
             else:
                 raise CompileError(f"input {node.name}: {spec.kind.name} inputs are not supported")
             self.env[node] = buffer_value(buf)
@@ -119,6 +128,10 @@ class Importer:
         self.program.constants.append(ConstantSpec(f"_folded.{node.name}", buf.name, folded.value,
                                                    folded.sources))
         self.env[node] = buffer_value(buf)
+
+    def _state_origin(self, buffer: str) -> str | None:
+        """The registered buffer's name if constant `buffer` is one (it may become state)."""
+        return self.buffer_targets.get(buffer)
 
     def _constant_data(self, spec) -> torch.Tensor:
         if spec.target in self.ep.state_dict:
@@ -153,13 +166,37 @@ class Importer:
         if node.target is operator.getitem:
             self.env[node] = self.env[node.args[0]][node.args[1]]
             return
+        if node.target is COND:
+            self.env[node] = import_cond(self, node)
+            return
+        if WHILE is not None and node.target is WHILE:
+            self.env[node] = import_while(self, node)
+            return
+        if node.target in LOOPS:
+            raise UnsupportedOperatorError(str(node.target), user_source(
+                node.meta.get("stack_trace")), "torch.map is not compiled yet")
+        if node.target in ITEM_OPS and isinstance(val, torch.SymInt):
+            self.env[node] = import_item(self.program, self.arg(node.args[0]), to_sympy(val),
+                                         user_source(node.meta.get("stack_trace")) or node.name)
+            return
+        if node.target in ITEM_OPS:  # a float or bool .item() used as a value: a 0-dim tensor
+            t = self.arg(node.args[0])
+            self.env[node] = TensorValue((), t.dtype, t.load((0,) * t.ndim))
+            return
         if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat, int, float, bool)):
-            self.env[node] = to_sympy(val)  # shape arithmetic: its value is the expression
+            value = to_sympy(val)  # shape arithmetic: its value is the expression
+            if any(s.is_integer is not True for s in getattr(value, "free_symbols", ())):
+                raise UnsupportedOperatorError(
+                    str(node.target), user_source(node.meta.get("stack_trace")) or node.name,
+                    "arithmetic on a float .item() value is not compiled yet; keep it a tensor "
+                    "(t instead of t.item())")
+            self.env[node] = value
             return
         op = node.target
         mutated = _mutated_arg(op)
         if mutated is not None:
             op = _functional_variant(op, node)
+        before = set(self.program.buffers)
         rule = lookup(op)
         if rule is None:
             self._import_decomposed(node, op)
@@ -167,14 +204,12 @@ class Importer:
             ctx = self.context(node, op)
             args = self.arg(node.args)
             kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
-            if not _is_view(op) and involves_half(ctx, args, kwargs):
+            if not is_view(op) and involves_half(ctx, args, kwargs):
                 self.env[node] = lower_in_float(rule.fn, ctx, args, kwargs)
             else:
                 self.env[node] = rule.fn(ctx, *args, **kwargs)
-            if _is_view(op):
-                self.views.add(node)
         if mutated is not None:
-            self._rebind_mutated(node, node.args[mutated])
+            self._rebind_mutated(node, node.args[mutated], set(self.program.buffers) - before)
 
     def context(self, node, op) -> LoweringContext:
         val = node.meta.get("val")
@@ -225,20 +260,36 @@ class Importer:
             elif n.op == "output":
                 self.env[node] = self.arg(n.args[0])
 
-    def _rebind_mutated(self, node, target) -> None:
-        """After `x.op_(...)`, later readers of x see the new value."""
-        if target.op == "placeholder":
+    def _rebind_mutated(self, node, target, fresh: set[str]) -> None:
+        """After `x.op_(...)`, later readers of x (and of every view of x) see the new value."""
+        value = self.env[target]
+        where = user_source(node.meta.get("stack_trace")) or node.name
+        root = self.program.buffers.get(base_buffer(self.context(node, node.target), value))
+        if root is not None and root.kind is BufferKind.CONSTANT \
+                and self._state_origin(root.name) is None:
             raise CompileError(
-                f"{node.target} at {user_source(node.meta.get('stack_trace')) or node.name} "
-                f"updates input or buffer '{target.name}' in place; aotc compiles inference "
-                "programs whose inputs and buffers are read-only")
-        if target in self.views:
-            raise UnsupportedOperatorError(str(node.target), user_source(node.meta.get("stack_trace")),
-                                           "an in-place update through a view is not supported")
+                f"{node.target} at {where} updates parameter or constant '{target.name}' in "
+                "place; aotc keeps parameters and lifted constants read-only (registered "
+                "buffers may change: they become model state)")
         result = self.env[node]
-        if isinstance(result, TensorValue) and result.sizes != self.env[target].sizes:
+        if isinstance(result, TensorValue) and result.sizes != value.sizes:
             raise CompileError(f"{node.target}: in-place result changes the shape of its target")
-        self.env[target] = result
+        self.env[node] = update_in_place(self.context(node, node.target), self.env, value,
+                                         result, fresh)
+
+    def _import_update(self, spec, value) -> None:
+        source = _update_source(self.program, spec)
+        if not isinstance(value, TensorValue):
+            raise CompileError(f"output {spec.arg.name}: the new value of {spec.target!r} is "
+                               "not a tensor")
+        name = value.buffer_name()
+        buf = self.program.buffers.get(name) if name else None
+        if buf is None or buf.kind is not BufferKind.COMPUTED:
+            ctx = LoweringContext(self.program, f"update_{source}", "update", value.sizes,
+                                  value.dtype)
+            name = ctx.pointwise(value.body, value.sizes).buffer_name()
+        assert name is not None
+        self.program.updates[source] = name
 
     # ---- outputs -------------------------------------------------------------------------
     def import_outputs(self) -> None:
@@ -246,15 +297,25 @@ class Importer:
         specs = self.ep.graph_signature.output_specs
         claimed: set[str] = set()
         for spec, a in zip(specs, out_node.args[0]):
+            if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION):
+                self._import_update(spec, self.arg(a))  # a functionalized program's update
+                continue
             if spec.kind is not OutputKind.USER_OUTPUT:
-                raise CompileError(f"output {spec.arg}: {spec.kind.name} outputs (state updates) "
-                                   "are not supported; export the model in eval mode")
+                raise CompileError(f"output {spec.arg}: {spec.kind.name} outputs are not "
+                                   "supported; export the model in eval mode")
             value = self.arg(a)
             if value is None or isinstance(value, (bool, int, float)):
                 self.program.output_leaves.append(OutputLeaf(value=value))
                 continue
             if isinstance(value, sympy.Expr) and value.is_number:
                 self.program.output_leaves.append(OutputLeaf(value=int(value)))
+                continue
+            if isinstance(value, sympy.Basic):  # a SymInt/SymFloat/SymBool: its run-time value
+                name, kind = symbolic_output(self.program, f"out_{len(claimed)}", value,
+                                             getattr(a, "name", str(a)))
+                claimed.add(name)
+                self.program.outputs.append(name)
+                self.program.output_leaves.append(OutputLeaf(buffer=name, scalar=kind))
                 continue
             if not isinstance(value, TensorValue):
                 raise CompileError(f"output {getattr(a, 'name', a)} is a {type(value).__name__}; "
@@ -268,6 +329,18 @@ class Importer:
             claimed.add(name)
             self.program.outputs.append(name)
             self.program.output_leaves.append(OutputLeaf(buffer=name))
+
+
+def _update_source(program: Program, spec) -> str:
+    """The buffer that a BUFFER_MUTATION / USER_INPUT_MUTATION output updates."""
+    if spec.kind is OutputKind.BUFFER_MUTATION:
+        found = [c.buffer for c in program.constants if c.fqn == spec.target]
+    else:
+        found = [i.buffer for i in program.inputs if i.name == spec.target]
+    if not found:
+        raise CompileError(f"output {spec.arg.name} updates {spec.target!r}, which is not a "
+                           "buffer or tensor input of the program")
+    return found[0]
 
 
 def _bound(v) -> int | None:
@@ -292,6 +365,8 @@ def import_program(ep: torch.export.ExportedProgram, freezing: bool = False) -> 
             continue
         elif node.op == "call_function":
             imp.import_call(node)
+        elif node.op == "get_attr":  # a torch.cond branch, imported where the cond is
+            imp.env[node] = getattr(ep.graph_module, node.target)
         elif node.op not in ("placeholder", "output"):
             raise CompileError(f"unsupported FX node kind {node.op} ({node.name})")
     imp.import_outputs()
@@ -319,7 +394,8 @@ def _functional_variant(op, node):
     return getattr(packet, overload)
 
 
-def _is_view(op) -> bool:
+def is_view(op) -> bool:
+    """Whether `op` returns a view of its input (views stay index maps, never computed)."""
     schema = getattr(op, "_schema", None)
     return bool(schema and schema.returns and schema.returns[0].alias_info is not None
                 and not schema.is_mutable)

@@ -75,6 +75,8 @@ class BinaryOp(enum.Enum):
     BITWISE_OR = "bitwise_or"
     BITWISE_XOR = "bitwise_xor"
     ATAN2 = "atan2"
+    LSHIFT = "lshift"  # integers: 0 for a shift outside [0, bits), as PyTorch
+    RSHIFT = "rshift"  # arithmetic; a shift outside [0, bits) shifts by bits - 1
 
 
 COMPARISONS = frozenset(

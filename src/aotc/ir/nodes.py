@@ -329,6 +329,9 @@ class OutputLeaf:
 
     buffer: str | None = None
     value: object = None
+    # a symbolic int/float/bool computed at run time into a 0-dim buffer: the loaders
+    # return it as a number ("int", "float" or "bool"), as ep.module() does
+    scalar: str | None = None
 
 
 @dataclass
@@ -342,6 +345,19 @@ class Program:
     output_leaves: list[OutputLeaf] = field(default_factory=list)  # every leaf, in pytree order
     # shape symbol -> (min, max); max None when unbounded
     symbols: dict[sympy.Symbol, tuple[int, int | None]] = field(default_factory=dict)
+    # a buffer updated in place -> the buffer holding its value when the run ends: a user
+    # input (the run writes the value into the caller's tensor) or a constant buffer that
+    # is model state (a registered buffer: each model object keeps its own copy)
+    updates: dict[str, str] = field(default_factory=dict)
+    # int inputs that export kept symbolic: a 0-dim int64 input buffer -> the shape symbol
+    # its value binds at run time
+    scalar_inputs: dict[str, sympy.Symbol] = field(default_factory=dict)
+    # unbacked symbols: symbol -> its value, evaluated when the inputs are bound: a Node
+    # over input buffers only (`.item()`) or an ir.compress.Count (nonzero's row count)
+    item_symbols: dict[sympy.Symbol, object] = field(default_factory=dict)
+    # buffer computed inside torch.cond branches -> the guards it runs under (ir/control.py)
+    guards: dict[str, tuple] = field(default_factory=dict)
+    loops: list = field(default_factory=list)  # ir.control.Loop, in program order
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

@@ -134,6 +134,20 @@ template <typename T> inline T remainder(T a, T b) {
   }
 }
 
+// PyTorch's shifts: a shift count outside [0, bits) gives 0 (left) or the sign (right)
+template <typename T> inline T lshift(T a, T b) {
+  constexpr int64_t bits = sizeof(T) * 8;
+  if (static_cast<int64_t>(b) < 0 || static_cast<int64_t>(b) >= bits) return T(0);
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) << b);
+}
+
+template <typename T> inline T rshift(T a, T b) {
+  constexpr int64_t bits = sizeof(T) * 8;
+  if (static_cast<int64_t>(b) < 0 || static_cast<int64_t>(b) >= bits)
+    return static_cast<T>(a >> (bits - 1));
+  return static_cast<T>(a >> b);
+}
+
 template <typename T> inline T fmod(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     return std::fmod(a, b);

@@ -1,5 +1,7 @@
 """Lowering: ATen ops -> loop-level IR. Importing this package registers every rule."""
 from . import (  # noqa: F401
+    bitwise,
+    compress,
     conv,
     creation,
     indexing,
@@ -11,6 +13,7 @@ from . import (  # noqa: F401
     reduction,
     resample,
     scan,
+    scatter,
     sort,
     views,
 )

@@ -58,6 +58,9 @@ def lower_index(ctx, x: TensorValue, indices, wrap: bool = True):
     place when those are adjacent, else they lead the result (numpy's rule)."""
     indices = list(indices) + [None] * (x.ndim - len(indices))
     pos = [k for k, t in enumerate(indices) if t is not None]
+    if any(indices[k].dtype in (DType.bool, DType.uint8) for k in pos):
+        from .compress import lower_mask_index  # x[mask]: as many rows as the mask selects
+        return lower_mask_index(ctx, x, indices)
     for k in pos:
         _check_integer(ctx, indices[k], masks=True)
     nb = max(indices[k].ndim for k in pos)

@@ -121,6 +121,19 @@ def lower_slice(ctx, x, dim=0, start=None, end=None, step=1):
     return remap(x, out_sizes, src)
 
 
+@register_lowering(aten.narrow.default, family=FAMILY)
+def lower_narrow(ctx, x, dim, start, length):
+    """x[start:start + length] along dim; the length may be a data-dependent symbol."""
+    dim = dim_index(dim, x.ndim)
+    start = sympy.sympify(start)
+    if start.is_number and start < 0:
+        start = start + x.sizes[dim]
+    iv = index_vars(x.ndim)
+    src = list(iv)
+    src[dim] = start + iv[dim]
+    return remap(x, ctx.out_sizes, src)
+
+
 def _split_sizes(total, split_size) -> list:
     sizes, done = [], sympy.Integer(0)
     n = 0

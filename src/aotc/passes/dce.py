@@ -1,12 +1,14 @@
 """Dead-code removal: drop computed buffers that no output depends on."""
 from __future__ import annotations
 
+from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.nodes import Program
 from ..scheduler.memory import reads_of
 
 
 def remove_dead_buffers(program: Program) -> Program:
-    live = set(program.outputs)
+    live = set(program.outputs) | set(program.updates.values()) | predicate_buffers(
+        program.guards) | loop_buffers(program.loops)
     for buf in reversed(program.computed()):
         if buf.name in live:
             live |= reads_of(buf)

@@ -27,6 +27,7 @@ from ..ir.printer import format_program
 from ..logs import STAGE_ARTIFACT, artifact_logger
 from ..scheduler.fusion import fuse_pointwise
 from ..scheduler.grouping import RowGroup, Scheduled, group_rows, kernel_members, local_buffers
+from ..scheduler.inplace import in_place_updates
 from ..scheduler.memory import MemoryPlan, plan_memory
 from .dce import remove_dead_buffers
 
@@ -88,8 +89,10 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
         Stage("dce", lambda: remove_dead_buffers(state["import"]), format_program),
         Stage("fuse", lambda: fuse_pointwise(state["dce"]), format_program),
         Stage("group", lambda: group_rows(state["fuse"]), _schedule_dump),
-        Stage("plan", lambda: plan_memory(state["fuse"], kernel_members(state["group"]),
-                                          local_buffers(state["group"])), _plan_dump),
+        Stage("plan", lambda: plan_memory(
+            state["fuse"], kernel_members(state["group"]),
+            local_buffers(state["group"]) | set(in_place_updates(state["fuse"], state["group"]))),
+            _plan_dump),
         Stage("codegen", lambda: emit_model(state["fuse"], state["plan"], state["group"], header,
                                             metadata),
               str),

@@ -24,7 +24,10 @@ from . import abi, pytree
 from .checks import LayoutCheck, checks_enabled
 from .constants import WeightSet, prepare_update, swappable_names
 from .describe import describe_library
+from .mutation import check_writable, write_back
 from .pool import RunnerPool
+from .scalars import as_number, int_input
+from .state import as_state_value, state_array, state_table
 from .tensors import Frame, as_input, empty, is_torch_tensor
 
 
@@ -74,6 +77,10 @@ class CompiledModel:
             check_constants_fit(self.package_metadata, w_size)
         except PackageError as e:
             raise PackageError(f"{path}: model {self.name!r}: {e}") from None
+        self._state = state_table(self._lib, d.constants)
+        if self._state and num_runners > 1:
+            raise ValueError(f"model {self.name!r} keeps state ({', '.join(self._state)}), which "
+                             "belongs to one model object: load it with num_runners=1")
         self._weights = (np.memmap(path, dtype=np.uint8, mode="r", offset=w_offset, shape=(w_size,))
                          if w_size else np.zeros(0, np.uint8))
         weights = WeightSet.from_package(self._weights, self.package_metadata["constants"])
@@ -85,6 +92,15 @@ class CompiledModel:
         self._frames: dict[int, Frame] = {}
         self._input_plan = [(f"input '{i['name']}'", None) if i["kind"] == "tensor"
                             else (None, (i["name"], i["value"])) for i in self.package_metadata["inputs"]]
+        self._sizes_follow_data = bool(self.package_metadata.get("sizes_follow_data"))
+        self._int_inputs = [j for j, i in enumerate(self.package_metadata["inputs"])
+                            if i.get("scalar") == "int"]
+        # their positions among the tensors passed: their values size outputs too
+        self._int_slots = [k for k, i in enumerate(self._inputs) if i.get("scalar") == "int"]
+        # positions (among all inputs, among tensor inputs) of inputs updated in place
+        self._mutated = [(j, k) for k, (j, i) in enumerate(
+            (j, i) for j, i in enumerate(self.package_metadata["inputs"]) if i["kind"] == "tensor")
+            if i.get("mutated")]
         self._structure = self._output_structure()
         # with no dynamic dims the output sizes are known now (the run still checks inputs)
         self._static_shapes = None if self.package_metadata["symbols"] else [
@@ -111,6 +127,54 @@ class CompiledModel:
     def _constants(self):
         """The constant pointer table of the current weights generation."""
         return self._pool.generation.pointers
+
+    def buffer_names(self) -> list[str]:
+        """The registered buffers the model updates in place (its state), by name."""
+        return list(self._state)
+
+    def get_buffer(self, name: str):
+        """A copy of state buffer `name` as the model holds it now (a torch tensor when
+        torch is loaded, else a numpy array)."""
+        array = self._with_state(name, lambda a: a.copy())
+        if "torch" in sys.modules:
+            import torch
+            return torch.from_numpy(array)
+        return array
+
+    def set_buffer(self, name: str, value) -> None:
+        """Overwrite state buffer `name` (same dtype and shape) before the next call."""
+        new = as_state_value(value, self._state_entry(name)[1], name)
+        self._with_state(name, lambda a: np.copyto(a, new))
+
+    def reset_buffers(self) -> None:
+        """Every state buffer back to the value the package holds."""
+        for name, (_, entry) in self._state.items():
+            start = entry["offset"]
+            initial = np.asarray(self._weights[start:start + entry["nbytes"]])
+            self._with_state(name, lambda a, b=initial: np.copyto(a.reshape(-1).view(np.uint8), b))
+
+    def _state_entry(self, name: str):
+        if name not in self._state:
+            raise KeyError(f"{name!r} is not a buffer the model updates; its state buffers: "
+                           f"{list(self._state)}")
+        return self._state[name]
+
+    def _with_state(self, name: str, fn):
+        k, entry = self._state_entry(name)
+        h = self._pool.first() if self._single else self._pool.acquire(self._new_handle)
+        try:
+            return fn(state_array(self._lib, h, k, entry))
+        finally:
+            if not self._single:
+                self._pool.release(h)
+
+    def _constant_pointers(self, w_size: int):
+        table = self.description.constants
+        base = self._weights.ctypes.data if w_size else 0
+        ptrs = (ctypes.c_void_p * max(len(table), 1))()
+        for k, c in enumerate(table):  # the reader checked that each lies inside weights.bin
+            ptrs[k] = base + c["offset"] if c["nbytes"] else None
+        return ptrs
 
     def metadata(self) -> dict[str, str]:
         """The user's key/values (option 'aot_inductor.metadata') and aotc's own entries."""
@@ -170,6 +234,10 @@ class CompiledModel:
             raise InputError(f"expected {len(self._input_plan)} inputs, got {len(leaves)}")
         if self._layout is not None:
             self._layout.check([x for x, (what, _) in zip(leaves, self._input_plan) if what])
+        if self._int_inputs:
+            leaves = list(leaves)
+            for j in self._int_inputs:
+                leaves[j] = int_input(leaves[j], self._input_plan[j][0])
         inputs, any_torch = [], False
         for leaf, (what, constant) in zip(leaves, self._input_plan):
             if what is None:  # a non-tensor input that export specialized
@@ -182,20 +250,26 @@ class CompiledModel:
             inputs.append(as_input(leaf, what))
         # with no tensor input, outputs follow the caller's library: torch if it is loaded
         like_torch = any_torch or (not inputs and "torch" in sys.modules)
+        for j, _ in self._mutated:
+            check_writable(leaves[j], self._input_plan[j][0])
         if self._single:  # the caller promised one thread at a time: no lock
             h = self._pool.first()
-            return self._structure(self._run(h, self._frames[h], inputs, like_torch))
-        h = self._pool.acquire(self._new_handle, self._destroy)
-        try:
             outs = self._run(h, self._frames[h], inputs, like_torch)
-        finally:
-            self._pool.release(h, self._destroy)
+        else:
+            h = self._pool.acquire(self._new_handle, self._destroy)
+            try:
+                outs = self._run(h, self._frames[h], inputs, like_torch)
+            finally:
+                self._pool.release(h, self._destroy)
+        for j, k in self._mutated:
+            write_back(leaves[j], inputs[k][0])
         return self._structure(outs)
 
     def _output_structure(self):
         """outs -> the exported output structure (fast paths for the usual shapes)."""
         spec, leaves = self.package_metadata["out_spec"], self.package_metadata["output_leaves"]
-        in_order = [leaf.get("index") for leaf in leaves] == list(range(len(leaves)))
+        in_order = [leaf.get("index") for leaf in leaves] == list(range(len(leaves))) and not any(
+            "scalar" in leaf for leaf in leaves)
         if spec["kind"] == "leaf" and in_order:
             return lambda outs: outs[0]
         if (spec["kind"] == "tuple" and in_order and "fields" not in spec
@@ -203,8 +277,8 @@ class CompiledModel:
             return tuple
 
         def general(outs):
-            values = [outs[leaf["index"]] if leaf["kind"] == "tensor" else leaf["value"]
-                      for leaf in leaves]
+            values = [as_number(outs[leaf["index"]], leaf.get("scalar")) if leaf["kind"] == "tensor"
+                      else leaf["value"] for leaf in leaves]
             return pytree.unflatten(spec, values)
 
         return general
@@ -216,8 +290,9 @@ class CompiledModel:
         n_in, n_out = len(inputs), len(self._outputs)
         shapes = self._static_shapes
         if shapes is None:  # sizes follow the inputs' dynamic dims
-            key = tuple(tuple(i[2]) for i in inputs)
-            if key != frame.input_shapes:
+            key = tuple(tuple(i[2]) for i in inputs) + tuple(
+                int(inputs[k][0]) for k in self._int_slots)
+            if key != frame.input_shapes or self._sizes_follow_data:
                 abi.check(lib, lib.aotc_output_shapes(h, frame.ins, n_in, frame.out_sizes))
                 frame.output_shapes = [frame.output_shape(j, rank)
                                        for j, (_, rank) in enumerate(self._outputs)]

@@ -46,7 +46,7 @@ def as_input(x, what: str):
         if not hasattr(x, "__dlpack__"):
             raise InputError(f"{what}: expected a tensor or numpy array, got {type(x).__name__}")
         x = np.from_dlpack(x)
-    a = np.ascontiguousarray(x)
+    a = x if x.flags.c_contiguous else np.ascontiguousarray(x)  # (which makes 0-dim 1-dim)
     strides = tuple(s // a.itemsize for s in a.strides) if a.itemsize else (0,) * a.ndim
     return a, a.ctypes.data, a.shape, strides, dtype_of(a.dtype, what)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import (
     IndirectLoad,
     Load,
@@ -31,7 +32,8 @@ def body_of(op) -> Node | None:
 def count_reads(program: Program) -> tuple[Counter, set[str]]:
     """(loads of each buffer in loop bodies, buffers that must stay materialized)."""
     uses: Counter = Counter()
-    pinned: set[str] = set(program.outputs)
+    pinned: set[str] = (set(program.outputs) | set(program.updates.values())
+                        | predicate_buffers(program.guards) | loop_buffers(program.loops))
     for buf in program.computed():
         body = body_of(buf.op)
         if body is not None:
@@ -90,10 +92,28 @@ def cheap_to_recompute(body: Node) -> bool:
         isinstance(e, IndirectLoad) for e in seen)
 
 
+def _guard_boundaries(program: Program) -> set[str]:
+    """Buffers of a torch.cond branch read outside it: inlined there they would run
+    whichever branch is taken (and fail on what the branch not taken would fail on)."""
+    if not program.guards:
+        return set()
+    out: set[str] = set()
+    for buf in program.computed():
+        body = body_of(buf.op)
+        reads = {ld.buffer for ld in loads(body)} if body is not None else set()
+        mine = program.guards.get(buf.name, ())
+        for name in reads:
+            theirs = program.guards.get(name, ())
+            if mine[:len(theirs)] != theirs:
+                out.add(name)
+    return out
+
+
 def fuse_pointwise(program: Program) -> Program:
     """Inline pointwise buffers into the loops that read them: those with one reader, and
     cheap ones (a scale, a shift) whatever their readers."""
     uses, pinned = count_reads(program)
+    pinned |= _guard_boundaries(program)
     inlined: dict[str, Node] = {}
     origins: dict[str, Origin | None] = {}
 

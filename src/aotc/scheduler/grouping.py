@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import IndirectLoad, loads
 from ..ir.nodes import Buffer, Pointwise, Program, Reduction
 from ..ir.symbols import index_vars
@@ -81,7 +82,7 @@ def group_rows(program: Program) -> list[Scheduled]:
     schedule: list[Scheduled] = []
     t = 0
     while t < len(order):
-        group = _grow(order, t)
+        group = _grow(order, t, program.guards)
         if group is None:
             schedule.append(order[t])
             t += 1
@@ -89,13 +90,16 @@ def group_rows(program: Program) -> list[Scheduled]:
         names = {m.name for m in group.members}
         group.local = {m.name for m in group.members
                        if tuple(m.sizes) == group.outer + (1,) and m.name not in program.outputs
+                       and m.name not in program.updates.values()
+                       and m.name not in predicate_buffers(program.guards)
+                       and m.name not in loop_buffers(program.loops)
                        and readers.get(m.name, set()) <= names}
         schedule.append(group)
         t += len(group.members)
     return schedule
 
 
-def _grow(order: list[Buffer], t: int) -> RowGroup | None:
+def _grow(order: list[Buffer], t: int, guards: dict) -> RowGroup | None:
     first = _row_reduction(order[t])
     if first is None:
         return None
@@ -103,6 +107,8 @@ def _grow(order: list[Buffer], t: int) -> RowGroup | None:
     k = len(outer)
     members = {order[t].name: order[t]}
     for buf in order[t + 1:]:
+        if guards.get(buf.name, ()) != guards.get(order[t].name, ()):
+            break  # one kernel runs under one set of guards (a branch, a loop)
         shape = _row_reduction(buf)
         per_row = isinstance(buf.op, Pointwise) and tuple(buf.sizes) == outer + (1,)
         if (shape == (outer, row) or per_row) and _reads_rows_only(buf, members, k):

@@ -46,13 +46,22 @@ def plan_memory(program: Program, kernels: Sequence[Sequence[Buffer]] | None = N
                 local: frozenset[str] = frozenset()) -> MemoryPlan:
     """Arena slots for intermediates. `kernels` is the kernel sequence, each the buffers one
     kernel computes (default: one kernel per computed buffer); `local` buffers live in
-    registers and get none."""
+    registers and get none. Whatever a while_loop's kernels touch lives until its last
+    kernel (the next iteration reads it again)."""
     steps = [[b] for b in program.computed()] if kernels is None else kernels
     last_use: dict[str, int] = {}
     for t, members in enumerate(steps):
         for buf in members:
             for name in reads_of(buf):
                 last_use[name] = t
+    for first, last in loop_spans(program, steps):
+        for t in range(first, last + 1):
+            for buf in steps[t]:
+                for name in reads_of(buf) | {buf.name}:
+                    last_use[name] = max(last_use.get(name, last), last)
+    for loop in program.loops:  # carries are read after the loop, nexts copied at its end
+        for name in loop.buffers():
+            last_use[name] = max(last_use.get(name, 0), _last_step(program, steps, loop))
     outputs = set(program.outputs)
     plan = MemoryPlan()
     free: list[int] = []
@@ -70,6 +79,23 @@ def plan_memory(program: Program, kernels: Sequence[Sequence[Buffer]] | None = N
                 continue
             plan.slot_of[buf.name] = live[buf.name] = _take(plan, free, nbytes(buf))
     return plan
+
+
+def loop_spans(program: Program, steps) -> list[tuple[int, int]]:
+    """(first, last) kernel index of each while_loop, outermost loops included."""
+    spans: dict = {}
+    for t, members in enumerate(steps):
+        for g in {g for m in members for g in program.guards.get(m.name, ()) if g.loop}:
+            first, _ = spans.get(g.predicate, (t, t))
+            spans[g.predicate] = (first, t)
+    return list(spans.values())
+
+
+def _last_step(program: Program, steps, loop) -> int:
+    span = [t for t, members in enumerate(steps)
+            if any(g.loop and g.predicate == loop.predicate
+                   for m in members for g in program.guards.get(m.name, ()))]
+    return span[-1] if span else 0
 
 
 def _take(plan: MemoryPlan, free: list[int], need: sympy.Expr) -> int:

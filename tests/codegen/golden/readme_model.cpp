@@ -13,9 +13,13 @@ constexpr int64_t kNumSymbols = 1;
 constexpr int64_t kMaxRank = 2;
 // bytes of each constant: one with none may come as a null pointer
 constexpr int64_t kConstantBytes[] = {640, 64, 64, 4};
+// model state: the constants (registered buffers) the program updates in place
+constexpr int64_t kNumState = 0;
+constexpr int64_t kStateConstant[] = {0};
 
 struct Model {
   const void *constants[kNumConstants > 0 ? kNumConstants : 1];
+  void *state[kNumState > 0 ? kNumState : 1];  // this object's copy of each
   char *arena;
   int64_t arena_bytes;
   int32_t num_threads;
@@ -186,7 +190,32 @@ int aotc_create(const void *const *constants, int64_t n_constants, void **model)
     }
     m->constants[k] = constants[k];
   }
+  for (int64_t j = 0; j < kNumState; ++j) {  // the state starts as the package's values
+    const int64_t bytes = kConstantBytes[kStateConstant[j]];
+    m->state[j] = std::aligned_alloc(64, aotc::align64(bytes > 0 ? bytes : 1));
+    if (!m->state[j]) {
+      aotc_destroy(m);
+      return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory for the model state");
+    }
+    if (bytes > 0) __builtin_memcpy(m->state[j], constants[kStateConstant[j]], bytes);
+  }
   *model = m;
+  return AOTC_OK;
+}
+
+int aotc_describe_state(const int64_t **constant_index, int64_t *n) {
+  if (!constant_index || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_state: null argument");
+  *constant_index = kStateConstant;
+  *n = kNumState;
+  return AOTC_OK;
+}
+
+int aotc_state(void *model, int64_t k, void **data) {
+  if (!model || !data) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_state: null argument");
+  if (k < 0 || k >= kNumState)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_state: no state buffer %lld (the model has %lld)",
+                      (long long)k, (long long)kNumState);
+  *data = static_cast<Model *>(model)->state[k];
   return AOTC_OK;
 }
 
@@ -223,6 +252,7 @@ int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *
 void aotc_destroy(void *model) {
   if (!model) return;
   Model *m = static_cast<Model *>(model);
+  for (int64_t j = 0; j < kNumState; ++j) std::free(m->state[j]);
   std::free(m->arena);
   std::free(m);
 }

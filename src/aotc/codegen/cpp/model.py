@@ -3,14 +3,30 @@ from __future__ import annotations
 
 import sympy
 
+from ...ir.compress import Compress
 from ...ir.nodes import Buffer, BufferKind, Program, Template
+from ...ir.regions import RegionWrite
 from ...scheduler.grouping import RowGroup, Scheduled
+from ...scheduler.inplace import in_place_updates
 from ...scheduler.memory import MemoryPlan, nbytes
+from .bind import bind_item_symbols, bind_scalar_input, solve_size_symbols
 from .code import CodeBuffer
+from .compress import emit_compress
+from .control import (
+    after_kernel,
+    guard_condition,
+    guard_locals,
+    loop_check,
+    loop_close,
+    loop_open,
+    loops_of,
+)
 from .describe import emit_describe_abi, emit_description
 from .exprs import c_index
 from .kernels import describe, emit_kernel, program_symbol_index, symbol_order
+from .regions import emit_region_write
 from .rows import emit_row_group
+from .state import emit_state_tables, state_index, storage_of
 from .templates import template_call
 
 
@@ -33,9 +49,13 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
         f"constexpr int64_t kMaxRank = {max_rank};",
         "// bytes of each constant: one with none may come as a null pointer",
         f"constexpr int64_t kConstantBytes[] = {{{', '.join(constant_bytes) or '0'}}};",
+    ])
+    emit_state_tables(code, program)
+    code.lines_of([
         "",
         "struct Model {",
         "  const void *constants[kNumConstants > 0 ? kNumConstants : 1];",
+        "  void *state[kNumState > 0 ? kNumState : 1];  // this object's copy of each",
         "  char *arena;",
         "  int64_t arena_bytes;",
         "  int32_t num_threads;",
@@ -43,14 +63,20 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
         "",
     ])
     kernels = {}
+    in_place = in_place_updates(program, schedule)
     for kid, item in enumerate(schedule):
         if isinstance(item, RowGroup):
             kernels[item.name] = emit_row_group(code, program, item, kid)
+        elif isinstance(item.op, RegionWrite):  # a template with a generated kernel
+            kernels[item.name] = emit_region_write(code, program, item, kid,
+                                                   in_place=item.name in in_place)
+        elif isinstance(item.op, Compress):  # a data-dependent count of rows
+            kernels[item.name] = emit_compress(code, program, item, kid)
         elif not isinstance(item.op, Template):
             kernels[item.name] = emit_kernel(code, program, item, kid)
     _emit_bind_inputs(code, program)
     _emit_output_sizes(code, program, max_rank)
-    _emit_run(code, program, plan, schedule, kernels)
+    _emit_run(code, program, plan, schedule, kernels, in_place)
     emit_description(code, program, metadata or {})
     code.line("}  // namespace")
     code.line()
@@ -110,6 +136,10 @@ def _emit_bind_inputs(code: CodeBuffer, program: Program) -> None:
             code.line(f"if (!aotc::is_contiguous(in[{k}]))")
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': expected a contiguous '
                       f'(row-major) tensor");')
+            if spec.buffer in program.scalar_inputs:  # an int input: its value is a symbol
+                bind_scalar_input(code, program, k, nm, spec.buffer, bound)
+        solve_size_symbols(code, program, bound, deferred)
+        bind_item_symbols(code, program, bound)
         unbound = set(program.symbols) - set(bound)
         needed = {s for _, _, _, e in deferred for s in e.free_symbols} | _symbols_needed(program)
         if unbound & needed:
@@ -147,8 +177,9 @@ def _emit_output_sizes(code: CodeBuffer, program: Program, max_rank: int) -> Non
 
 
 def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: list[Scheduled],
-              kernels: dict) -> None:
+              kernels: dict, in_place: dict[str, str]) -> None:
     const_index = {c.buffer: k for k, c in enumerate(program.constants)}
+    states = state_index(program)
     input_index = {s.buffer: k for k, s in enumerate(program.inputs)}
     out_index = {name: j for j, name in enumerate(program.outputs)}
     code.line("// Checks the outputs, sizes the arena, then runs every kernel in order.")
@@ -197,30 +228,69 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
             if buf.kind is BufferKind.INPUT:
                 code.line(f"const {t} *{name} = static_cast<const {t} *>(in[{input_index[name]}]"
                           ".data);")
+            elif buf.kind is BufferKind.CONSTANT and name in states:
+                code.line(f"const {t} *{name} = static_cast<const {t} *>(m->state"
+                          f"[{states[name]}]);")
             elif buf.kind is BufferKind.CONSTANT:
                 code.line(f"const {t} *{name} = static_cast<const {t} *>(m->constants"
                           f"[{const_index[name]}]);")
             elif name in out_index:
                 code.line(f"{t} *{name} = static_cast<{t} *>(out[{out_index[name]}].data);")
+            elif name in in_place:  # updates an input or the state in its own storage
+                code.line(f"{t} *{name} = static_cast<{t} *>"
+                          f"({storage_of(program, in_place[name])});")
             elif name in plan.slot_of:
                 code.line(f"{t} *{name} = reinterpret_cast<{t} *>(arena + "
                           f"slot{plan.slot_of[name]});")
+        code.lines_of(guard_locals(program))
+        open_loops: list[str] = []
+
+        def close_loop() -> None:
+            code.lines_of(["  " + s for s in loop_close(
+                program, open_loops.pop(), lambda b: c_index(nbytes(program.buffers[b])))])
+            code.line("}")
+
         for item in schedule:
-            if isinstance(item, Buffer) and isinstance(item.op, Template):
+            members = item.members if isinstance(item, RowGroup) else [item]
+            names = [m.name for m in members]
+            loops = loops_of(program, names)
+            while open_loops and tuple(open_loops) != loops[:len(open_loops)]:
+                code.level -= 1
+                close_loop()
+            for predicate in loops[len(open_loops):]:
+                code.lines_of(loop_open(predicate))
+                code.level += 1
+                open_loops.append(predicate)
+            guard = guard_condition(program, names)
+            if guard:  # inside a torch.cond branch: runs when the branch is taken
+                code.line(f"if ({guard}) {{")
+                code.level += 1
+            if isinstance(item, Buffer) and item.name not in kernels:
                 ws = plan.workspace_of.get(item.name)
                 code.lines_of(template_call(item, lambda n: n,
                                             None if ws is None else f"arena + slot{ws}"))
-                continue
-            k = kernels[item.name]
-            if k.checks_bounds:
+            elif kernels[item.name].checks_bounds:
+                k = kernels[item.name]
                 code.line(f"{k.name}(sym, &oob, {', '.join(k.args)});")
-                members = item.members if isinstance(item, RowGroup) else [item]
                 where = " ".join(ln.lstrip("/ ") for m in members for ln in describe(m))
                 code.line("if (oob)")
                 code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "index out of range in '
                           f'{_c_str(where)}");')
             else:
+                k = kernels[item.name]
                 code.line(f"{k.name}(sym, {', '.join(k.args)});")
+            code.lines_of(after_kernel(program, names))
+            if guard:
+                code.level -= 1
+                code.line("}")
+            code.lines_of(loop_check(program, names))
+        while open_loops:
+            code.level -= 1
+            close_loop()
+        for source, final in program.updates.items():
+            if final not in in_place:  # the new value goes into the input's or state's storage
+                code.line(f"__builtin_memcpy({storage_of(program, source)}, {final}, "
+                          f"{c_index(nbytes(program.buffers[final]))});")
         code.line("return AOTC_OK;")
     code.line()
 
@@ -256,7 +326,32 @@ int aotc_create(const void *const *constants, int64_t n_constants, void **model)
     }
     m->constants[k] = constants[k];
   }
+  for (int64_t j = 0; j < kNumState; ++j) {  // the state starts as the package's values
+    const int64_t bytes = kConstantBytes[kStateConstant[j]];
+    m->state[j] = std::aligned_alloc(64, aotc::align64(bytes > 0 ? bytes : 1));
+    if (!m->state[j]) {
+      aotc_destroy(m);
+      return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory for the model state");
+    }
+    if (bytes > 0) __builtin_memcpy(m->state[j], constants[kStateConstant[j]], bytes);
+  }
   *model = m;
+  return AOTC_OK;
+}
+
+int aotc_describe_state(const int64_t **constant_index, int64_t *n) {
+  if (!constant_index || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_state: null argument");
+  *constant_index = kStateConstant;
+  *n = kNumState;
+  return AOTC_OK;
+}
+
+int aotc_state(void *model, int64_t k, void **data) {
+  if (!model || !data) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_state: null argument");
+  if (k < 0 || k >= kNumState)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_state: no state buffer %lld (the model has %lld)",
+                      (long long)k, (long long)kNumState);
+  *data = static_cast<Model *>(model)->state[k];
   return AOTC_OK;
 }
 
@@ -293,6 +388,7 @@ int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *
 void aotc_destroy(void *model) {
   if (!model) return;
   Model *m = static_cast<Model *>(model);
+  for (int64_t j = 0; j < kNumState; ++j) std::free(m->state[j]);
   std::free(m->arena);
   std::free(m);
 }

@@ -1,4 +1,4 @@
-/* The C ABI every aotc model.so exports (version 2).
+/* The C ABI every aotc model.so exports (version 3).
  * Every function returns 0 on success, or a non-zero aotc_status with a message in
  * aotc_last_error() (thread-local). No C++ exception and no abort crosses this ABI.
  * New functions may be added in later versions; existing meanings never change. */
@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 2
+#define AOTC_ABI_VERSION 3
 
 typedef struct {
   void *data;
@@ -76,6 +76,15 @@ int aotc_describe_outputs(const aotc_tensor_info **infos, int64_t *n);
 int aotc_describe_symbols(const aotc_symbol_info **infos, int64_t *n);
 int aotc_describe_constants(const aotc_constant_info **infos, int64_t *n);
 int aotc_describe_metadata(const char *const **keys, const char *const **values, int64_t *n);
+
+/* version 3: model state. The registered buffers a program updates in place (a counter, a
+ * KV cache) are state: each model object owns a copy, made from the constant at
+ * aotc_create, that runs update and that persists across runs. aotc_describe_state gives
+ * the constants-table index of each state buffer, in state order; aotc_state gives the
+ * model object's memory of state buffer k (the constant's dtype and sizes, contiguous),
+ * which a caller may read or overwrite between runs. */
+int aotc_describe_state(const int64_t **constant_index, int64_t *n);
+int aotc_state(void *model, int64_t k, void **data);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,99 @@
+"""Shape symbols that no input dim holds by itself: an int input's value, a `.item()`
+value read from the inputs' data, and a symbol seen only inside a size expression (`2*d`,
+`d + 1`), solved from that size at run time."""
+from __future__ import annotations
+
+import sympy
+
+from ...ir.compress import Count
+from ...ir.expr import loads
+from ...ir.nodes import Program
+from .code import CodeBuffer
+from .compress import emit_count
+from .exprs import BodyEmitter
+from .kernels import index_exprs, program_symbol_index, symbols_in
+
+
+def _range_check(code: CodeBuffer, program: Program, s: sympy.Symbol, v: str, what: str) -> None:
+    lo, hi = program.symbols[s]
+    cond = f"{v} < {lo}" + (f" || {v} > {hi}" if hi is not None else "")
+    rng = f"[{lo}, {hi}]" if hi is not None else f"[{lo}, inf)"
+    code.line(f"if ({cond})")
+    code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{what} is %lld, outside the allowed range '
+              f'{rng} ({s.name})", (long long){v});')
+
+
+def bind_scalar_input(code: CodeBuffer, program: Program, k: int, name: str, buffer: str,
+                      bound: dict) -> None:
+    """Symbol <- the value of int input k (a 0-dim int64 tensor)."""
+    s = program.scalar_inputs[buffer]
+    idx = program_symbol_index(program, s)
+    code.line(f"sym[{idx}] = *static_cast<const int64_t *>(in[{k}].data);")
+    _range_check(code, program, s, f"sym[{idx}]", f"input '{name}'")
+    bound[s] = f"input '{name}'"
+
+
+def solve_size_symbols(code: CodeBuffer, program: Program, bound: dict,
+                       deferred: list[tuple[int, str, int, sympy.Expr]]) -> None:
+    """Bind each symbol that appears, alone and linearly (a*s + b, integers a > 0 and b),
+    in some input size: s = (size - b) / a, an input error where no integer s explains the
+    size or it falls outside s's range."""
+    for k, nm, d, size in deferred:
+        free = [s for s in size.free_symbols if s in program.symbols and s not in bound]
+        if len(free) != 1:
+            continue
+        s = free[0]
+        expr = sympy.expand(size)
+        a, b = expr.coeff(s, 1), expr.coeff(s, 0)
+        if not (a.is_Integer and b.is_Integer and a > 0 and sympy.expand(expr - a * s - b) == 0):
+            continue
+        idx = program_symbol_index(program, s)
+        v = f"in[{k}].sizes[{d}]"
+        with code.block(""):
+            code.line(f"const int64_t rest = {v} - {int(b)};")
+            code.line(f"if (rest % {int(a)} != 0)")
+            code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': dim {d} is %lld, '
+                      f'which is {size} for no integer {s.name}", (long long){v});')
+            code.line(f"sym[{idx}] = rest / {int(a)};")
+            _range_check(code, program, s, f"sym[{idx}]", f"input '{nm}': {s.name} from dim {d}")
+        bound[s] = f"input '{nm}' dim {d}"
+
+
+def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
+    """Each `.item()` symbol: its value computed from the inputs' data, checked against
+    the range export recorded."""
+    if not program.item_symbols:
+        return
+    index = {s.buffer: k for k, s in enumerate(program.inputs)}
+    sizes = {b: program.buffers[b].sizes for b in index}
+    for s, body in program.item_symbols.items():
+        idx = program_symbol_index(program, s)
+        def pointer_of(b: str) -> str:
+            return f"static_cast<const {program.buffers[b].dtype.ctype} *>(in[{index[b]}].data)"
+
+        mask = body.mask if isinstance(body, Count) else body
+        with code.block(""):
+            used = [*index_exprs(mask), *(d for ld in loads(mask) for d in sizes[ld.buffer])]
+            if isinstance(body, Count):
+                used += list(body.ranges)
+            for t in symbols_in(program, *used):
+                code.line(f"const int64_t {t.name} = sym[{program_symbol_index(program, t)}];")
+            if isinstance(body, Count):  # how many positions a mask selects
+                value = emit_count(code, program, body, sizes, pointer_of)
+                what = f"the selected count {s.name}"
+            else:
+                for ld in {ld.buffer for ld in loads(body)}:
+                    code.line(f"if (aotc::numel(in[{index[ld]}]) == 0)")
+                    code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input '
+                              f'\'{_input_name(program, ld)}\': .item() of an empty tensor");')
+                emitter = BodyEmitter(sizes, pointer_of)
+                value = emitter.value(body)
+                code.lines_of(emitter.lines)
+                what = f".item() value {s.name}"
+            code.line(f"sym[{idx}] = {value};")
+            _range_check(code, program, s, f"sym[{idx}]", what)
+        bound[s] = what
+
+
+def _input_name(program: Program, buffer: str) -> str:
+    return next(s.name for s in program.inputs if s.buffer == buffer)

@@ -1,0 +1,73 @@
+"""The kernel of a Compress: walk the mask in row-major order on one thread and append
+one block per selected position, so rows come in PyTorch's order on every run."""
+from __future__ import annotations
+
+from ...ir.compress import Compress, Count
+from ...ir.nodes import Buffer, Program
+from ...ir.symbols import flat_offset, index_var, numel, reduction_var
+from ...scheduler.memory import reads_of
+from .code import CodeBuffer
+from .exprs import BodyEmitter, c_index
+from .kernels import Kernel, describe, index_exprs, program_symbol_index, symbols_in
+
+
+def emit_compress(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> Kernel:
+    op = buf.op
+    assert isinstance(op, Compress)
+    reads = sorted(reads_of(buf))
+    sizes = {b: program.buffers[b].sizes for b in reads}
+    params = ["int *oob", f"{buf.dtype.ctype} *__restrict out"] + [
+        f"const {program.buffers[b].dtype.ctype} *__restrict {b}" for b in reads]
+    used = [*buf.sizes, *op.ranges, *op.inner, *index_exprs(op.mask), *index_exprs(op.value),
+            *(s for b in reads for s in sizes[b])]
+    name = f"k{kid}_{buf.name}"
+    code.lines_of(describe(buf))
+    with code.block(f"static void {name}(const int64_t *sym, {', '.join(params)})"):
+        for s in symbols_in(program, *used):
+            code.line(f"const int64_t {s.name} = sym[{program_symbol_index(program, s)}];")
+        code.line(f"const int64_t rows = {c_index(buf.sizes[0])};")
+        code.line("int64_t row = 0;")
+        rv = [reduction_var(k) for k in range(len(op.ranges))]
+        for v, n in zip(rv, op.ranges):
+            code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
+            code.level += 1
+        body = BodyEmitter(sizes, lambda b: b)
+        keep = body.value(op.mask)
+        code.lines_of(body.lines)
+        iv = [index_var(k + 1) for k in range(len(op.inner))]
+        with code.block(f"if ({keep})"):  # the row's block: its own scope for temporaries
+            code.line("if (row >= rows) { __atomic_store_n(oob, 1, __ATOMIC_RELAXED); return; }")
+            for v, n in zip(iv, op.inner):
+                code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
+                code.level += 1
+            body = BodyEmitter(sizes, lambda b: b)
+            value = body.value(op.value)
+            code.lines_of(body.lines)
+            off = c_index(flat_offset(tuple(iv), op.inner)) if iv else "0"
+            code.line(f"out[row * {c_index(numel(op.inner))} + {off}] = {value};")
+            for _ in iv:
+                code.level -= 1
+                code.line("}")
+            code.line("++row;")
+        for _ in rv:
+            code.level -= 1
+            code.line("}")
+    code.line()
+    return Kernel(name, [buf.name] + reads, checks_bounds=True)
+
+
+def emit_count(code: CodeBuffer, program: Program, count: Count, sizes: dict, pointer_of) -> str:
+    """Statements counting the positions `count.mask` selects; returns the count's name."""
+    rv = [reduction_var(k) for k in range(len(count.ranges))]
+    code.line("int64_t selected = 0;")
+    for v, n in zip(rv, count.ranges):
+        code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
+        code.level += 1
+    body = BodyEmitter(sizes, pointer_of)
+    keep = body.value(count.mask)
+    code.lines_of(body.lines)
+    code.line(f"selected += {keep} ? 1 : 0;")
+    for _ in rv:
+        code.level -= 1
+        code.line("}")
+    return "selected"

@@ -1,0 +1,197 @@
+"""Writes into regions: index_put (accumulate too), index_copy, index_add, scatter,
+scatter_add, slice_scatter and select_scatter, each one RegionWrite (ir/regions.py) of a
+copy of its input. Reads through indices are indexing.py."""
+from __future__ import annotations
+
+import sympy
+import torch
+
+from ..dtypes import DType
+from ..errors import UnsupportedOperatorError
+from ..ir.expr import Binary, BinaryOp, Node, Where, cast, constant, indirect_var
+from ..ir.regions import RegionWrite, Write
+from ..ir.symbols import index_vars
+from .common import broadcast_index, dim_index, operand
+from .context import LoweringContext, TensorValue
+from .registry import register_lowering
+
+aten = torch.ops.aten
+FAMILY = "scatter"
+
+
+def write_regions(ctx: LoweringContext, x: TensorValue, writes) -> TensorValue:
+    """x with `writes` applied in order, as a new buffer."""
+    return ctx.emit(RegionWrite(x.body, tuple(writes)), x.sizes, x.dtype)
+
+
+def broadcast_shapes(*shapes) -> tuple[sympy.Expr, ...]:
+    n = max((len(s) for s in shapes), default=0)
+    out: list[sympy.Expr] = []
+    for k in range(n):
+        dims = [s[len(s) - n + k] for s in shapes if len(s) - n + k >= 0]
+        rest = [d for d in dims if d != 1]
+        out.append(rest[0] if rest else sympy.Integer(1))
+    return tuple(out)
+
+
+def _integer_index(ctx, t: TensorValue) -> TensorValue:
+    if t.dtype.is_floating or t.dtype is DType.bool:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "indices must be integers")
+    return t
+
+
+def _read_at(t: TensorValue, shape, vars_) -> Node:
+    """`t` broadcast to `shape`, read at loop variables `vars_`, as int64."""
+    idx = broadcast_index(t.sizes, shape)
+    mapping = dict(zip(index_vars(len(shape)), vars_))
+    return cast(t.load(tuple(sympy.sympify(i).xreplace(mapping) for i in idx)), DType.int64)
+
+
+@register_lowering(aten.index_put.default, aten._unsafe_index_put.default, family=FAMILY)
+def lower_index_put(ctx, x: TensorValue, indices, values: TensorValue, accumulate=False):
+    """x[indices] = values (or +=): the positions of x[indices], in the order x[indices]
+    lists them, written one after the other."""
+    indices = list(indices) + [None] * (x.ndim - len(indices))
+    masks = [t for t in indices if t is not None and t.dtype in (DType.bool, DType.uint8)]
+    if masks:
+        return _masked_put(ctx, x, indices, values, accumulate)
+    pos = [k for k, t in enumerate(indices) if t is not None]
+    if not pos:
+        return ctx.pointwise(operand(values, x.dtype, x.sizes), x.sizes)
+    for k in pos:
+        _integer_index(ctx, indices[k])
+    bshape = broadcast_shapes(*(indices[k].sizes for k in pos))
+    nb = len(bshape)
+    adjacent = pos == list(range(pos[0], pos[-1] + 1))
+    first = pos[0] if adjacent else 0
+    plain = [k for k in range(x.ndim) if indices[k] is None]
+    if adjacent:
+        shape = x.sizes[:first] + bshape + x.sizes[pos[-1] + 1:]
+    else:
+        shape = bshape + tuple(x.sizes[k] for k in plain)
+    iv = index_vars(len(shape))
+    bvars = iv[first:first + nb]
+    rest = iter(iv[:first] + iv[first + nb:])
+    index: list = []
+    indirect: list[Node] = []
+    bounds: list = []
+    for k, t in enumerate(indices):
+        if t is None:
+            index.append(next(rest))
+        else:
+            index.append(indirect_var(len(indirect)))
+            indirect.append(_read_at(t, bshape, bvars))
+            bounds.append(x.sizes[k])
+    write = Write(tuple(shape), tuple(index), operand(values, x.dtype, shape), tuple(indirect),
+                  tuple(bounds), BinaryOp.ADD if accumulate else None, wrap=True)
+    return write_regions(ctx, x, [write])
+
+
+def _masked_put(ctx, x: TensorValue, indices, values: TensorValue, accumulate) -> TensorValue:
+    """x[mask] = v with one value for every selected element: a select per element (the
+    general case has a data-dependent number of values)."""
+    lead = 0
+    while lead < len(indices) and indices[lead] is None:
+        lead += 1
+    mask = indices[lead]
+    others = [t for k, t in enumerate(indices) if t is not None and k != lead]
+    numel_one = all(s == 1 for s in values.sizes)
+    fits = tuple(x.sizes[lead:lead + mask.ndim]) == tuple(mask.sizes)
+    if others or not numel_one or not fits:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "a boolean-mask update with "
+                                       "several values (or mixed with integer indices) writes a "
+                                       "data-dependent number of elements")
+    iv = index_vars(x.ndim)
+    cond = cast(mask.load(iv[lead:lead + mask.ndim]), DType.bool)
+    v = cast(values.load((0,) * values.ndim), x.dtype)
+    old = x.body
+    new = Binary(BinaryOp.ADD, old, v, x.dtype) if accumulate else v
+    return ctx.pointwise(Where(cond, new, old, x.dtype), x.sizes)
+
+
+def _along(ctx, x: TensorValue, dim: int, index: TensorValue, sizes, index_at,
+           value: Node, combine: BinaryOp | None, wrap: bool = False) -> TensorValue:
+    """Positions (i...) of `sizes` write x[i0, .., index[index_at(i)], .., i{n-1}]."""
+    _integer_index(ctx, index)
+    iv = index_vars(len(sizes))
+    if x.ndim == 0:  # a 0-dim x reads as one element: index 0 is the only valid one
+        dest: tuple = ()
+        bound = sympy.Integer(1)
+    else:
+        dest = tuple(indirect_var(0) if k == dim else v for k, v in enumerate(iv))
+        bound = x.sizes[dim]
+    where = cast(index.load(index_at(iv)), DType.int64)
+    write = Write(tuple(sizes), dest, value, (where,), (bound,), combine, wrap)
+    return write_regions(ctx, x, [write])
+
+
+def _slices(ctx, x, dim, index, source, value, combine: BinaryOp | None) -> TensorValue:
+    """Slice j of `source` along dim (its value: `value` over source positions) goes to
+    position index[j]; a 0-dim source is one slice of size one everywhere."""
+    sizes = source.sizes if source.ndim == x.ndim else (sympy.Integer(1),) * x.ndim
+    return _along(ctx, x, dim, index, sizes,
+                  lambda iv: ((iv[dim] if iv else sympy.Integer(0)),) if index.ndim else (),
+                  value, combine)
+
+
+@register_lowering(aten.index_copy.default, family=FAMILY)
+def lower_index_copy(ctx, x, dim, index, source):
+    """x.index_copy(dim, index, source): source's slice j goes to position index[j]."""
+    dim = dim_index(dim, x.ndim)
+    sizes = source.sizes if source.ndim == x.ndim else (sympy.Integer(1),) * x.ndim
+    return _slices(ctx, x, dim, index, source, operand(source, x.dtype, sizes), None)
+
+
+@register_lowering(aten.index_add.default, family=FAMILY)
+def lower_index_add(ctx, x, dim, index, source, alpha=1):
+    dim = dim_index(dim, x.ndim)
+    sizes = source.sizes if source.ndim == x.ndim else (sympy.Integer(1),) * x.ndim
+    value = operand(source, x.dtype, sizes)
+    if alpha != 1:
+        value = Binary(BinaryOp.MUL, value, constant(alpha, x.dtype), x.dtype)
+    return _slices(ctx, x, dim, index, source, value, BinaryOp.ADD)
+
+
+@register_lowering(aten.scatter.src, aten.scatter.value, aten.scatter_add.default,
+                   aten.scatter.reduce, aten.scatter.value_reduce, family=FAMILY)
+def lower_scatter(ctx, x, dim, index, src, reduce=None):
+    """x.scatter(dim, index, src): element i of index names where src[i] goes along dim."""
+    dim = dim_index(dim, x.ndim)
+    sizes = index.sizes
+    iv = index_vars(len(sizes))
+    if isinstance(src, TensorValue):  # src may be larger than index: read its corner
+        value = cast(src.load(iv if src.ndim else ()), x.dtype)
+    else:
+        value = constant(src, x.dtype)
+    combine = BinaryOp.ADD if "scatter_add" in ctx.target else _SCATTER_REDUCE.get(reduce)
+    if reduce is not None and combine is None:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"reduce={reduce!r}")
+    return _along(ctx, x, dim, index, sizes, lambda iv: iv, value, combine)
+
+
+_SCATTER_REDUCE = {"add": BinaryOp.ADD, "multiply": BinaryOp.MUL}
+
+
+@register_lowering(aten.slice_scatter.default, family=FAMILY)
+def lower_slice_scatter(ctx, x, src, dim=0, start=None, end=None, step=1):
+    dim = dim_index(dim, x.ndim)
+    start = sympy.sympify(0 if start is None else start)
+    if start.is_number and start < 0:
+        start = sympy.Max(start + x.sizes[dim], 0)
+    iv = index_vars(src.ndim)
+    dest = list(iv)
+    dest[dim] = start + step * iv[dim]
+    value = operand(src, x.dtype, src.sizes)
+    return write_regions(ctx, x, [Write(src.sizes, tuple(dest), value)])
+
+
+@register_lowering(aten.select_scatter.default, family=FAMILY)
+def lower_select_scatter(ctx, x, src, dim, index):
+    dim = dim_index(dim, x.ndim)
+    index = sympy.sympify(index)
+    if index.is_number and index < 0:
+        index = index + x.sizes[dim]
+    iv = index_vars(src.ndim)
+    dest = iv[:dim] + (index,) + iv[dim:]
+    value = operand(src, x.dtype, src.sizes)
+    return write_regions(ctx, x, [Write(src.sizes, tuple(dest), value)])
