@@ -95,9 +95,11 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
         name = s.arg.name
         if name in by_name:
             buf = p.buffers[by_name[name].buffer]
-            strides = [_size_json(to_sympy(x)) for x in placeholders[name].meta["val"].stride()]
+            val = placeholders[name].meta["val"]
             inputs.append({"name": name, "kind": "tensor", "dtype": buf.dtype.name,
-                           "sizes": [_size_json(x) for x in buf.sizes], "strides": strides})
+                           "sizes": [_size_json(x) for x in buf.sizes]})
+            if isinstance(val, torch.Tensor):  # an int input travels as a 0-dim tensor
+                inputs[-1]["strides"] = [_size_json(to_sympy(x)) for x in val.stride()]
             if buf.name in p.updates:  # the run writes its new value into it
                 inputs[-1]["mutated"] = True
             if buf.name in p.scalar_inputs:  # a Python int, passed as a 0-dim int64 tensor

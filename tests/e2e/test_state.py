@@ -173,3 +173,10 @@ def test_cache_row_at_an_int_position(tmp_path):
         k = torch.randn(1, 2, 4)
         torch.testing.assert_close(model(k, step), eager(k, step))
     torch.testing.assert_close(model.get_buffer("k_cache"), eager.k_cache)
+
+
+def test_freezing_never_folds_state(tmp_path):
+    """count + 1 reads only a buffer: a constant to fold, were the buffer not updated."""
+    ep, path = _package(CountCalls(), (torch.randn(3),), tmp_path, functional=True)
+    meta = aotc.load_package(path).package_metadata
+    assert not any(c.get("folded_from") for c in meta["constants"])

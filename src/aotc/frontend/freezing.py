@@ -32,6 +32,15 @@ def _foldable(node: torch.fx.Node) -> bool:
     return isinstance(node.meta.get("val"), torch.Tensor)
 
 
+def _mutates_first(node: torch.fx.Node) -> bool:
+    """Whether the op writes into its first argument in place (add_, index_put_, copy_)."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None or not schema.arguments:
+        return False
+    alias = schema.arguments[0].alias_info
+    return alias is not None and alias.is_write
+
+
 _COPIES = ("aten::clone", "aten::_to_copy", "aten::lift_fresh_copy", "aten::detach",
            "aten::alias", "aten::contiguous", "aten::to")
 
@@ -54,13 +63,19 @@ def _moves_only(node: torch.fx.Node) -> bool:
 def plan_folding(ep: torch.export.ExportedProgram) -> tuple[dict, set]:
     """({frontier node: Folded}, {every node that folding removes from the program})."""
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
+    # a buffer the program updates is state, different on every call: never a constant
+    mutated = {s.target for s in ep.graph_signature.output_specs
+               if s.kind.name in ("BUFFER_MUTATION", "USER_INPUT_MUTATION")}
+    mutated |= {specs[n.args[0].name].target for n in ep.graph.nodes
+                if n.op == "call_function" and _mutates_first(n)
+                and isinstance(n.args[0], torch.fx.Node) and n.args[0].name in specs}
     values: dict[torch.fx.Node, torch.Tensor] = {}
     sources: dict[torch.fx.Node, frozenset[str]] = {}
     computes: dict[torch.fx.Node, bool] = {}  # whether a non-view op is on the way
     for node in ep.graph.nodes:
         if node.op == "placeholder":
             spec = specs.get(node.name)
-            if spec is None or spec.kind not in _CONSTANT_KINDS:
+            if spec is None or spec.kind not in _CONSTANT_KINDS or spec.target in mutated:
                 continue
             data = ep.state_dict.get(spec.target, ep.constants.get(spec.target))
             if isinstance(data, torch.Tensor):

@@ -161,20 +161,13 @@ class CompiledModel:
 
     def _with_state(self, name: str, fn):
         k, entry = self._state_entry(name)
-        h = self._pool.first() if self._single else self._pool.acquire(self._new_handle)
+        h = self._pool.first() if self._single else self._pool.acquire(self._new_handle,
+                                                                       self._destroy)
         try:
             return fn(state_array(self._lib, h, k, entry))
         finally:
             if not self._single:
-                self._pool.release(h)
-
-    def _constant_pointers(self, w_size: int):
-        table = self.description.constants
-        base = self._weights.ctypes.data if w_size else 0
-        ptrs = (ctypes.c_void_p * max(len(table), 1))()
-        for k, c in enumerate(table):  # the reader checked that each lies inside weights.bin
-            ptrs[k] = base + c["offset"] if c["nbytes"] else None
-        return ptrs
+                self._pool.release(h, self._destroy)
 
     def metadata(self) -> dict[str, str]:
         """The user's key/values (option 'aot_inductor.metadata') and aotc's own entries."""
