@@ -9,13 +9,17 @@ from pathlib import Path
 
 import numpy as np
 
-SCRIPT = textwrap.dedent("""
+# the start of every numpy-only child script: torch and sympy cannot be imported
+BLOCK_TORCH = textwrap.dedent("""
     import sys, json
     class NoTorch:
         def find_spec(self, name, path=None, target=None):
             if name == "torch" or name.startswith("torch.") or name == "sympy":
                 raise ImportError(f"{name} is blocked in this run")
     sys.meta_path.insert(0, NoTorch())
+""")
+
+SCRIPT = BLOCK_TORCH + textwrap.dedent("""
     import numpy as np
     from aotc.runtime import load_package
     model = load_package(sys.argv[1])

@@ -12,6 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 import torch
+from numpy_only import BLOCK_TORCH
 
 import aotc
 
@@ -107,13 +108,7 @@ def test_kv_cache_state_decode_loop(tmp_path):
     assert model.get_buffer("k_cache")[:, :, 15].abs().sum() > 0
 
 
-SCRIPT = textwrap.dedent("""
-    import sys, json
-    class NoTorch:
-        def find_spec(self, name, path=None, target=None):
-            if name == "torch" or name.startswith("torch.") or name == "sympy":
-                raise ImportError(f"{name} is blocked in this run")
-    sys.meta_path.insert(0, NoTorch())
+SCRIPT = BLOCK_TORCH + textwrap.dedent("""
     import numpy as np
     from aotc.runtime import load_package
     model = load_package(sys.argv[1])

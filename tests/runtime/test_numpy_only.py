@@ -8,17 +8,12 @@ import textwrap
 
 import numpy as np
 import torch
+from numpy_only import BLOCK_TORCH
 
 import aotc
 from models import ReadmeModel
 
-SCRIPT = textwrap.dedent("""
-    import sys, json
-    class NoTorch:
-        def find_spec(self, name, path=None, target=None):
-            if name == "torch" or name.startswith("torch.") or name == "sympy":
-                raise ImportError(f"{name} is blocked in this test")
-    sys.meta_path.insert(0, NoTorch())
+SCRIPT = BLOCK_TORCH + textwrap.dedent("""
     import numpy as np
     from aotc.runtime import load_package
     model = load_package(sys.argv[1])
