@@ -140,19 +140,28 @@ class BodyEmitter:
             return f"static_cast<{e.dtype.compute.ctype}>({v(e.x)})"
         raise TypeError(f"cannot emit {e!r}")
 
+    def bind_indirect(self, indirect, bounds, wrap: bool, prefix: str) -> tuple[dict, list[str]]:
+        """Emit `int64_t <prefix>j = <value>;` for each data-dependent index (negative ones
+        counted from the end where `wrap`); returns ({ind<j>: its symbol}, the C test of each
+        index being out of range)."""
+        names, outside = {}, []
+        for j, (node, bound) in enumerate(zip(indirect, bounds)):
+            ix = f"{prefix}{j}"
+            b = c_index(bound)
+            self.lines.append(f"int64_t {ix} = {self.value(node)};")
+            if wrap:
+                self.lines.append(f"if ({ix} < 0) {ix} += {b};")
+            outside.append(f"{ix} < 0 || {ix} >= {b}")
+            names[indirect_var(j)] = sympy.Symbol(ix, integer=True)
+        return names, outside
+
     def _indirect(self, e: IndirectLoad) -> str:
         """Wrap negative data-dependent indices where the op does, and on an index out of
         range raise the kernel's `oob` flag and read element 0 instead (never out of bounds)."""
-        names = {}
-        for j, (node, bound) in enumerate(zip(e.indirect, e.bounds)):
-            ix = f"ix{len(self.names)}_{j}"
-            b = c_index(bound)
-            self.lines.append(f"int64_t {ix} = {self.value(node)};")
-            if e.wrap:
-                self.lines.append(f"if ({ix} < 0) {ix} += {b};")
-            self.lines.append(f"if ({ix} < 0 || {ix} >= {b}) {{ __atomic_store_n(oob, 1, "
-                              f"__ATOMIC_RELAXED); {ix} = 0; }}")
-            names[indirect_var(j)] = sympy.Symbol(ix, integer=True)
+        names, outside = self.bind_indirect(e.indirect, e.bounds, e.wrap, f"ix{len(self.names)}_")
+        for ix, test in zip(names.values(), outside):
+            self.lines.append(f"if ({test}) {{ __atomic_store_n(oob, 1, __ATOMIC_RELAXED); "
+                              f"{ix} = 0; }}")
             self.checks_bounds = True
         index = tuple(sympy.sympify(i).xreplace(names) for i in e.index)
         return f"{self.pointer_of(e.buffer)}[{c_index(flat_offset(index, self.sizes[e.buffer]))}]"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sympy
 
-from ...ir.expr import indirect_var
 from ...ir.nodes import Buffer, Program
 from ...ir.regions import RegionWrite, Write
 from ...ir.symbols import flat_offset, index_vars, numel
@@ -76,17 +75,10 @@ def _assign(code: CodeBuffer, sizes, index, out_sizes, value, write: Write | Non
     """out[index] = value (or +=), the index's data-dependent positions checked first."""
     body = BodyEmitter(sizes, lambda b: b)
     text = body.value(value)
-    names = {}
-    guard = []
+    names: dict = {}
+    guard: list[str] = []
     if write is not None:
-        for j, (node, bound) in enumerate(zip(write.indirect, write.bounds)):
-            ix = f"ix{j}"
-            b = c_index(bound)
-            body.lines.append(f"int64_t {ix} = {body.value(node)};")
-            if write.wrap:
-                body.lines.append(f"if ({ix} < 0) {ix} += {b};")
-            guard.append(f"{ix} < 0 || {ix} >= {b}")
-            names[indirect_var(j)] = sympy.Symbol(ix, integer=True)
+        names, guard = body.bind_indirect(write.indirect, write.bounds, write.wrap, "ix")
     code.lines_of(body.lines)
     off = c_index(flat_offset(tuple(sympy.sympify(i).xreplace(names) for i in index), out_sizes))
     store = f"out[{off}] = {text};"
