@@ -142,11 +142,12 @@ void check_crcs(const Bytes &bytes, const std::string &meta, const char *file,
   const size_t threads = bytes.size < kParallelBytes ? 1 :
       std::min<size_t>({n, 4, std::max(1u, std::thread::hardware_concurrency())});
   std::vector<std::thread> workers;
+  size_t started = 1;
   try {
-    for (size_t t = 1; t < threads; ++t) workers.emplace_back(check, t, threads);
-  } catch (const std::system_error &) {}  // no thread to spare: this one checks the rest
-  const size_t step = workers.size() + 1;
-  check(0, step);
+    for (; started < threads; ++started) workers.emplace_back(check, started, threads);
+  } catch (const std::system_error &) {}  // no thread to spare: this one checks their chunks
+  for (size_t t = started; t < threads; ++t) check(t, threads);
+  check(0, threads);
   for (std::thread &w : workers) w.join();
   if (first_bad.load() != n) {
     const uint64_t begin = first_bad.load() * chunk;
