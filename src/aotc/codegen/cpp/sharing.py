@@ -66,7 +66,8 @@ class KernelSharing:
                 return word
             return placeholder.setdefault(word, f"@{len(placeholder)}")
 
-        body = "\n".join(_NAME.sub(rename, ln) for ln in lines[at + 1:])
+        before = [ln for ln in lines[:at] if not ln.lstrip().startswith("//")]  # not comments
+        body = "\n".join(before + [_NAME.sub(rename, ln) for ln in lines[at + 1:]])
         for _, n in params:  # parameters the body never reads still count, in order
             placeholder.setdefault(n, f"@{len(placeholder)}")
         types = tuple(sorted((placeholder[n], t) for t, n in params))
