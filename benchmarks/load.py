@@ -77,7 +77,7 @@ def time_python(path: Path, reps: int) -> tuple[list[float], dict[str, float]]:
 def time_fresh(path: Path, reps: int) -> tuple[list[float], dict[str, float]]:
     import json
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=str(Path(aotc.__file__).resolve().parents[1]))
     totals, stages = [], {}
     for _ in range(reps):
         out = subprocess.run([sys.executable, "-c", FRESH, str(path)], capture_output=True,
