@@ -39,13 +39,18 @@ def test_the_first_damaged_chunk_is_found(size, chunk):
 
 
 @pytest.fixture(scope="module")
-def package(tmp_path_factory):
+def built(tmp_path_factory):
     torch.manual_seed(0)
     with torch.no_grad():
         ep = torch.export.export(ReadmeModel().eval(), (torch.randn(2, 10),))
     path = tmp_path_factory.mktemp("pkg") / "model.pt2"
     aotc.compile_and_package(ep, package_path=path)
-    return path
+    return ep, path
+
+
+@pytest.fixture(scope="module")
+def package(built):
+    return built[1]
 
 
 def _files(path) -> ModelFiles:
@@ -124,3 +129,38 @@ def test_inspect_verify_checks_the_sha256_digests(package, tmp_path, capsys):
     aotc.load_package(edited)  # loading checks the CRC-32s, which still hold
     assert main(["inspect", "--verify", str(edited)]) == 1
     assert "weights.bin of 'model' does not match its sha256" in capsys.readouterr().err
+
+
+def test_weights_are_used_in_place_read_only(package):
+    import mmap
+
+    model = aotc.load_package(package)
+    weights = model._weights
+    assert not weights.flags.owndata and not weights.flags.writeable
+    base = weights
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
+
+
+def test_unaligned_weights_from_another_zip_writer_load_by_copy(built, tmp_path):
+    """A package rewritten by a plain zip writer: weights.bin stored but not 64-byte aligned."""
+    ep, package = built
+    with zipfile.ZipFile(package) as zin:
+        entries = [(i.filename, zin.read(i)) for i in zin.infolist()]
+    for pad in range(64):
+        plain = tmp_path / "plain.pt2"
+        with zipfile.ZipFile(plain, "w") as zout:
+            zout.writestr("x" * (pad + 1), b"")  # shifts the entries after it
+            for name, data in entries:
+                zout.writestr(name, data)  # ZIP_STORED, no alignment padding
+        reader = PackageReader(plain)
+        offset = reader.weights("model", reader.metadata("model"))[1]
+        reader.close()
+        if offset % 64:
+            break
+    assert offset % 64
+    model = aotc.load_package(plain)
+    assert model._weights.ctypes.data % 64 == 0  # the one aligned copy
+    x = torch.randn(2, 10)
+    torch.testing.assert_close(model(x), ep.module()(x))
