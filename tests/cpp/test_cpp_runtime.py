@@ -236,9 +236,8 @@ def test_foreign_model_library_is_refused(test_programs, plain_example, tmp_path
     assert proc.returncode == 0, proc.stderr
     reader = PackageReader(plain_example / "model.pt2")
     meta = reader.metadata("model")
-    offset, size = reader.weights_location("model", meta)
+    weights = bytes(reader.weights("model", meta)[0])
     reader.close()
-    weights = (plain_example / "model.pt2").read_bytes()[offset:offset + size]
     package = write_package(tmp_path / "old.pt2", {"model": ModelFiles(meta, lib.read_bytes(), "",
                                                                           weights)})
     proc, _ = run_model(test_programs, package, "model", [example_input(2)], tmp_path)

@@ -10,6 +10,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from ..package.format import PackageReader
 from ..package.schema import check_against_library, check_constants_fit
 from . import abi, pytree
 from .checks import LayoutCheck, checks_enabled
+from .constants import ALIGN as WEIGHTS_ALIGN
 from .constants import WeightSet, prepare_update, swappable_names
 from .describe import describe_library
 from .mutation import check_writable, write_back
@@ -33,13 +35,14 @@ from .tensors import Frame, as_input, empty, is_torch_tensor
 
 def _materialize_library(data: bytes, digest: str) -> str:
     """The package's model.so as a file dlopen can load, written once per digest (in the
-    cache, or the temp directory where the cache is not writable)."""
+    cache, or the temp directory where the cache is not writable). A file already there is
+    used only if it holds exactly these (verified) bytes."""
     for folder in (cache_dir() / "libraries",
                    Path(tempfile.gettempdir()) / f"aotc-{os.getuid()}" / "libraries"):
         try:
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{digest}.so"
-            if not path.exists():
+            if not _holds(path, data):
                 fd, tmp = tempfile.mkstemp(dir=folder, suffix=".so")
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
@@ -50,6 +53,42 @@ def _materialize_library(data: bytes, digest: str) -> str:
     raise PackageError(f"cannot write the model library anywhere to load it: {error}")
 
 
+def _holds(path: Path, data: bytes) -> bool:
+    try:
+        if path.stat().st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def _weights_array(data: memoryview, offset: int) -> np.ndarray:
+    """weights.bin as an array over the package's mapping (no copy); one aligned copy when
+    the archive leaves it unaligned (aotc aligns it; another zip writer may not)."""
+    if not len(data):
+        return np.zeros(0, np.uint8)
+    mapped = np.frombuffer(data, np.uint8)
+    if offset % WEIGHTS_ALIGN == 0:
+        return mapped
+    raw = np.empty(len(data) + WEIGHTS_ALIGN, np.uint8)
+    start = (-raw.ctypes.data) % WEIGHTS_ALIGN
+    aligned = raw[start:start + len(data)]
+    aligned[:] = mapped
+    aligned.flags.writeable = False
+    return aligned
+
+
+class _StageClock:
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def stage(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = now - self._last
+        self._last = now
+
+
 class CompiledModel:
     """A callable compiled model: model(*args, **kwargs) -> outputs in the exported structure."""
 
@@ -57,32 +96,38 @@ class CompiledModel:
                  num_threads: int | None = None, num_runners: int = 1):
         if not isinstance(num_runners, int) or isinstance(num_runners, bool) or num_runners < 1:
             raise ValueError(f"num_runners must be a positive integer, got {num_runners!r}")
+        clock = _StageClock()
         reader = PackageReader(path)
         try:
             self.name = reader.resolve(model_name)
+            clock.stage("archive")
             self.package_metadata = reader.metadata(self.name)
+            _check_target(path, self.package_metadata)
+            clock.stage("metadata")
             library = reader.library(self.name, self.package_metadata)
-            w_offset, w_size = reader.weights_location(self.name, self.package_metadata)
+            clock.stage("library_check")
+            weights_bytes, weights_offset = reader.weights(self.name, self.package_metadata)
+            clock.stage("weights_check")
         finally:
             reader.close()
         self.path = path
-        _check_target(path, self.package_metadata)
         self._lib = abi.open_library(
             _materialize_library(library, self.package_metadata["sha256"]["model.so"]))
+        clock.stage("dlopen")
         self.description = describe_library(self._lib)  # the library's own tables
         d = self.description
         try:
             check_against_library(self.package_metadata, d.inputs, d.outputs, d.symbols,
                                   d.constants)
-            check_constants_fit(self.package_metadata, w_size)
+            check_constants_fit(self.package_metadata, len(weights_bytes))
         except PackageError as e:
             raise PackageError(f"{path}: model {self.name!r}: {e}") from None
         self._state = state_table(self._lib, d.constants)
         if self._state and num_runners > 1:
             raise ValueError(f"model {self.name!r} keeps state ({', '.join(self._state)}), which "
                              "belongs to one model object: load it with num_runners=1")
-        self._weights = (np.memmap(path, dtype=np.uint8, mode="r", offset=w_offset, shape=(w_size,))
-                         if w_size else np.zeros(0, np.uint8))
+        clock.stage("describe")
+        self._weights = _weights_array(weights_bytes, weights_offset)
         weights = WeightSet.from_package(self._weights, self.package_metadata["constants"])
         self._outputs = [(DType.from_name(o["dtype"]), len(o["sizes"]))
                          for o in self.description.outputs]
@@ -117,6 +162,8 @@ class CompiledModel:
             raise PackageError(f"{path}: model {self.name!r} does not match its own library: "
                                f"{e}") from None
         self._pool = RunnerPool(num_runners, first, weights)
+        clock.stage("create")
+        self.load_seconds = clock.seconds  # per stage, for benchmarks/load.py
 
     @property
     def num_runners(self) -> int:

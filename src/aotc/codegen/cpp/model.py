@@ -26,6 +26,7 @@ from .exprs import c_index
 from .kernels import describe, emit_kernel, program_symbol_index, symbol_order
 from .regions import emit_region_write
 from .rows import emit_row_group
+from .sharing import KernelSharing
 from .state import emit_state_tables, state_index, storage_of
 from .templates import template_call
 
@@ -64,16 +65,21 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
     ])
     kernels = {}
     in_place = in_place_updates(program, schedule)
+    sharing = KernelSharing()  # repeated layers: one function per distinct kernel
     for kid, item in enumerate(schedule):
+        start = len(code.lines)
         if isinstance(item, RowGroup):
-            kernels[item.name] = emit_row_group(code, program, item, kid)
+            kernel = emit_row_group(code, program, item, kid)
         elif isinstance(item.op, RegionWrite):  # a template with a generated kernel
-            kernels[item.name] = emit_region_write(code, program, item, kid,
-                                                   in_place=item.name in in_place)
+            kernel = emit_region_write(code, program, item, kid, in_place=item.name in in_place)
         elif isinstance(item.op, Compress):  # a data-dependent count of rows
-            kernels[item.name] = emit_compress(code, program, item, kid)
+            kernel = emit_compress(code, program, item, kid)
         elif not isinstance(item.op, Template):
-            kernels[item.name] = emit_kernel(code, program, item, kid)
+            kernel = emit_kernel(code, program, item, kid)
+        else:
+            continue
+        computes = [m.name for m in item.members] if isinstance(item, RowGroup) else [item.name]
+        kernels[item.name] = sharing.share(code, start, kernel, computes)
     _emit_bind_inputs(code, program)
     _emit_output_sizes(code, program, max_rank)
     _emit_run(code, program, plan, schedule, kernels, in_place)
