@@ -1,4 +1,4 @@
-"""Matrix products: mm/addmm/bmm/linear/matmul onto the GEMM template.
+"""Matrix products: mm/addmm/bmm/addbmm/linear/matmul onto the GEMM template.
 
 float32 products become a Gemm template reading strided operands in place (a transposed
 weight costs nothing); other dtypes lower to a sum reduction.
@@ -149,6 +149,18 @@ def rows_matmul(ctx, x: TensorValue, w: TensorValue, bias=None) -> TensorValue:
                          lead_is_rows=True)
     return _gemm(ctx, operand(ctx, x, x.ndim - 1, lead_is_rows=True), operand(ctx, w, 0), bias_o,
                  1, numel(x.sizes[:-1]), w.sizes[1], x.sizes[-1], out)
+
+
+@register_lowering(aten.addbmm.default, family=FAMILY)
+def lower_addbmm(ctx, bias, b1, b2, *, beta=1, alpha=1):
+    """beta * bias + alpha * (the sum over the batch of b1[i] @ b2[i]), as one product of
+    b1 read as (M, B*K) (batch-major columns) with b2 read as (B*K, N)."""
+    nb, m, k = b1.sizes
+    n = b2.sizes[2]
+    i, j = index_vars(2)
+    a = remap(b1, (m, nb * k), (FloorDiv(j, k), i, ModIndex(j, k)))
+    b = remap(b2, (nb * k, n), (FloorDiv(i, k), ModIndex(i, k), j))
+    return matmul(ctx, a, b, ctx.out_sizes, bias, alpha, beta)
 
 
 @register_lowering(aten.linear.default, family=FAMILY)

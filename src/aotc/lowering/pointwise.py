@@ -160,6 +160,20 @@ def lower_minmax(ctx, a, b):
     return _binary(ctx, a, b, op)
 
 
+@register_lowering(aten.fmax.default, aten.fmin.default, family=FAMILY)
+def lower_fmax_fmin(ctx, a, b):
+    """maximum/minimum that ignores a NaN operand (NaN only where both are NaN)."""
+    op = BinaryOp.MAXIMUM if "fmax" in ctx.target else BinaryOp.MINIMUM
+    d = promote(a, b)
+    s = ctx.out_sizes
+    x, y = operand(a, d, s), operand(b, d, s)
+    body: Node = Binary(op, x, y, d)
+    if d.is_floating:
+        nan = (Unary(UnaryOp.ISNAN, v, DType.bool) for v in (x, y))
+        body = Where(next(nan), y, Where(next(nan), x, body, d), d)
+    return ctx.pointwise(cast(body, ctx.out_dtype))
+
+
 def _register_compare(name: str, bop: BinaryOp) -> None:
     packet = getattr(aten, name)
     ops = [getattr(packet, o) for o in ("Tensor", "Scalar", "default") if o in packet.overloads()]

@@ -207,7 +207,7 @@ def max_abs(t: torch.Tensor) -> float:
 # Ops that sum many float32 terms in an order each implementation chooses (GEMM blocking,
 # reduction trees, convolution taps): torch's result is one rounding of the exact sum, not
 # the exact sum.
-REORDERS = {"mm", "addmm", "bmm", "nn.functional.linear", "matmul", "sum", "mean", "var",
+REORDERS = {"mm", "addmm", "addbmm", "bmm", "nn.functional.linear", "matmul", "sum", "mean", "var",
             "var.unbiased", "softmax", "softmax.with_dtype", "log_softmax",
             "log_softmax.with_dtype", "nn.functional.conv1d", "nn.functional.conv2d",
             "nn.functional.conv3d", "nn.functional.conv_transpose1d",

@@ -1,5 +1,5 @@
-"""signbit and copysign: the sign bit of -0.0 and -NaN counts, as PyTorch reads it; half
-and integer operands; against eager."""
+"""Special float values: signbit and copysign (the sign bit of -0.0 and -NaN counts, as
+PyTorch reads it), fmax/fmin (a NaN operand is ignored); half and integer operands."""
 from __future__ import annotations
 
 import pytest
@@ -26,3 +26,17 @@ def test_signs_match_eager(dtype, compile_model):
         torch.testing.assert_close(g, w, equal_nan=True)
         if g.is_floating_point():
             torch.testing.assert_close(torch.signbit(g), torch.signbit(w))
+
+
+class NanAware(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.fmax(a, b), torch.fmin(a, b), torch.maximum(a, b), torch.minimum(a, b)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
+def test_fmax_fmin_ignore_one_nan(dtype, compile_model):
+    a = torch.tensor([1.0, NAN, NAN, -INF, 2.0, -0.0] * 6, dtype=dtype)
+    b = torch.tensor([NAN, 3.0, NAN, 1.0, -5.0, 0.0] * 6, dtype=dtype)
+    ep, model = compile_model(NanAware(), (a, b))
+    for g, w in zip(model(a, b), ep.module()(a, b)):
+        torch.testing.assert_close(g, w, equal_nan=True)
