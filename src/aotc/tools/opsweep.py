@@ -218,7 +218,10 @@ def as_accurate(info, s: Sample, expected, actual) -> bool:
     """aotc's error against a float64 evaluation is at most twice torch's own (+ the default
     atol of the dtype), on every output: a different order of the same sum, or a different
     rounding of half-precision steps, not a wrong result."""
-    ref = s.call(info.op, [t.double() if t.is_floating_point() else t for t in s.tensors()])
+    # float64 throughout: tensors and a float dtype argument (linspace(..., dtype=float16))
+    wide = Sample(s.index, [torch.float64 if v in (F32, *HALF) else v for v in s.leaves],
+                  s.spec, s.tensor_pos)
+    ref = wide.call(info.op, [t.double() if t.is_floating_point() else t for t in s.tensors()])
     trees = [pytree.tree_leaves(x) for x in (expected, actual, ref)]
     for e, a, r in zip(*trees):
         if not (e.dtype == a.dtype and e.dtype in (F32, *HALF) and a.shape == e.shape):
