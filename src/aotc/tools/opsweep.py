@@ -211,7 +211,7 @@ REORDERS = {"mm", "addmm", "addbmm", "bmm", "nn.functional.linear", "matmul", "s
             "var.unbiased", "softmax", "softmax.with_dtype", "log_softmax",
             "log_softmax.with_dtype", "nn.functional.conv1d", "nn.functional.conv2d",
             "nn.functional.conv3d", "nn.functional.conv_transpose1d",
-            "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d"}
+            "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d", "cdist"}
 
 
 def as_accurate(info, s: Sample, expected, actual) -> bool:
