@@ -17,6 +17,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from ..dtypes import COMPUTABLE, DType
 from ..errors import AotcError, CompileError, UnsupportedOperatorError
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
+from ..ir.symbols import UNBOUNDED_BELOW
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from ..lowering.opmath import involves_half, lower_in_float
 from .control import COND, LOOPS, WHILE, import_cond, import_while
@@ -93,7 +94,8 @@ class Importer:
         for s, vr in self.ep.range_constraints.items():
             s = sympy.sympify(s)
             if s.is_Symbol:
-                self.program.symbols[s] = (_bound(vr.lower) or 0, _bound(vr.upper))
+                lo = _bound(vr.lower)
+                self.program.symbols[s] = (UNBOUNDED_BELOW if lo is None else lo, _bound(vr.upper))
 
     def import_placeholders(self) -> None:
         specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
@@ -328,7 +330,9 @@ class Importer:
                 name = ctx.pointwise(value.body, value.sizes).buffer_name()
             claimed.add(name)
             self.program.outputs.append(name)
-            self.program.output_leaves.append(OutputLeaf(buffer=name))
+            # a float or bool .item() stays a 0-dim tensor here; the caller gets a number
+            self.program.output_leaves.append(OutputLeaf(buffer=name, scalar=_SCALAR_OUTPUTS.get(
+                type(spec.arg).__name__)))
 
 
 def _update_source(program: Program, spec) -> str:
@@ -341,6 +345,9 @@ def _update_source(program: Program, spec) -> str:
         raise CompileError(f"output {spec.arg.name} updates {spec.target!r}, which is not a "
                            "buffer or tensor input of the program")
     return found[0]
+
+
+_SCALAR_OUTPUTS = {"SymIntArgument": "int", "SymFloatArgument": "float", "SymBoolArgument": "bool"}
 
 
 def _bound(v) -> int | None:

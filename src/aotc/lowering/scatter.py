@@ -14,6 +14,7 @@ from ..ir.symbols import index_vars
 from .common import broadcast_index, dim_index, operand
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
+from .views import diagonal_index
 
 aten = torch.ops.aten
 FAMILY = "scatter"
@@ -195,3 +196,11 @@ def lower_select_scatter(ctx, x, src, dim, index):
     dest = iv[:dim] + (index,) + iv[dim:]
     value = operand(src, x.dtype, src.sizes)
     return write_regions(ctx, x, [Write(src.sizes, tuple(dest), value)])
+
+
+@register_lowering(aten.diagonal_scatter.default, family=FAMILY)
+def lower_diagonal_scatter(ctx, x, src, offset=0, dim1=0, dim2=1):
+    """x with its diagonal (as x.diagonal(offset, dim1, dim2) reads it) replaced by src."""
+    _, _, dest = diagonal_index(x.ndim, int(offset), dim1, dim2)
+    value = operand(src, x.dtype, src.sizes)
+    return write_regions(ctx, x, [Write(src.sizes, dest, value)])

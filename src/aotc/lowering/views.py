@@ -121,6 +121,29 @@ def lower_slice(ctx, x, dim=0, start=None, end=None, step=1):
     return remap(x, out_sizes, src)
 
 
+def diagonal_index(ndim: int, offset: int, dim1: int, dim2: int) -> tuple:
+    """(dim1, dim2, the source index of each element of the diagonal view): its dims are
+    x's without dim1 and dim2, then the diagonal k, which is x[.., k (+|offset|), ..]."""
+    dim1, dim2 = dim_index(dim1, ndim), dim_index(dim2, ndim)
+    if dim1 == dim2:
+        raise CompileError(f"diagonal: dim1 and dim2 are both {dim1}")
+    iv = index_vars(ndim - 1)
+    rest, k = iter(iv[:-1]), iv[-1]
+    src = [sympy.Integer(0)] * ndim
+    for d in range(ndim):
+        if d not in (dim1, dim2):
+            src[d] = next(rest)
+    src[dim1] = k - min(offset, 0)
+    src[dim2] = k + max(offset, 0)
+    return dim1, dim2, tuple(src)
+
+
+@register_lowering(aten.diagonal.default, aten.diagonal_copy.default, family=FAMILY)
+def lower_diagonal(ctx, x, offset=0, dim1=0, dim2=1):
+    _, _, src = diagonal_index(x.ndim, int(offset), dim1, dim2)
+    return remap(x, ctx.out_sizes, src)
+
+
 @register_lowering(aten.narrow.default, family=FAMILY)
 def lower_narrow(ctx, x, dim, start, length):
     """x[start:start + length] along dim; the length may be a data-dependent symbol."""

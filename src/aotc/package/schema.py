@@ -120,7 +120,7 @@ def _symbols(value: Any) -> dict:
         _str(name, where, _SYMBOL, "a symbol name")
         if not isinstance(bounds, list) or len(bounds) != 2:
             raise _Bad(where, "[min, max] (max null when unbounded)", bounds)
-        lo = _int(bounds[0], f"{where}[0]")
+        lo = _int(bounds[0], f"{where}[0]", -_MAX_DIM)  # a value symbol may be negative
         if bounds[1] is not None:
             _int(bounds[1], f"{where}[1]", lo)
     return symbols

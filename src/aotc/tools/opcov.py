@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import sys
 import tempfile
@@ -71,8 +72,10 @@ def _alarm(signum, frame):
 
 
 def _first_line(e: BaseException) -> str:
+    """The error's first line, without the source location (the harness's own line)."""
     text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}"[:160]
+    line = re.sub(r" \(at .*?\)(?=: )", "", text[0] if text else "", count=1)
+    return f"{type(e).__name__}: {line}"[:200]
 
 
 def run_case(info, dtype, folder: Path, max_samples: int) -> Row:

@@ -8,19 +8,26 @@ import sympy
 from ...ir.compress import Count
 from ...ir.expr import loads
 from ...ir.nodes import Program
+from ...ir.symbols import UNBOUNDED_BELOW
 from .code import CodeBuffer
 from .compress import emit_count
 from .exprs import BodyEmitter
 from .kernels import index_exprs, program_symbol_index, symbols_in
 
 
-def _range_check(code: CodeBuffer, program: Program, s: sympy.Symbol, v: str, what: str) -> None:
+def range_check(code: CodeBuffer, program: Program, s: sympy.Symbol, v: str, what: str,
+                kind: str = "") -> None:
+    """Fail the run with an input error when `v`, the value bound to `s`, is outside the
+    range export recorded for it (an unbounded end is not checked)."""
     lo, hi = program.symbols[s]
-    cond = f"{v} < {lo}" + (f" || {v} > {hi}" if hi is not None else "")
-    rng = f"[{lo}, {hi}]" if hi is not None else f"[{lo}, inf)"
-    code.line(f"if ({cond})")
+    cond = [f"{v} < {lo}" if lo > UNBOUNDED_BELOW else "", f"{v} > {hi}" if hi is not None else ""]
+    cond = [c for c in cond if c]
+    if not cond:
+        return
+    rng = (f"[{lo}" if lo > UNBOUNDED_BELOW else "(-inf") + (f", {hi}]" if hi is not None else ", inf)")
+    code.line(f"if ({' || '.join(cond)})")
     code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{what} is %lld, outside the allowed range '
-              f'{rng} ({s.name})", (long long){v});')
+              f'{rng} ({kind}{s.name})", (long long){v});')
 
 
 def bind_scalar_input(code: CodeBuffer, program: Program, k: int, name: str, buffer: str,
@@ -29,7 +36,7 @@ def bind_scalar_input(code: CodeBuffer, program: Program, k: int, name: str, buf
     s = program.scalar_inputs[buffer]
     idx = program_symbol_index(program, s)
     code.line(f"sym[{idx}] = *static_cast<const int64_t *>(in[{k}].data);")
-    _range_check(code, program, s, f"sym[{idx}]", f"input '{name}'")
+    range_check(code, program, s, f"sym[{idx}]", f"input '{name}'")
     bound[s] = f"input '{name}'"
 
 
@@ -55,7 +62,7 @@ def solve_size_symbols(code: CodeBuffer, program: Program, bound: dict,
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': dim {d} is %lld, '
                       f'which is {size} for no integer {s.name}", (long long){v});')
             code.line(f"sym[{idx}] = rest / {int(a)};")
-            _range_check(code, program, s, f"sym[{idx}]", f"input '{nm}': {s.name} from dim {d}")
+            range_check(code, program, s, f"sym[{idx}]", f"input '{nm}': {s.name} from dim {d}")
         bound[s] = f"input '{nm}' dim {d}"
 
 
@@ -91,7 +98,7 @@ def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
                 code.lines_of(emitter.lines)
                 what = f".item() value {s.name}"
             code.line(f"sym[{idx}] = {value};")
-            _range_check(code, program, s, f"sym[{idx}]", what)
+            range_check(code, program, s, f"sym[{idx}]", what)
         bound[s] = what
 
 

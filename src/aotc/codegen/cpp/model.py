@@ -9,7 +9,7 @@ from ...ir.regions import RegionWrite
 from ...scheduler.grouping import RowGroup, Scheduled
 from ...scheduler.inplace import in_place_updates
 from ...scheduler.memory import MemoryPlan, nbytes
-from .bind import bind_item_symbols, bind_scalar_input, solve_size_symbols
+from .bind import bind_item_symbols, bind_scalar_input, range_check, solve_size_symbols
 from .code import CodeBuffer
 from .compress import emit_compress
 from .control import (
@@ -126,15 +126,9 @@ def _emit_bind_inputs(code: CodeBuffer, program: Program) -> None:
                               f'%lld, expected {int(size)}", (long long){v});')
                 elif size.is_Symbol and size not in bound:
                     idx = program_symbol_index(program, size)
-                    lo, hi = program.symbols[size]
                     bound[size] = f"input '{nm}' dim {d}"
                     code.line(f"sym[{idx}] = {v};")
-                    cond = f"{v} < {lo}" + (f" || {v} > {hi}" if hi is not None else "")
-                    rng = f"[{lo}, {hi}]" if hi is not None else f"[{lo}, inf)"
-                    code.line(f"if ({cond})")
-                    code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': dim {d} is '
-                              f'%lld, outside the allowed range {rng} (dynamic dim {size.name})", '
-                              f"(long long){v});")
+                    range_check(code, program, size, v, f"input '{nm}': dim {d}", "dynamic dim ")
                 else:
                     deferred.append((k, nm, d, size))
             code.line(f"if (!in[{k}].data && aotc::numel(in[{k}]) > 0)")
