@@ -15,8 +15,8 @@ import torch
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
-from ..ir.expr import Load, cast
-from ..ir.nodes import Attention, MaskKind, Operand
+from ..ir.expr import Load, cast, substitute_index
+from ..ir.nodes import Attention, MaskKind, Operand, Pointwise
 from ..ir.symbols import index_vars, numel, simplify_index
 from .common import broadcast_index
 from .context import LoweringContext, TensorValue
@@ -73,6 +73,18 @@ def _repeated_heads(ctx: LoweringContext, x: TensorValue) -> tuple[TensorValue, 
     return None
 
 
+def _copy_of_load(ctx: LoweringContext, x: TensorValue) -> TensorValue | None:
+    """x read from what it copies, when x reads a buffer that only re-reads another one."""
+    if not isinstance(x.body, Load):
+        return None
+    buf = ctx.program.buffers[x.body.buffer]
+    op = buf.op
+    if isinstance(op, Pointwise) and isinstance(op.body, Load) and op.body.dtype is x.dtype:
+        inner = dict(zip(index_vars(len(buf.sizes)), x.body.index))
+        return TensorValue(x.sizes, x.dtype, substitute_index(op.body, inner))
+    return None
+
+
 def _simplified(node, ranges):
     if isinstance(node, Load):
         return Load(node.buffer, tuple(simplify_index(sympy.expand(e), ranges)
@@ -84,8 +96,9 @@ def _kv_operand(ctx: LoweringContext, x: TensorValue, heads, what: str) -> tuple
     """k or v (4-D) as an operand over its own heads, and the query heads per head."""
     if x.sizes[1] != heads:  # enable_gqa: fewer key/value heads than query heads
         return _operand(ctx, x, what), sympy.simplify(heads / x.sizes[1])
-    if strided_view(ctx, x) is None:
-        repeated = _repeated_heads(ctx, x)
+    if strided_view(ctx, x) is None or _copy_of_load(ctx, x) is not None:
+        # a copy (repeat_interleave's clone) is read through: DCE drops it when unused
+        repeated = _repeated_heads(ctx, _copy_of_load(ctx, x) or x)
         if repeated is not None:
             return _operand(ctx, repeated[0], what), repeated[1]
     return _operand(ctx, x, what), sympy.Integer(1)
@@ -156,3 +169,18 @@ def lower_sdpa(ctx, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
         scale = 1.0 / math.sqrt(int(e))
     return attention(ctx, query, key, value, attn_mask, scale=float(scale),
                      causal=bool(is_causal))
+
+
+def lower_attention_chain(ctx: LoweringContext, query: TensorValue, key_t: TensorValue,
+                          value: TensorValue, mask: TensorValue | None, *, scale: float,
+                          fill: float | None, empty_rows_nan: bool) -> TensorValue:
+    """matmul(softmax(mask(scale * query @ key_t)), value), a chain that
+    passes/attention.py found: a float mask is added; with `fill`, a bool mask is a
+    masked_fill of the scores by `fill` where it is true."""
+    iv = index_vars(key_t.ndim)
+    sizes = tuple(key_t.sizes[:-2]) + (key_t.sizes[-1], key_t.sizes[-2])
+    key = remap(key_t, sizes, tuple(iv[:-2]) + (iv[-1], iv[-2]))
+    if fill is None:
+        return attention(ctx, query, key, value, mask, scale=scale, empty_rows_nan=empty_rows_nan)
+    return attention(ctx, query, key, value, mask, scale=scale, fill_when=True, fill=fill,
+                     empty_rows_nan=empty_rows_nan)
