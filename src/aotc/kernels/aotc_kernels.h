@@ -122,7 +122,7 @@ AOTC_SORT_DECLARE(b8, bool)
    that sees no key at all holds 0, or NaN with empty_rows_nan (softmax of only -inf).
    out is contiguous [batch, heads, q_len, v_dim]. Online softmax over blocks of keys;
    multi-threaded with OpenMP over (batch, head, query blocks); results do not depend on the
-   thread count. */
+   thread count. Returns 0, or 1 when a thread could not allocate its key/value blocks. */
 #define AOTC_ATTENTION_MASK_NONE 0
 #define AOTC_ATTENTION_MASK_ADD 1
 #define AOTC_ATTENTION_MASK_BOOL 2
@@ -133,8 +133,8 @@ typedef struct {
   float scale, fill;
 } aotc_attention_shape;
 
-void aotc_attention_f32(const aotc_attention_shape *shape, const float *q, const float *k,
-                        const float *v, const void *mask, float *out);
+int aotc_attention_f32(const aotc_attention_shape *shape, const float *q, const float *k,
+                       const float *v, const void *mask, float *out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -187,7 +187,7 @@ template <int Rows> struct OutputRows {
 
 // One (batch, head, query range) task: K^T and V of the keys it can see packed once, then
 // its query blocks one by one.
-void attend(const aotc_attention_shape &sh, const float *q, const float *k, const float *v,
+bool attend(const aotc_attention_shape &sh, const float *q, const float *k, const float *v,
             const void *mask, float *out, int64_t b, int64_t h, int64_t i_begin, int64_t i_end) {
   const int64_t d = sh.head_dim, dv = sh.v_dim, dvp = round_up(dv, W);
   const int64_t hk = h / sh.group;
@@ -195,7 +195,7 @@ void attend(const aotc_attention_shape &sh, const float *q, const float *k, cons
   const int64_t kpad = round_up(std::max<int64_t>(kv_end, 1), BK);
   const int64_t words = d * kpad + kpad * dvp + BQ * d + BQ * BK + BQ * dvp + 2 * BQ;
   float *mem = static_cast<float *>(std::aligned_alloc(64, round_up(words * 4, 64)));
-  if (mem == nullptr) return;  // no memory: the output keeps what it held
+  if (mem == nullptr) return false;
   float *kt = mem, *vp = kt + d * kpad, *qs = vp + kpad * dvp, *s = qs + BQ * d,
         *o = s + BQ * BK, *mrow = o + BQ * dvp, *lrow = mrow + BQ;
 
@@ -295,14 +295,15 @@ void attend(const aotc_attention_shape &sh, const float *q, const float *k, cons
     }
   }
   std::free(mem);
+  return true;
 }
 
 }  // namespace
 
-extern "C" void aotc_attention_f32(const aotc_attention_shape *sh, const float *q, const float *k,
-                                   const float *v, const void *mask, float *out) {
+extern "C" int aotc_attention_f32(const aotc_attention_shape *sh, const float *q, const float *k,
+                                  const float *v, const void *mask, float *out) {
   const int64_t bh = sh->batch * sh->heads;
-  if (bh == 0 || sh->q_len == 0 || sh->v_dim == 0) return;
+  if (bh == 0 || sh->q_len == 0 || sh->v_dim == 0) return 0;
   const int64_t q_blocks = (sh->q_len + BQ - 1) / BQ;
   const double work = double(bh) * double(sh->q_len) * double(sh->kv_len) *
                       double(sh->head_dim + sh->v_dim);
@@ -316,12 +317,15 @@ extern "C" void aotc_attention_f32(const aotc_attention_shape *sh, const float *
   }
 #endif
   const int64_t per_chunk = (q_blocks + chunks - 1) / chunks * BQ;
-#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (parallel)
+  int failed = 0;
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (parallel) reduction(| : failed)
   for (int64_t t = 0; t < bh; ++t)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t i_begin = c * per_chunk;
       const int64_t i_end = std::min(sh->q_len, i_begin + per_chunk);
-      if (i_begin < i_end)
-        attend(*sh, q, k, v, mask, out, t / sh->heads, t % sh->heads, i_begin, i_end);
+      if (i_begin < i_end && !attend(*sh, q, k, v, mask, out, t / sh->heads, t % sh->heads,
+                                     i_begin, i_end))
+        failed = 1;
     }
+  return failed;
 }

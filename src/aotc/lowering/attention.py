@@ -92,7 +92,8 @@ def _simplified(node, ranges):
     return node
 
 
-def _kv_operand(ctx: LoweringContext, x: TensorValue, heads, what: str) -> tuple[Operand, object]:
+def _kv_operand(ctx: LoweringContext, x: TensorValue, heads: sympy.Expr,
+                what: str) -> tuple[Operand, sympy.Expr]:
     """k or v (4-D) as an operand over its own heads, and the query heads per head."""
     if x.sizes[1] != heads:  # enable_gqa: fewer key/value heads than query heads
         return _operand(ctx, x, what), sympy.simplify(heads / x.sizes[1])
@@ -100,7 +101,7 @@ def _kv_operand(ctx: LoweringContext, x: TensorValue, heads, what: str) -> tuple
         # a copy (repeat_interleave's clone) is read through: DCE drops it when unused
         repeated = _repeated_heads(ctx, _copy_of_load(ctx, x) or x)
         if repeated is not None:
-            return _operand(ctx, repeated[0], what), repeated[1]
+            return _operand(ctx, repeated[0], what), sympy.Integer(repeated[1])
     return _operand(ctx, x, what), sympy.Integer(1)
 
 

@@ -159,7 +159,9 @@ def attention_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     return [
         "{",
         f"  const aotc_attention_shape shape = {{{', '.join(fields)}}};",
-        f"  aotc_attention_f32(&shape, {at(op.q)}, {at(op.k)}, {at(op.v)}, {mask}, "
-        f"{pointer_of(buf.name)});",
+        f"  if (aotc_attention_f32(&shape, {at(op.q)}, {at(op.k)}, {at(op.v)}, {mask}, "
+        f"{pointer_of(buf.name)}) != 0)",
+        f'    return aotc::fail(AOTC_ERR_MEMORY, "attention {buf.name}: out of memory for its '
+        'key and value blocks");',
         "}",
     ]
