@@ -63,6 +63,7 @@ SDPA_CASES = {
     "scale": lambda: (SDPA(scale=0.3, is_causal=True), [_rand(1, 4, 50, 128)] * 3),
     "gqa": lambda: (SDPA(enable_gqa=True), [_rand(1, 8, 33, 128), _rand(1, 2, 45, 128),
                                             _rand(1, 2, 45, 128)]),
+    "one_head_long_causal": lambda: (SDPA(is_causal=True), [_rand(1, 1, 300, 64)] * 3),
     "three_dims": lambda: (SDPA(), [_rand(3, 17, 64), _rand(3, 19, 64), _rand(3, 19, 16)]),
 }
 
@@ -106,6 +107,18 @@ def test_sdpa_dynamic_batch_and_seq(compile_model):
     for b, s in ((1, 1), (3, 64), (2, 200)):
         args = [_rand(b, 2, s, 64) for _ in range(3)]
         torch.testing.assert_close(model(*args), ep.module()(*args), **TOL)
+
+
+def test_result_does_not_depend_on_the_thread_count(compile_model, tmp_path):
+    import aotc
+
+    torch.manual_seed(0)
+    args = [_rand(1, 1, 300, 64), _rand(1, 1, 300, 64), _rand(1, 1, 300, 64)]
+    ep, model = compile_model(SDPA(is_causal=True), args)
+    path = tmp_path / "model.pt2"
+    outs = [aotc.load_package(path, num_threads=n)(*args) for n in (1, 2, 3)]
+    torch.testing.assert_close(outs[0], ep.module()(*args), **TOL)
+    assert all(torch.equal(outs[0], o) for o in outs[1:])
 
 
 class RepeatKV(nn.Module):

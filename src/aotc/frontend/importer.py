@@ -375,8 +375,10 @@ def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
     imp.import_symbols()
     imp.import_placeholders()
     folded, removed = plan_folding(ep) if freezing else ({}, set())
-    chains = {n: c for n, c in (attention or {}).items() if n not in folded}
-    inside = {n for c in chains.values() for n in c.inner} - set(folded)
+    # a chain part of which is folded into a constant (its q and k are weights) stays as is
+    chains = {n: c for n, c in (attention or {}).items()
+              if n not in folded and not any(i in folded for i in c.inner)}
+    inside = {n for c in chains.values() for n in c.inner}
     for node in ep.graph.nodes:
         if node in folded:
             imp.import_folded(node, folded[node])
