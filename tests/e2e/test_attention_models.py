@@ -85,3 +85,22 @@ def test_llama_block_reads_grouped_heads_in_place(compile_model, tmp_path):
     ir = (tmp_path / "dbg" / "model" / "02_fuse.txt").read_text()
     line = next(ln for ln in ir.splitlines() if "attention[" in ln)
     assert "causal" in line and "group=4" in line, line
+
+
+class LlamaAttention(nn.Module):
+    """The original LLaMA code: scores / sqrt(d) + mask, softmax of scores.float() cast back."""
+
+    def forward(self, q, k, v, mask):
+        scores = torch.matmul(q, k.transpose(2, 3)) / 8.0 + mask
+        scores = F.softmax(scores.float(), dim=-1).type_as(q)
+        return torch.matmul(scores, v)
+
+
+def test_half_llama_attention_with_float_softmax(compile_model, tmp_path):
+    torch.manual_seed(0)
+    n = 70
+    mask = torch.full((n, n), float("-inf")).triu(1)[None, None].half()
+    args = [torch.randn(1, 4, n, 64, dtype=torch.float16) for _ in range(3)] + [mask]
+    ep, model = compile_model(LlamaAttention(), args, options={"debug_dir": tmp_path / "dbg"})
+    torch.testing.assert_close(model(*args), ep.module()(*args), rtol=1e-2, atol=1e-2)
+    assert _generated(tmp_path).count("aotc_attention_f32(") == 1

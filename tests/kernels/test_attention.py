@@ -188,11 +188,27 @@ class FiniteFill(nn.Module):
         return torch.matmul(att.softmax(-1), v)
 
 
+class HuggingFaceStyle(nn.Module):
+    """Scale, additive causal mask, softmax in float32 cast back, dropout off at inference."""
+
+    def forward(self, q, k, v, mask):
+        att = torch.matmul(q, k.transpose(2, 3)) * 0.125 + mask
+        att = F.softmax(att, dim=-1, dtype=torch.float32).to(q.dtype)
+        att = F.dropout(att, p=0.1, training=self.training)
+        return torch.matmul(att, v)
+
+
+def _causal_additive(n: int) -> torch.Tensor:
+    return torch.full((n, n), float("-inf")).triu(1)[None, None]
+
+
 PATTERN_CASES = {
     "scaled": lambda: (Scaled(), [_rand(2, 4, 70, 64)] * 3),
     "causal_fill": lambda: (CausalFill(), [_rand(1, 3, 80, 32)] * 3),
     "additive_mask": lambda: (AdditiveMask(), [_rand(3, 20, 64), _rand(3, 30, 64),
                                                _rand(3, 30, 16), torch.randn(20, 30)]),
+    "hugging_face": lambda: (HuggingFaceStyle(), [_rand(1, 4, 90, 64), _rand(1, 4, 90, 64),
+                                                  _rand(1, 4, 90, 64), _causal_additive(90)]),
     "finite_fill": lambda: (FiniteFill(), [_rand(2, 2, 40, 80)] * 3
                             + [torch.rand(2, 1, 1, 40) > 0.3]),
 }

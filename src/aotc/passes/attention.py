@@ -5,7 +5,9 @@ Matched on the ATen graph, before lowering, where the chain is still plain to re
 chain matches when each of its intermediate values (scores, scaled, masked, softmax) has
 no reader outside it, so nothing needs the [q_len, kv_len] matrix, and its operands are
 float tensors. The scale is any product of scalar `mul`s and `div`s on the scores; the mask
-is an `add` of a float tensor or a `masked_fill` of a bool one, after the scale.
+is an `add` of a float tensor or a `masked_fill` of a bool one, after the scale; casts
+between float32 and half, inference dropout and copies around the softmax are looked
+through (the template computes in float32 and rounds once).
 """
 from __future__ import annotations
 
@@ -20,6 +22,11 @@ MATMULS = (aten.matmul.default, aten.bmm.default)
 SOFTMAXES = (aten.softmax.int, aten._softmax.default, aten._safe_softmax.default)
 SCALINGS = (aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar)
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+# around the softmax: ops that leave the values as they are (a cast between float32 and
+# half, inference dropout, a copy), as LLaMA and Hugging Face models write it
+PASS_THROUGH = (aten.to.dtype, aten._to_copy.default, aten.type_as.default,
+                aten.dropout.default, aten.clone.default, aten.alias.default, aten.detach.default)
+ASSERTIONS = (aten._assert_tensor_metadata.default,)
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,23 @@ def _tensor(node) -> torch.Tensor | None:
 
 
 def _sole_reader(node: fx.Node, reader: fx.Node) -> bool:
-    return list(node.users) == [reader]
+    """Whether `reader` is the only node reading `node` (metadata assertions aside)."""
+    return [u for u in node.users if u.target not in ASSERTIONS] == [reader]
+
+
+def _passed_through(node: fx.Node) -> fx.Node | None:
+    """The input of `node` when it returns that input's values unchanged, else None."""
+    if node.target not in PASS_THROUGH or not isinstance(node.args[0], fx.Node):
+        return None
+    src, out = _tensor(node.args[0]), _tensor(node)
+    if src is None or out is None or src.shape != out.shape:
+        return None
+    # a cast between float32 and half: the template computes in float32 throughout
+    if src.dtype != out.dtype and not (src.dtype in FLOATS and out.dtype in FLOATS):
+        return None
+    if node.target is aten.dropout.default and node.args[2]:
+        return None  # dropout in training mode
+    return node.args[0]
 
 
 def _softmax_input(node: fx.Node) -> fx.Node | None:
@@ -59,10 +82,10 @@ def _softmax_input(node: fx.Node) -> fx.Node | None:
         return None
     if node.target is aten._softmax.default and node.args[2]:
         return None  # half_to_float changes the dtype
-    if node.target is aten.softmax.int and node.kwargs.get("dtype", None) is not None:
-        return None
-    if len(node.args) > 2 and node.target is aten.softmax.int and node.args[2] is not None:
-        return None
+    if node.target is aten.softmax.int:
+        dtype = node.args[2] if len(node.args) > 2 else node.kwargs.get("dtype")
+        if dtype is not None and dtype != t.dtype:
+            return None
     return x
 
 
@@ -70,12 +93,21 @@ def _match(out: fx.Node) -> AttentionChain | None:
     if out.target not in MATMULS or len(out.args) != 2:
         return None
     probs, value = out.args
-    if not isinstance(probs, fx.Node) or not _sole_reader(probs, out):
+    inner: list[fx.Node] = []
+    reader = out
+    while isinstance(probs, fx.Node) and _sole_reader(probs, reader) \
+            and _passed_through(probs) is not None:
+        inner.append(probs)
+        reader, probs = probs, _passed_through(probs)
+    if not isinstance(probs, fx.Node) or not _sole_reader(probs, reader):
         return None
     x = _softmax_input(probs)
     if x is None:
         return None
-    inner = [probs]
+    inner.append(probs)
+    while _sole_reader(x, inner[-1]) and _passed_through(x) is not None:  # scores.float()
+        inner.append(x)
+        x = _passed_through(x)
     mask, fill = None, None
     # the mask, last before the softmax
     if x.target is aten.add.Tensor and len(x.args) == 2 and not x.kwargs.get("alpha", 1) != 1:
