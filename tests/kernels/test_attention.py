@@ -255,3 +255,11 @@ def test_dropout_is_refused_with_a_clear_error(compile_model):
     args = [_rand(1, 2, 10, 16)] * 3
     with pytest.raises(UnsupportedOperatorError, match="dropout_p"):
         compile_model(SDPA(dropout_p=0.5), args)
+
+
+def test_float64_sdpa_compiles_through_its_decomposition(compile_model, tmp_path):
+    args = [_rand(1, 2, 9, 16, dtype=torch.float64) for _ in range(3)]
+    ep, model = compile_model(SDPA(is_causal=True), args,
+                              options={"debug_dir": tmp_path / "dbg"})
+    torch.testing.assert_close(model(*args), ep.module()(*args))
+    assert "attention[" not in (tmp_path / "dbg" / "model" / "00_import.txt").read_text()

@@ -20,6 +20,7 @@ from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, 
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from ..lowering.attention import lower_attention_chain
 from ..lowering.opmath import involves_half, lower_in_float
+from ..lowering.registry import Decompose
 from .control import COND, LOOPS, WHILE, import_cond, import_while
 from .decompose import decompose_node, tensor_args
 from .freezing import Folded, plan_folding
@@ -205,10 +206,13 @@ class Importer:
             ctx = self.context(node, op)
             args = self.arg(node.args)
             kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
-            if not is_view(op) and involves_half(ctx, args, kwargs):
-                self.env[node] = lower_in_float(rule.fn, ctx, args, kwargs)
-            else:
-                self.env[node] = rule.fn(ctx, *args, **kwargs)
+            try:
+                if not is_view(op) and involves_half(ctx, args, kwargs):
+                    self.env[node] = lower_in_float(rule.fn, ctx, args, kwargs)
+                else:
+                    self.env[node] = rule.fn(ctx, *args, **kwargs)
+            except Decompose:
+                self._import_decomposed(node, op)
         if mutated is not None:
             self._rebind_mutated(node, node.args[mutated], set(self.program.buffers) - before)
 

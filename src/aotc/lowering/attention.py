@@ -21,7 +21,7 @@ from ..ir.symbols import index_vars, numel, simplify_index
 from .common import broadcast_index
 from .context import LoweringContext, TensorValue
 from .linalg import strided_view
-from .registry import register_lowering
+from .registry import Decompose, register_lowering
 from .views import lower_expand, remap, reshape_index
 
 aten = torch.ops.aten
@@ -158,6 +158,8 @@ def attention(ctx: LoweringContext, q: TensorValue, k: TensorValue, v: TensorVal
 @register_lowering(aten.scaled_dot_product_attention.default, family=FAMILY)
 def lower_sdpa(ctx, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
                scale=None, enable_gqa=False):
+    if any(t.dtype is not DType.float32 for t in (query, key, value)):
+        raise Decompose()  # float64: the math decomposition's products and softmax
     if dropout_p != 0.0:
         raise UnsupportedOperatorError(ctx.target, ctx.source,
                                        f"dropout_p={dropout_p}: aotc compiles inference "
