@@ -63,6 +63,8 @@ SDPA_CASES = {
     "scale": lambda: (SDPA(scale=0.3, is_causal=True), [_rand(1, 4, 50, 128)] * 3),
     "gqa": lambda: (SDPA(enable_gqa=True), [_rand(1, 8, 33, 128), _rand(1, 2, 45, 128),
                                             _rand(1, 2, 45, 128)]),
+    "decode_one_query": lambda: (SDPA(), [_rand(2, 4, 1, 64), _rand(2, 4, 300, 64),
+                                          _rand(2, 4, 300, 64)]),
     "one_head_long_causal": lambda: (SDPA(is_causal=True), [_rand(1, 1, 300, 64)] * 3),
     "three_dims": lambda: (SDPA(), [_rand(3, 17, 64), _rand(3, 19, 64), _rand(3, 19, 16)]),
 }
