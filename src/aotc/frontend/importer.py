@@ -19,7 +19,9 @@ from ..errors import AotcError, CompileError, UnsupportedOperatorError
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..ir.symbols import UNBOUNDED_BELOW
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
+from ..lowering.attention import lower_attention_chain
 from ..lowering.opmath import involves_half, lower_in_float
+from ..lowering.registry import Decompose
 from .control import COND, LOOPS, WHILE, import_cond, import_while
 from .decompose import decompose_node, tensor_args
 from .freezing import Folded, plan_folding
@@ -206,12 +208,28 @@ class Importer:
             ctx = self.context(node, op)
             args = self.arg(node.args)
             kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
-            if not is_view(op) and involves_half(ctx, args, kwargs):
-                self.env[node] = lower_in_float(rule.fn, ctx, args, kwargs)
-            else:
-                self.env[node] = rule.fn(ctx, *args, **kwargs)
+            try:
+                if not is_view(op) and involves_half(ctx, args, kwargs):
+                    self.env[node] = lower_in_float(rule.fn, ctx, args, kwargs)
+                else:
+                    self.env[node] = rule.fn(ctx, *args, **kwargs)
+            except Decompose:
+                self._import_decomposed(node, op)
         if mutated is not None:
             self._rebind_mutated(node, node.args[mutated], set(self.program.buffers) - before)
+
+    def import_attention(self, chain) -> None:
+        """An attention chain (passes/attention.py) as one template, at its output node."""
+        node = chain.output
+        ctx = self.context(node, node.target)
+        args = [self.arg(a) if a is not None else None
+                for a in (chain.query, chain.key_t, chain.value, chain.mask)]
+        kwargs = {"scale": chain.scale, "fill": chain.mask_fill,
+                  "empty_rows_nan": chain.empty_rows_nan}
+        if involves_half(ctx, args, {}):
+            self.env[node] = lower_in_float(lower_attention_chain, ctx, args, kwargs)
+        else:
+            self.env[node] = lower_attention_chain(ctx, *args, **kwargs)
 
     def context(self, node, op) -> LoweringContext:
         val = node.meta.get("val")
@@ -359,17 +377,26 @@ def _bound(v) -> int | None:
     return b if abs(b) < 2**62 else None
 
 
-def import_program(ep: torch.export.ExportedProgram, freezing: bool = False) -> Program:
-    """The program in loop-level IR; `freezing` folds subgraphs of weights (freezing.py)."""
+def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
+                   attention: dict | None = None) -> Program:
+    """The program in loop-level IR; `freezing` folds subgraphs of weights (freezing.py);
+    `attention` maps output nodes to the attention chains passes/attention.py found, each
+    lowered as one template."""
     imp = Importer(ep)
     imp.import_symbols()
     imp.import_placeholders()
     folded, removed = plan_folding(ep) if freezing else ({}, set())
+    # a chain part of which is folded into a constant (its q and k are weights) stays as is
+    chains = {n: c for n, c in (attention or {}).items()
+              if n not in folded and not any(i in folded for i in c.inner)}
+    inside = {n for c in chains.values() for n in c.inner}
     for node in ep.graph.nodes:
         if node in folded:
             imp.import_folded(node, folded[node])
-        elif node in removed:
+        elif node in removed or node in inside:
             continue
+        elif node in chains:
+            imp.import_attention(chains[node])
         elif node.op == "call_function":
             imp.import_call(node)
         elif node.op == "get_attr":  # a torch.cond branch, imported where the cond is

@@ -1,5 +1,6 @@
 """Lowering: ATen ops -> loop-level IR. Importing this package registers every rule."""
 from . import (  # noqa: F401
+    attention,
     bitwise,
     compress,
     conv,
