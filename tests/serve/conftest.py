@@ -1,5 +1,6 @@
 """Fixtures of the serving tests: the README's model as a package, and that package served by
-`aotc serve` with 2 replicas on a two-node Ray cluster on 127.0.0.1 (1 CPU per node)."""
+`aotc serve` with 2 replicas on a two-node Ray cluster on 127.0.0.1 (1 CPU per node), at
+most MAX_BATCH rows per run."""
 from __future__ import annotations
 
 import os
@@ -16,25 +17,36 @@ from ray_cluster import LocalCluster, free_port, use_token
 
 ROOT = Path(__file__).resolve().parents[2]
 use_token()  # before any test module imports ray
+MAX_BATCH = 8  # rows per run: small, so that load reaches it
 
 
-@pytest.fixture(scope="module")
-def readme_package(tmp_path_factory) -> str:
+def _compile_readme_model(folder: Path, seed: int) -> str:
     import torch
     from model import Model  # examples/model.py
 
     import aotc
 
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     with torch.no_grad():
         batch = torch.export.Dim("batch", min=1, max=1024)
         ep = torch.export.export(Model(), (torch.randn(8, 10),), dynamic_shapes={"x": {0: batch}})
-        path = aotc.compile_and_package(ep, package_path=tmp_path_factory.mktemp("pkg") / "model.pt2")
+        path = aotc.compile_and_package(ep, package_path=folder / "model.pt2")
         # the direct run that served answers are compared with is the eager model's
         for b in (1, 5):
             x = torch.randn(b, 10)
             torch.testing.assert_close(aotc.load_package(path)(x), ep.module()(x))
-    return path
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def readme_package(tmp_path_factory) -> str:
+    return _compile_readme_model(tmp_path_factory.mktemp("v1"), seed=0)
+
+
+@pytest.fixture(scope="module")
+def readme_package_v2(tmp_path_factory) -> str:
+    """The same model with other weights: a new version to roll out."""
+    return _compile_readme_model(tmp_path_factory.mktemp("v2"), seed=1)
 
 
 @dataclass
@@ -43,6 +55,7 @@ class Served:
     package: str
     cluster: LocalCluster
     log: list[str]
+    max_batch: int  # rows per run at most
 
     @contextmanager
     def driver(self):
@@ -77,7 +90,7 @@ def served(readme_package):
             [str(ROOT / "src"), cluster.env.get("PYTHONPATH", "")])}
         proc = subprocess.Popen(
             [sys.executable, "-m", "aotc.cli", "serve", str(readme_package), "--replicas", "2",
-             "--port", str(port), "--address", cluster.address, "--max-batch-size", "64",
+             "--port", str(port), "--address", cluster.address, "--max-batch-size", str(MAX_BATCH),
              "--batch-wait-ms", "5"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
@@ -88,7 +101,7 @@ def served(readme_package):
         ready.wait(timeout=300)
         assert proc.poll() is None and any(x.startswith("ready:") for x in lines), \
             "aotc serve did not come up:\n" + "\n".join(lines)
-        yield Served(f"127.0.0.1:{port}", str(readme_package), cluster, lines)
+        yield Served(f"127.0.0.1:{port}", str(readme_package), cluster, lines, MAX_BATCH)
     finally:
         stopped = None
         if proc is not None and proc.poll() is None:

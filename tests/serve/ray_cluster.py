@@ -90,8 +90,8 @@ class LocalCluster:
 
     def stop(self) -> None:
         """SIGTERM to every process of the cluster's sessions, SIGKILL to what is left after
-        10 s; returns when none is left."""
-        for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+        5 s; returns when none is left."""
+        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
             pids = _sessions_processes(self._sids)
             for pid in pids:
                 try:

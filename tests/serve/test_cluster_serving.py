@@ -145,6 +145,11 @@ def test_batching_under_load(served):
     runs = totals(after, "execution_count") - totals(before, "execution_count")
     assert rows == len(inputs)  # one row per request
     assert rows / runs > 1, f"{rows} requests in {runs} runs: no batching"
+    # since the replicas started (the 1,000 requests of 1-4 rows too): never past the limit
+    sizes = {b["batch_size"] for i in after.values()
+             for b in i["statistics"]["model_stats"][0]["batch_stats"]}
+    assert max(sizes) <= served.max_batch, sizes
+    print(f"mean batch: {rows / runs:.2f} requests per run; run sizes seen: {sorted(sizes)}")
 
 
 def test_replica_killed_mid_run(served):
@@ -175,3 +180,46 @@ def test_replica_killed_mid_run(served):
         assert victim not in _replicas(served, 2, timeout=180, exclude={victim})
     print(f"retries after the kill: {result.retries}")
 
+
+
+def test_rollout_of_a_new_version(served, readme_package_v2):
+    """Deploying a new package under the same name replaces the replicas one by one while 4
+    clients keep sending: every request gets the old or the new version's answer, none is
+    lost, and afterwards every answer is the new version's."""
+    from aotc.serve import ServeOptions, deploy
+
+    old, new = _direct(served.package), _direct(readme_package_v2)
+    rng = np.random.default_rng(4)
+    rolled = threading.Event()
+    sent: list[tuple[np.ndarray, object]] = []
+
+    def keep_sending():
+        while not rolled.is_set():
+            chunk = [rng.standard_normal((2, 10)).astype(np.float32) for _ in range(20)]
+            result = run_load(served.url, chunk, clients=4)
+            assert not result.errors, result.errors[:3]
+            sent.extend(zip(chunk, result.answers))
+
+    with served.driver():
+        load = threading.Thread(target=keep_sending)
+        load.start()
+        port = int(served.url.split(":")[1])
+        try:
+            deploy(readme_package_v2, ServeOptions(replicas=2, max_batch_size=served.max_batch,
+                                                   batch_wait_ms=5, version="2"),
+                   port=port, via_object_store=False)  # this driver leaves: replicas read the path
+        finally:
+            rolled.set()
+            load.join(timeout=600)
+    versions = ["old" if np.array_equal(y, old(x)) else "new" if np.array_equal(y, new(x))
+                else "wrong" for x, y in sent]
+    assert "wrong" not in versions and versions[0] == "old"
+    print(f"during the rollout: {versions.count('old')} old and {versions.count('new')} new answers")
+    after = [rng.standard_normal((2, 10)).astype(np.float32) for _ in range(50)]
+    result = run_load(served.url, after, clients=4)
+    assert not result.errors
+    for x, y in zip(after, result.answers):
+        np.testing.assert_array_equal(y, new(x))
+    client = httpclient.InferenceServerClient(served.url)
+    assert client.get_model_metadata("model")["versions"] == ["2"]
+    client.close()

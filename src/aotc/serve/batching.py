@@ -12,6 +12,15 @@ from ..errors import AotcError
 from .model import BatchDim
 
 
+def batch_limit(batch: BatchDim | None, max_batch_size: int) -> int:
+    """The most rows one run may stack: `max_batch_size` capped at the dim's max; 0 when
+    requests run alone (no batch dim, or a limit of 1)."""
+    if batch is None:
+        return 0
+    limit = min(max_batch_size, batch.high) if batch.high is not None else max_batch_size
+    return limit if limit > 1 else 0
+
+
 def rows(arrays: list[np.ndarray]) -> int:
     """A stackable request's size along the batch dim (its inputs' common dim 0)."""
     return int(arrays[0].shape[0])

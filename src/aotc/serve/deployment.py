@@ -70,9 +70,7 @@ class ModelServer:
     def __init__(self, source: PackageSource, model_name: str, version: str = "1",
                  num_threads: int = 1, max_batch_size: int = 1, batch_wait_ms: float = 2.0):
         self.served = ServedModel(source.read(), model_name, version, num_threads)
-        batch = self.served.batch
-        limit = min(max_batch_size, batch.high) if batch and batch.high else max_batch_size
-        self.max_rows = limit if batch is not None and limit > 1 else 0
+        self.max_rows = batching.batch_limit(self.served.batch, max_batch_size)
         if self.max_rows:  # the batcher's limits, set per replica (the decorator's are defaults)
             batcher: Any = self._stacked  # serve.batch's wrapper carries the setters
             batcher.set_max_batch_size(self.max_rows)
