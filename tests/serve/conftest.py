@@ -38,12 +38,12 @@ def _compile_readme_model(folder: Path, seed: int) -> str:
     return str(path)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def readme_package(tmp_path_factory) -> str:
     return _compile_readme_model(tmp_path_factory.mktemp("v1"), seed=0)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def readme_package_v2(tmp_path_factory) -> str:
     """The same model with other weights: a new version to roll out."""
     return _compile_readme_model(tmp_path_factory.mktemp("v2"), seed=1)

@@ -31,7 +31,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _sessions_processes(sids: set[int]) -> list[int]:
+def session_processes(sids: set[int]) -> list[int]:
     """Every live process whose session is one of `sids` (Ray's workers start their own
     process groups but stay in the session), and their descendants."""
     parent, session = {}, {}
@@ -92,16 +92,16 @@ class LocalCluster:
         """SIGTERM to every process of the cluster's sessions, SIGKILL to what is left after
         5 s; returns when none is left."""
         for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
-            pids = _sessions_processes(self._sids)
+            pids = session_processes(self._sids)
             for pid in pids:
                 try:
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
             deadline = time.monotonic() + wait
-            while _sessions_processes(self._sids) and time.monotonic() < deadline:
+            while session_processes(self._sids) and time.monotonic() < deadline:
                 time.sleep(0.2)
-        left = _sessions_processes(self._sids)
+        left = session_processes(self._sids)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
         if left:
             raise RuntimeError(f"Ray processes {left} outlived SIGKILL")
@@ -112,4 +112,4 @@ class LocalCluster:
         self._sids.add(session)
 
     def processes(self) -> list[int]:
-        return _sessions_processes(self._sids)
+        return session_processes(self._sids)

@@ -61,7 +61,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    ray.init(address=args.address, log_to_driver=False, logging_level=logging.WARNING)
+    # "local": a new cluster of this command's own, never one found running on the machine
+    ray.init(address=args.address or "local", log_to_driver=False, logging_level=logging.WARNING)
     models: list[str] = []
     try:
         options = ServeOptions(replicas=args.replicas, num_threads=args.threads,
