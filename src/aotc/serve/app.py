@@ -56,8 +56,9 @@ def deploy(package: str, options: ServeOptions | None = None, *, host: str = "12
     return their names. With `via_object_store` replicas read the package from Ray's
     object store; otherwise from `package`'s path, which every node must see.
 
-    The process that deployed through the object store owns the package's bytes there:
-    keep it running while the models are served (`aotc serve` does)."""
+    `host` and `port` apply when this call starts Serve on the cluster; a running Serve keeps
+    its proxy's address. The process that deployed through the object store owns the
+    package's bytes there: keep it running while the models are served (`aotc serve` does)."""
     options = options or ServeOptions()
     models = package_models(package)
     serve.start(http_options={"host": host, "port": port}, proxy_location="HeadOnly")
