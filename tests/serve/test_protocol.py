@@ -94,6 +94,10 @@ def test_nested_json_data_and_requested_outputs():
     (b'{"inputs": []}xxxx', "14", "4 bytes of binary data that no input claims"),
     (b'{"inputs": []}', "99", "Inference-Header-Content-Length is 99"),
     (b'{"inputs": []}', "ten", "must be an integer"),
+    (b'{"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1],'
+     b' "parameters": 3}]}', None, "input 'x': 'parameters' must be a JSON object"),
+    (b'{"inputs": [], "outputs": [{"name": "y", "parameters": []}]}', None,
+     "output 'y': 'parameters' must be a JSON object"),
 ])
 def test_malformed_requests(body, header, message):
     with pytest.raises(ProtocolError) as e:

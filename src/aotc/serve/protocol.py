@@ -44,6 +44,15 @@ def _shape(value, where: str) -> tuple[int, ...]:
     return tuple(value)
 
 
+def _parameters(holder: dict, where: str) -> dict:
+    params = holder.get("parameters")
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise ProtocolError(f"{where}: 'parameters' must be a JSON object")
+    return params
+
+
 def _flatten_json(data) -> list:
     """Nested lists (the v2 protocol allows both nested and flat row-major data) -> flat."""
     if not isinstance(data, list):
@@ -117,7 +126,7 @@ def parse_infer(body: bytes, header_length: str | None) -> InferRequest:
                                 f"{sorted(DATATYPES)}")
         if spec["name"] in inputs:
             raise ProtocolError(f"{where} is given twice")
-        size = (spec.get("parameters") or {}).get("binary_data_size")
+        size = _parameters(spec, where).get("binary_data_size")
         if size is not None:
             if not isinstance(size, int) or size < 0 or offset + size > len(blobs):
                 raise ProtocolError(f"{where}: binary_data_size {size!r} runs past the "
@@ -129,8 +138,7 @@ def parse_infer(body: bytes, header_length: str | None) -> InferRequest:
     if offset != len(blobs):
         raise ProtocolError(f"the request carries {len(blobs) - offset} bytes of binary data "
                             "that no input claims")
-    params = doc.get("parameters") or {}
-    all_binary = bool(params.get("binary_data_output", False))
+    all_binary = bool(_parameters(doc, "the request").get("binary_data_output", False))
     asked = doc.get("outputs")
     if asked is None:
         return InferRequest(doc.get("id"), inputs, None, {"*"} if all_binary else set())
@@ -138,7 +146,7 @@ def parse_infer(body: bytes, header_length: str | None) -> InferRequest:
                                               for o in asked):
         raise ProtocolError("'outputs' must be a list of objects with a 'name'")
     binary = {o["name"] for o in asked
-              if (o.get("parameters") or {}).get("binary_data", all_binary)}
+              if _parameters(o, f"output '{o['name']}'").get("binary_data", all_binary)}
     return InferRequest(doc.get("id"), inputs, [o["name"] for o in asked], binary)
 
 
