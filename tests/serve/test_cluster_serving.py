@@ -223,3 +223,29 @@ def test_rollout_of_a_new_version(served, readme_package_v2):
     client = httpclient.InferenceServerClient(served.url)
     assert client.get_model_metadata("model")["versions"] == ["2"]
     client.close()
+
+
+def test_weights_rolled_out_with_load_constants(served, readme_package_v2, tmp_path):
+    """After the rollout above the second version serves; deploying it again with the first
+    version's weights (an .npz) rolls the replicas over, each loading the package and then
+    those weights with load_constants: answers are the first version's again."""
+    import torch
+    from model import Model  # examples/model.py
+
+    from aotc.serve import ServeOptions, deploy
+
+    torch.manual_seed(0)  # the first version's weights, as the conftest compiled them
+    weights = tmp_path / "v1.npz"
+    np.savez(weights, **{k: v.numpy() for k, v in Model().state_dict().items()})
+    first, second = _direct(served.package), _direct(readme_package_v2)
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal((3, 10)).astype(np.float32) for _ in range(40)]
+    assert not any(np.array_equal(first(x), second(x)) for x in inputs)
+    with served.driver():
+        deploy(readme_package_v2, ServeOptions(replicas=2, max_batch_size=served.max_batch,
+                                               batch_wait_ms=5, version="2", weights=str(weights)),
+               port=int(served.url.split(":")[1]), via_object_store=False)
+    result = run_load(served.url, inputs, clients=4)
+    assert not result.errors
+    for x, y in zip(inputs, result.answers):
+        np.testing.assert_array_equal(y, first(x))

@@ -23,7 +23,8 @@ def app_name(model: str) -> str:
 class ServeOptions:
     """How each model is served. `max_batch_size` is in rows of the model's batch dim (1:
     no batching; capped at the dim's max); `num_cpus` is what each replica reserves in Ray,
-    `num_threads` the threads its compiled code runs on."""
+    `num_threads` the threads its compiled code runs on. `weights` (an .npz path every node
+    can read) is loaded into each replica with load_constants after the package."""
     replicas: int = 1
     num_threads: int = 1
     num_cpus: float = 1.0
@@ -31,6 +32,7 @@ class ServeOptions:
     batch_wait_ms: float = 2.0
     max_ongoing_requests: int = 64
     version: str = "1"
+    weights: str | None = None  # an .npz of {constant name: array}
 
 
 def package_models(path: str) -> list[str]:
@@ -45,7 +47,9 @@ def model_application(source: PackageSource, model: str, options: ServeOptions):
     deployment = serve.deployment(
         name=f"model-{model}", num_replicas=options.replicas,
         max_ongoing_requests=max(options.max_ongoing_requests, options.max_batch_size),
-        ray_actor_options={"num_cpus": options.num_cpus})(ModelServer)
+        ray_actor_options={"num_cpus": options.num_cpus},
+        user_config={"weights": os.path.abspath(options.weights)} if options.weights else {},
+    )(ModelServer)
     return deployment.bind(source, model, options.version, options.num_threads,
                            options.max_batch_size, options.batch_wait_ms)
 

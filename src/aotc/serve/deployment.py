@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from ray import serve
 from starlette.requests import Request
 from starlette.responses import Response
@@ -69,7 +70,9 @@ class ModelServer:
 
     def __init__(self, source: PackageSource, model_name: str, version: str = "1",
                  num_threads: int = 1, max_batch_size: int = 1, batch_wait_ms: float = 2.0):
+        self._load = (source, model_name, version, num_threads)
         self.served = ServedModel(source.read(), model_name, version, num_threads)
+        self.weights: str | None = None  # the .npz whose weights replaced the package's
         self.max_rows = batching.batch_limit(self.served.batch, max_batch_size)
         if self.max_rows:  # the batcher's limits, set per replica (the decorator's are defaults)
             batcher: Any = self._stacked  # serve.batch's wrapper carries the setters
@@ -87,6 +90,23 @@ class ModelServer:
         """Serve replaces a replica whose compiled code reported a failure."""
         if self.failure is not None:
             raise RuntimeError(f"model '{self.served.name}' failed: {self.failure}")
+
+    def reconfigure(self, config: dict) -> None:
+        """Serve's user_config: {"weights": path of an .npz of {constant name: array}} loads
+        those weights with load_constants (calls under way finish on the old ones); without
+        "weights" the package's own weights come back. `deploy` restarts replicas one by
+        one on any change; Serve's config files update a user_config in place."""
+        path = config.get("weights")
+        if path == self.weights:
+            return
+        if path is None:  # back to the package's weights: load it afresh
+            source, name, version, threads = self._load
+            self.served = ServedModel(source.read(), name, version, threads)
+        else:
+            with np.load(path) as npz:
+                update = {k: npz[k] for k in npz.files}
+            self.served.model.load_constants(update, check_full_update=False)
+        self.weights = path
 
     def ready(self) -> bool:
         return self.failure is None
