@@ -67,10 +67,13 @@ class LocalCluster:
         # everyone but this test's processes out (see use_token)
         self.env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
         self._sids: set[int] = set()
+        self.metrics_ports: list[int] = []  # each node's Prometheus endpoint
 
     def _ray_start(self, args: list[str]) -> None:
+        metrics = free_port()
+        self.metrics_ports.append(metrics)
         ports = ["--dashboard-agent-listen-port", str(free_port()), "--metrics-export-port",
-                 str(free_port()), "--runtime-env-agent-port", str(free_port())]
+                 str(metrics), "--runtime-env-agent-port", str(free_port())]
         cmd = [RAY, "start", f"--num-cpus={self.cpus}", f"--temp-dir={self.temp_dir}",
                "--disable-usage-stats", *ports, *args]
         proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

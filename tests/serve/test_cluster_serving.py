@@ -152,6 +152,29 @@ def test_batching_under_load(served):
     print(f"mean batch: {rows / runs:.2f} requests per run; run sizes seen: {sorted(sizes)}")
 
 
+def test_ray_metrics_per_model(served):
+    """Requests, batch sizes and latency reach Ray's Prometheus endpoints, tagged with the
+    model (Ray exports them every few seconds: wait for them, bounded)."""
+    import urllib.request
+
+    wanted = ["ray_aotc_requests", "ray_aotc_batch_size_bucket", "ray_aotc_batch_requests_bucket",
+              "ray_aotc_request_latency_ms_bucket"]
+    deadline, seen = time.monotonic() + 90, set()
+    while time.monotonic() < deadline and len(seen) < len(wanted):
+        for port in served.cluster.metrics_ports:
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+            except OSError:
+                continue
+            for line in text.decode().splitlines():
+                name = line.split("{")[0].removesuffix("_total")  # a counter's exported name
+                if name in wanted and 'model="model"' in line:
+                    seen.add(name)
+                    assert name != "ray_aotc_requests" or 'status="' in line
+        time.sleep(1)
+    assert seen == set(wanted)
+
+
 def test_replica_killed_mid_run(served):
     """SIGKILL one replica's process while 8 clients send 400 requests: every request is
     answered correctly (clients retry connection errors and 5xx answers), and Serve starts
