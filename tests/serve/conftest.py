@@ -7,13 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ray_cluster import LocalCluster, free_port, use_token
+from ray_cluster import LocalCluster, follow, free_port, use_token
 
 ROOT = Path(__file__).resolve().parents[2]
 use_token()  # before any test module imports ray
@@ -69,14 +68,6 @@ class Served:
             ray.shutdown()
 
 
-def _drain(stream, lines: list[str], ready: threading.Event) -> None:
-    for line in stream:
-        lines.append(line.rstrip())
-        if line.startswith("ready:"):
-            ready.set()
-    ready.set()  # the command ended
-
-
 @pytest.fixture(scope="module")
 def served(readme_package):
     """`aotc serve model.pt2 --replicas 2 --address HEAD` on a fresh two-node cluster; the
@@ -95,10 +86,7 @@ def served(readme_package):
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
         cluster.adopt(proc.pid)
-        lines: list[str] = []
-        ready = threading.Event()
-        threading.Thread(target=_drain, args=(proc.stdout, lines, ready), daemon=True).start()
-        ready.wait(timeout=300)
+        lines = follow(proc, "ready:", timeout=300)
         assert proc.poll() is None and any(x.startswith("ready:") for x in lines), \
             "aotc serve did not come up:\n" + "\n".join(lines)
         yield Served(f"127.0.0.1:{port}", str(readme_package), cluster, lines, MAX_BATCH)

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -116,3 +117,22 @@ class LocalCluster:
 
     def processes(self) -> list[int]:
         return session_processes(self._sids)
+
+
+def follow(proc: subprocess.Popen, until: str, timeout: float) -> list[str]:
+    """The lines `proc` prints, read on a thread until one starts with `until`, the process
+    ends or `timeout` passes; the thread keeps reading afterwards, so the pipe never fills.
+    The returned list goes on growing."""
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            if line.startswith(until):
+                seen.set()
+        seen.set()  # the process ended
+
+    threading.Thread(target=read, daemon=True).start()
+    seen.wait(timeout=timeout)
+    return lines

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import tritonclient.http as httpclient
-from ray_cluster import free_port, session_processes
+from ray_cluster import follow, free_port, session_processes
 from v2_load import infer
 
 import aotc
@@ -37,22 +37,20 @@ def test_local_cluster_served_and_stopped_by_ctrl_c(readme_package):
     proc = subprocess.Popen([sys.executable, "-m", "aotc.cli", "serve", readme_package,
                              "--port", str(port)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    lines = []
     try:
-        for line in proc.stdout:  # until the command says it is ready (or ends)
-            lines.append(line.rstrip())
-            if line.startswith("ready:"):
-                break
-        assert proc.poll() is None, "\n".join(lines)
+        lines = follow(proc, "ready:", timeout=300)
+        assert proc.poll() is None and any(x.startswith("ready:") for x in lines), "\n".join(lines)
         assert f"at http://127.0.0.1:{port}/v2/models/model" in "\n".join(lines)
         client = httpclient.InferenceServerClient(f"127.0.0.1:{port}")
         x = np.random.default_rng(0).standard_normal((4, 10)).astype(np.float32)
         np.testing.assert_array_equal(infer(client, x), aotc.load_package(readme_package)(x))
         client.close()
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
-        assert proc.returncode == 0, out
-        assert "stopping" in out
+        assert proc.wait(timeout=120) == 0, "\n".join(lines)
+        deadline = time.monotonic() + 10  # the reading thread takes the last lines
+        while "stopping" not in lines and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "stopping" in lines
         deadline = time.monotonic() + 30  # Ray's processes end after the command
         while session_processes({proc.pid}) and time.monotonic() < deadline:
             time.sleep(0.2)
