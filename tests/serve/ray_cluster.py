@@ -75,7 +75,9 @@ class LocalCluster:
         self.metrics_ports.append(metrics)
         ports = ["--dashboard-agent-listen-port", str(free_port()), "--metrics-export-port",
                  str(metrics), "--runtime-env-agent-port", str(free_port())]
+        # every node registers under the loopback address, so all traffic stays on it
         cmd = [RAY, "start", f"--num-cpus={self.cpus}", f"--temp-dir={self.temp_dir}",
+               "--node-ip-address=127.0.0.1",
                "--disable-usage-stats", *ports, *args]
         proc = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)

@@ -61,8 +61,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    # "local": a new cluster of this command's own, never one found running on the machine
-    ray.init(address=args.address or "local", log_to_driver=False, logging_level=logging.WARNING)
+    # "local": a new cluster of this command's own, never one found running on the machine;
+    # its node registers under the loopback address (only the HTTP proxy follows --host)
+    local = {} if args.address else {"_node_ip_address": "127.0.0.1"}
+    ray.init(address=args.address or "local", log_to_driver=False, logging_level=logging.WARNING,
+             **local)
     models: list[str] = []
     try:
         options = ServeOptions(replicas=args.replicas, num_threads=args.threads,
