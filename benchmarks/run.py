@@ -319,19 +319,19 @@ def parse_args(argv=None):
     p.add_argument("--batch-ms", type=float, default=None, help="target ms per timed batch")
     p.add_argument("--wait-idle", type=float, default=None,
                    help="seconds to wait at most for an idle machine before timing each model "
-                        "(default 5; 0 with --quick)")
+                        "(default 2; 0 with --quick)")
     p.add_argument("--retries", type=int, default=None,
-                   help="re-time a model whose spread exceeds --noise-pct (default 1; 0 quick)")
+                   help="re-time a model whose spread exceeds --noise-pct (default 0)")
     p.add_argument("--noise-pct", type=float, default=15.0,
                    help="spread (IQR/median, %%) above which a timing attempt is retried")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    args.reps = args.reps or (5 if args.quick else 15)
+    args.reps = args.reps or (5 if args.quick else 11)
     args.batch_ms = args.batch_ms or (15.0 if args.quick else 40.0)
     if args.wait_idle is None:
-        args.wait_idle = 0.0 if args.quick else 5.0
+        args.wait_idle = 0.0 if args.quick else 2.0
     if args.retries is None:
-        args.retries = 0 if args.quick else 1
+        args.retries = 0
     if args.peers is None:
         args.peers = "ort,openvino" if args.quick else ",".join(peers.PEERS)
     args.peer_list = [p for p in args.peers.split(",") if p]

@@ -47,10 +47,10 @@ POLICIES = {
     "libgomp": {"GOMP_SPINCOUNT": "300000"},
     "passive": {"OMP_WAIT_POLICY": "passive"},
     "active": {"OMP_WAIT_POLICY": "active"},
-    "spin 1k": {"GOMP_SPINCOUNT": "1000"},
-    "spin 10k": {"GOMP_SPINCOUNT": "10000"},
-    "spin 30k": {"GOMP_SPINCOUNT": "30000"},
-    "spin 100k": {"GOMP_SPINCOUNT": "100000"},
+    "spin-1k": {"GOMP_SPINCOUNT": "1000"},
+    "spin-10k": {"GOMP_SPINCOUNT": "10000"},
+    "spin-30k": {"GOMP_SPINCOUNT": "30000"},
+    "spin-100k": {"GOMP_SPINCOUNT": "100000"},
 }
 WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
@@ -139,13 +139,13 @@ def measure(policy: str, kind: str, package: str, inputs: list[str], args) -> di
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def table(results: dict, kinds: list[str]) -> list[str]:
+def table(results: dict, kinds: list[str], policies: list[str]) -> list[str]:
     lines = []
     for kind in kinds:
         lines += [f"#### caller work: {kind}", "",
                   "| policy | aotc alone ms | work alone ms | loop: aotc ms | loop: work ms "
                   "| loop total ms | CPU ms per loop |", "|---|--:|--:|--:|--:|--:|--:|"]
-        for policy in POLICIES:
+        for policy in policies:
             runs = results[kind][policy]
             med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             total = med["loop_aotc"] + med["loop_work"]
@@ -163,20 +163,28 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=3, help="fresh processes per policy and work")
     p.add_argument("--seconds", type=float, default=1.0, help="length of each process's loop")
     p.add_argument("--kinds", default="numpy,torch", help="caller work: numpy, torch or both")
+    p.add_argument("--policies", default="default,libgomp,passive,spin-1k,spin-30k",
+                   help=f"comma-separated, among {', '.join(POLICIES)}")
     args = p.parse_args(argv)
-    kinds = args.kinds.split(",")
+    kinds, policies = args.kinds.split(","), args.policies.split(",")
+    unknown = [x for x in policies if x not in POLICIES]
+    if unknown:
+        raise SystemExit(f"unknown policies {unknown}; known: {list(POLICIES)}")
     with tempfile.TemporaryDirectory() as tmp:
         package, inputs = compile_model(args.model, Path(tmp))
-        results: dict = {k: {p: [] for p in POLICIES} for k in kinds}
+        results: dict = {k: {p: [] for p in policies} for k in kinds}
         for r in range(args.rounds):
             for kind in kinds:
-                for policy in POLICIES:
-                    results[kind][policy].append(measure(policy, kind, package, inputs, args))
+                for policy in policies:
+                    res = measure(policy, kind, package, inputs, args)
+                    results[kind][policy].append(res)
+                    print(json.dumps({"round": r, "kind": kind, "policy": policy, **res}),
+                          file=sys.stderr, flush=True)
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     load = os.getloadavg()[0]
     print(f"### wait policy: `{args.model}` at {args.threads} threads, {args.rounds} rounds "
           f"(medians), load average {load:.2f} at the end\n")
-    print("\n".join(table(results, kinds)))
+    print("\n".join(table(results, kinds, policies)))
 
 
 if __name__ == "__main__":
