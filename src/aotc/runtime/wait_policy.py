@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-SPIN_COUNT = "10000"
+SPIN_COUNT = "1000"
 USER_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 

@@ -95,7 +95,7 @@ void *open_temp_file(const uint8_t *data, size_t size, const std::string &label)
 // runtime/wait_policy.py does the same, with the same value, and says why), unless the user
 // chose OMP_WAIT_POLICY or GOMP_SPINCOUNT or libgomp is loaded already: libgomp reads its
 // environment once, when it is loaded. The environment is restored afterwards.
-constexpr const char *kSpinCount = "10000";
+constexpr const char *kSpinCount = "1000";
 
 class SpinSetting {
  public:
