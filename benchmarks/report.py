@@ -204,6 +204,16 @@ def versions(peers: list[str]) -> str:
     return ", ".join(parts)
 
 
+def wait_policy(args) -> str:
+    if args.gomp_spincount is not None:
+        return f"GOMP_SPINCOUNT={args.gomp_spincount} in the workers' environment."
+    chosen = [f"{v}={os.environ[v]}" for v in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+              if v in os.environ]
+    if chosen:
+        return f"the environment sets {', '.join(chosen)}."
+    return "its wait policy is libgomp's default (GOMP_SPINCOUNT 300000)."
+
+
 def header(args, meta: dict, peers: list[str]) -> list[str]:
     import aotc
 
@@ -224,7 +234,9 @@ def header(args, meta: dict, peers: list[str]) -> list[str]:
         "ratios come from its own process. Thread counts: OMP_NUM_THREADS=n and "
         "torch.set_num_threads(n); aotc `load_package(..., num_threads=n)`; AOTI follows "
         "OMP_NUM_THREADS; ORT intra_op_num_threads=n, inter_op_num_threads=1, sequential; "
-        "OpenVINO INFERENCE_NUM_THREADS=n, one stream, INFERENCE_PRECISION_HINT=f32.",
+        "OpenVINO INFERENCE_NUM_THREADS=n, one stream, INFERENCE_PRECISION_HINT=f32. "
+        "A worker imports torch first, so eager, AOTI and aotc share torch's libgomp; "
+        + wait_policy(args),
         f"- timing: {args.reps} interleaved reps per implementation; each rep is one batch of "
         f"~{args.batch_ms:.0f} ms of back-to-back calls, the starting implementation rotating; "
         "cells are medians of the per-call time over reps. 'spread %': the largest "

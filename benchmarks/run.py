@@ -260,6 +260,8 @@ def run_worker(entries: list[dict], threads: int, peer: str | None, args) -> dic
             "wait_idle": args.wait_idle, "retries": args.retries, "noise_pct": args.noise_pct,
             "entries": runnable, "result": str(result)}))
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        if args.gomp_spincount is not None:
+            env["GOMP_SPINCOUNT"] = str(args.gomp_spincount)
         subprocess.run([sys.executable, __file__, "--worker", str(spec)], env=env, check=True)
         return json.loads(result.read_text())
 
@@ -324,6 +326,10 @@ def parse_args(argv=None):
                    help="re-time a model whose spread exceeds --noise-pct (default 0)")
     p.add_argument("--noise-pct", type=float, default=15.0,
                    help="spread (IQR/median, %%) above which a timing attempt is retried")
+    p.add_argument("--gomp-spincount", type=int, default=None,
+                   help="GOMP_SPINCOUNT for the timing workers (default: libgomp's own); the "
+                        "workers import torch first, so eager, AOTI and aotc share one libgomp "
+                        "and all take it")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.reps = args.reps or (5 if args.quick else 11)
