@@ -163,7 +163,7 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=3, help="fresh processes per policy and work")
     p.add_argument("--seconds", type=float, default=1.0, help="length of each process's loop")
     p.add_argument("--kinds", default="numpy,torch", help="caller work: numpy, torch or both")
-    p.add_argument("--policies", default="default,libgomp,passive,spin-1k,spin-30k",
+    p.add_argument("--policies", default="default,libgomp,passive,spin-10k,spin-30k",
                    help=f"comma-separated, among {', '.join(POLICIES)}")
     args = p.parse_args(argv)
     kinds, policies = args.kinds.split(","), args.policies.split(",")
