@@ -3,6 +3,7 @@ two inputs and tuple outputs, several models in one package, threads, errors, ld
 and AddressSanitizer runs that include the error paths."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import zipfile
@@ -13,14 +14,13 @@ import torch
 from cpp_builds import example_input
 
 import aotc
+from aotc.runtime import wait_policy
 from models import ReadmeModel
 
 ASAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:halt_on_error=1"}
 
 
 def run(cmd, cwd=None, env=None, timeout=120) -> subprocess.CompletedProcess:
-    import os
-
     return subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=dict(os.environ, **(env or {})))
 
@@ -245,3 +245,18 @@ def test_foreign_model_library_is_refused(test_programs, plain_example, tmp_path
     assert "model library ABI version 1; this runtime speaks 3" in proc.stdout
     with pytest.raises(aotc.PackageError, match="ABI version 1"):
         aotc.load_package(package)
+
+
+@pytest.mark.parametrize("env, spin", [({}, wait_policy.SPIN_COUNT),
+                                       ({"OMP_WAIT_POLICY": "passive"}, "0"),
+                                       ({"GOMP_SPINCOUNT": "12345"}, "12345")],
+                         ids=["runtime", "user-policy", "user-spin"])
+def test_wait_policy_as_the_python_runtime(test_programs, plain_example, tmp_path, env, spin):
+    # libgomp prints the settings it took when it loads (with the model library)
+    clean = {k: v for k, v in os.environ.items() if k not in wait_policy.USER_VARIABLES}
+    files = [write_raw(tmp_path / "in0.raw", example_input(8))]
+    proc = subprocess.run([str(test_programs / "run_model"), str(plain_example / "model.pt2"),
+                           "model", str(tmp_path), *files], capture_output=True, text=True,
+                          timeout=120, env={**clean, **env, "OMP_DISPLAY_ENV": "verbose"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(rf"^\s*GOMP_SPINCOUNT = '{spin}'", proc.stderr, re.MULTILINE), proc.stderr
