@@ -285,7 +285,7 @@ int aotc_loader_output_sizes(aotc_loader *l, const aotc_tensor *inputs, int64_t 
     if (!sizes) fail(AOTC_ERR_ARGUMENT, "aotc_loader_output_sizes: null sizes");
     std::vector<int64_t> all(size_t(l->n_outputs * l->max_rank + 1));
     {
-      Runner r(l);  // the model object is only read here, but it is the ABI's argument
+      Runner r(l);  // sizes that follow the data run the first kernels in its arena
       l->check(l->abi.output_shapes(r.handle, inputs, n_in, all.data()));
     }
     for (int64_t j = 0; j < l->n_outputs; ++j)

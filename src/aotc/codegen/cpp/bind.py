@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sympy
 
+from ...ir.binding import late_symbols
 from ...ir.compress import Count
 from ...ir.expr import loads
 from ...ir.nodes import Program
@@ -14,7 +15,7 @@ from .exprs import BodyEmitter
 from .kernels import index_exprs, program_symbol_index, symbols_in
 
 
-def _range_check(code: CodeBuffer, program: Program, s: sympy.Symbol, v: str, what: str) -> None:
+def range_check(code: CodeBuffer, program: Program, s: sympy.Symbol, v: str, what: str) -> None:
     lo, hi = program.symbols[s]
     cond = f"{v} < {lo}" + (f" || {v} > {hi}" if hi is not None else "")
     rng = f"[{lo}, {hi}]" if hi is not None else f"[{lo}, inf)"
@@ -29,7 +30,7 @@ def bind_scalar_input(code: CodeBuffer, program: Program, k: int, name: str, buf
     s = program.scalar_inputs[buffer]
     idx = program_symbol_index(program, s)
     code.line(f"sym[{idx}] = *static_cast<const int64_t *>(in[{k}].data);")
-    _range_check(code, program, s, f"sym[{idx}]", f"input '{name}'")
+    range_check(code, program, s, f"sym[{idx}]", f"input '{name}'")
     bound[s] = f"input '{name}'"
 
 
@@ -55,7 +56,7 @@ def solve_size_symbols(code: CodeBuffer, program: Program, bound: dict,
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': dim {d} is %lld, '
                       f'which is {size} for no integer {s.name}", (long long){v});')
             code.line(f"sym[{idx}] = rest / {int(a)};")
-            _range_check(code, program, s, f"sym[{idx}]", f"input '{nm}': {s.name} from dim {d}")
+            range_check(code, program, s, f"sym[{idx}]", f"input '{nm}': {s.name} from dim {d}")
         bound[s] = f"input '{nm}' dim {d}"
 
 
@@ -66,7 +67,10 @@ def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
         return
     index = {s.buffer: k for k, s in enumerate(program.inputs)}
     sizes = {b: program.buffers[b].sizes for b in index}
+    late = late_symbols(program)
     for s, body in program.item_symbols.items():
+        if s in late:  # bound during the run (codegen/cpp/late.py)
+            continue
         idx = program_symbol_index(program, s)
         def pointer_of(b: str) -> str:
             return f"static_cast<const {program.buffers[b].dtype.ctype} *>(in[{index[b]}].data)"
@@ -91,7 +95,7 @@ def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
                 code.lines_of(emitter.lines)
                 what = f".item() value {s.name}"
             code.line(f"sym[{idx}] = {value};")
-            _range_check(code, program, s, f"sym[{idx}]", what)
+            range_check(code, program, s, f"sym[{idx}]", what)
         bound[s] = what
 
 

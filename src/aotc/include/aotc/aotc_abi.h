@@ -62,6 +62,10 @@ typedef struct {
 
 int aotc_abi_version(void);
 int aotc_create(const void *const *constants, int64_t n_constants, void **model);
+/* Output sizes for these inputs. When they depend on values a kernel computes (a
+ * .item() of a sum, the count of a mask computed from a matmul), this runs the model's
+ * kernels up to the point where those values are known, in the model object's arena; the
+ * following aotc_run computes everything again from the inputs. */
 int aotc_output_shapes(void *model, const aotc_tensor *inputs, int64_t n_in, int64_t *out_sizes);
 int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *outputs,
              int64_t n_out);
