@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     scan,
     scatter,
     sort,
+    unique,
     views,
 )
 from .context import LoweringContext, TensorValue, buffer_value

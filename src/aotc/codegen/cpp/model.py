@@ -4,7 +4,7 @@ from __future__ import annotations
 import sympy
 
 from ...ir.binding import late_symbols, outputs_sized_late
-from ...ir.compress import Compress
+from ...ir.compress import Compress, MaskedScatter
 from ...ir.nodes import Buffer, BufferKind, Program, Template
 from ...ir.regions import RegionWrite
 from ...scheduler.grouping import RowGroup, Scheduled
@@ -12,7 +12,7 @@ from ...scheduler.inplace import in_place_updates
 from ...scheduler.memory import MemoryPlan, nbytes
 from .bind import bind_item_symbols, bind_scalar_input, solve_size_symbols
 from .code import CodeBuffer
-from .compress import emit_compress
+from .compress import emit_compress, emit_masked_scatter
 from .control import (
     after_kernel,
     guard_condition,
@@ -80,6 +80,8 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
                                                    in_place=item.name in in_place)
         elif isinstance(item.op, Compress):  # a data-dependent count of rows
             kernels[item.name] = emit_compress(code, program, item, kid)
+        elif isinstance(item.op, MaskedScatter):  # rows written where a mask holds
+            kernels[item.name] = emit_masked_scatter(code, program, item, kid)
         elif not isinstance(item.op, Template):
             kernels[item.name] = emit_kernel(code, program, item, kid)
     _emit_bind_inputs(code, program)
@@ -278,7 +280,8 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
                 code.line(f"{k.name}(sym, &oob, {', '.join(k.args)});")
                 where = " ".join(ln.lstrip("/ ") for m in members for ln in describe(m))
                 code.line("if (oob)")
-                code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "index out of range in '
+                what = k.oob_message or "index out of range"
+                code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{_c_str(what)} in '
                           f'{_c_str(where)}");')
             else:
                 k = kernels[item.name]
