@@ -196,6 +196,44 @@ def test_models_of_one_package_by_name(test_programs, two_models, tmp_path, flag
     assert proc.returncode == 4 and "has no model named 'three'; it holds ['mlp', 'two']" in proc.stdout
 
 
+class CountCalls(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("total", torch.zeros(3))
+
+    def forward(self, x):
+        self.count.add_(1)
+        self.total[1:] += x[1:]
+        return x * self.count, self.total.clone()
+
+
+def test_state_from_cpp(test_programs, tmp_path):
+    """buffer_names, get_buffer, reset_buffers and set_buffer of the C++ API, against eager."""
+    x = torch.tensor([1.0, 2.0, -1.0])
+    ep = torch.export.export(CountCalls(), (x,))
+    package = aotc.compile_and_package(ep, package_path=tmp_path / "state.pt2")
+    proc, outs = run_model(test_programs, package, "model", [x.numpy()], tmp_path, "--calls", "5",
+                           "--threads", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "buffer count\nbuffer total" in proc.stdout
+    eager = ep.module()
+    for _ in range(5):
+        want = eager(x)
+    for got, w in zip(outs, want):
+        np.testing.assert_allclose(got, w.numpy())
+    out = tmp_path / "out-model"
+    assert int(read_raw(out / "state0.raw")) == 5
+    np.testing.assert_allclose(read_raw(out / "state1.raw"), eager.total.numpy())
+    for j, w in enumerate(CountCalls()(x)):  # after reset_buffers: a first call
+        np.testing.assert_allclose(read_raw(out / f"reset{j}.raw"), w.numpy())
+    for j, w in enumerate(eager(x)):  # the saved state set back: the sixth call
+        np.testing.assert_allclose(read_raw(out / f"restored{j}.raw"), w.numpy())
+    # two runners share the loader's one state: 100 calls from two threads all count, once
+    assert int(read_raw(out / "threaded0.raw")) == 6 + 100
+    np.testing.assert_allclose(read_raw(out / "threaded1.raw"), [0.0, 2.0 * 106, -1.0 * 106])
+
+
 def test_one_loader_from_several_threads(test_programs, plain_example, tmp_path):
     proc, outs = run_model(test_programs, plain_example / "model.pt2", "model",
                            [example_input(64)], tmp_path, "--threads", "4")
