@@ -234,6 +234,28 @@ def test_state_from_cpp(test_programs, tmp_path):
     np.testing.assert_allclose(read_raw(out / "threaded1.raw"), [0.0, 2.0 * 106, -1.0 * 106])
 
 
+class RowsWithPositiveSum(torch.nn.Module):
+    def forward(self, x):
+        s = x.sum(1)
+        y = x[s > 0]
+        return s, y * 2, torch.unique(y.round())
+
+
+def test_sizes_bound_during_the_run_from_cpp(test_programs, tmp_path):
+    """Outputs sized by a count that a reduction decides: the C++ loader sizes them through
+    aotc_output_sizes (which runs the kernels up to the count) and matches eager."""
+    ep = torch.export.export(RowsWithPositiveSum(), (torch.randn(7, 3),))
+    package = aotc.compile_and_package(ep, package_path=tmp_path / "dd.pt2")
+    for seed, shift in enumerate((-9.0, 0.0, 0.5, 9.0)):
+        x = torch.randn(7, 3, generator=torch.Generator().manual_seed(seed)) + shift
+        proc, outs = run_model(test_programs, package, "model", [x.numpy()], tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        want = ep.module()(x)
+        assert len(outs) == len(want)
+        for got, w in zip(outs, want):
+            np.testing.assert_allclose(got, w.numpy(), rtol=1e-6, atol=1e-6)
+
+
 def test_one_loader_from_several_threads(test_programs, plain_example, tmp_path):
     proc, outs = run_model(test_programs, plain_example / "model.pt2", "model",
                            [example_input(64)], tmp_path, "--threads", "4")
@@ -281,6 +303,6 @@ def test_foreign_model_library_is_refused(test_programs, plain_example, tmp_path
                                                                           weights)})
     proc, _ = run_model(test_programs, package, "model", [example_input(2)], tmp_path)
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "model library ABI version 1; this runtime speaks 3" in proc.stdout
+    assert "model library ABI version 1; this runtime speaks 4" in proc.stdout
     with pytest.raises(aotc.PackageError, match="ABI version 1"):
         aotc.load_package(package)

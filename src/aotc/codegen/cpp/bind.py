@@ -11,7 +11,7 @@ from ...ir.expr import loads
 from ...ir.nodes import Program
 from .code import CodeBuffer
 from .compress import emit_count
-from .exprs import BodyEmitter
+from .exprs import BodyEmitter, c_condition
 from .kernels import index_exprs, program_symbol_index, symbols_in
 
 
@@ -97,6 +97,23 @@ def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
             code.line(f"sym[{idx}] = {value};")
             range_check(code, program, s, f"sym[{idx}]", what)
         bound[s] = what
+
+
+def emit_assertions(code: CodeBuffer, program: Program, assertions, declare: bool) -> None:
+    """Check each (condition, what) export recorded; `declare`: read the symbols from `sym`
+    first (in bind_inputs, where they are not locals)."""
+    for condition, what in assertions:
+        with code.block(""):
+            if declare:
+                for s in symbols_in(program, condition):
+                    code.line(f"const int64_t {s.name} = sym[{program_symbol_index(program, s)}];")
+            code.line(f"if (!({c_condition(condition)}))")
+            code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{_c_text(what)} does not hold for '
+                      f'these inputs");')
+
+
+def _c_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
 
 
 def _input_name(program: Program, buffer: str) -> str:

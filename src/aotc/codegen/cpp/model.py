@@ -10,7 +10,7 @@ from ...ir.regions import RegionWrite
 from ...scheduler.grouping import RowGroup, Scheduled
 from ...scheduler.inplace import in_place_updates
 from ...scheduler.memory import MemoryPlan, nbytes
-from .bind import bind_item_symbols, bind_scalar_input, solve_size_symbols
+from .bind import bind_item_symbols, bind_scalar_input, emit_assertions, solve_size_symbols
 from .code import CodeBuffer
 from .compress import emit_compress, emit_masked_scatter
 from .control import (
@@ -164,6 +164,13 @@ def _emit_bind_inputs(code: CodeBuffer, program: Program) -> None:
             code.line(f"if ({v} != {c_index(size)})")
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': dim {d} is %lld, '
                       f'expected {size} = %lld", (long long){v}, (long long)({c_index(size)}));')
+        late = set(late_symbols(program))
+        early = [(c, w) for c, w in program.assertions if not (c.free_symbols & late)]
+        for c, w in early:
+            if c.free_symbols & (unbound - late):
+                from ...errors import CompileError
+                raise CompileError(f"{w} reads shape symbols that aotc cannot bind at run time")
+        emit_assertions(code, program, early, declare=True)
         code.line("return AOTC_OK;")
     code.line()
 
@@ -342,6 +349,10 @@ def _emit_bindings(code: CodeBuffer, program: Program, plan: MemoryPlan, step: i
         return
     for s in here:
         emit_bind(code, program, s)
+    emit_assertions(code, program, [
+        (c, w) for c, w in program.assertions
+        if max((plan.bindings[s] for s in c.free_symbols if s in plan.bindings), default=-2) == step
+    ], declare=False)
     stage = sorted(set(plan.bindings.values())).index(step) + 1
     emit_stage_start(code, program, plan, stage)
     if sized_late and step == max(plan.bindings.values()):
