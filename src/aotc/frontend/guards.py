@@ -72,6 +72,10 @@ class _Guard:
                 parts.append(_COMPARE[type(op)](left, r))
                 left = r
             return sympy.And(*parts)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords
+                and node.func.id in ("max", "min") and node.args):
+            fn = sympy.Max if node.func.id == "max" else sympy.Min
+            return fn(*(self.value(a) for a in node.args))
         if isinstance(node, ast.Subscript) and _is_size_call(node.value):
             dim = node.slice
             if not (isinstance(dim, ast.Constant) and isinstance(dim.value, int)):
