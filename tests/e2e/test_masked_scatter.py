@@ -105,3 +105,27 @@ def test_opinfo_samples(tmp_path):
                 check(info, samples, ep, tmp_path / f"{dtype}-{s.index}")
                 checked += 1
     assert checked >= 6
+
+
+class DoubleSelected(torch.nn.Module):
+    """The values are the selection itself, transformed: their count is the mask's."""
+
+    def forward(self, x):
+        y = torch.zeros_like(x)
+        m = x.sum(1) > 0
+        y[m] = torch.relu(x[m] - 1)
+        return y
+
+
+def test_values_counted_by_the_same_mask(tmp_path):
+    g = torch.Generator().manual_seed(0)
+    ep = torch.export.export(DoubleSelected(), (torch.randn(6, 3, generator=g),))
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")
+    model = aotc.load_package(path)
+    for shift in (-9.0, 0.0, 9.0):  # no row, some rows, every row selected
+        x = torch.randn(6, 3, generator=g) + shift
+        torch.testing.assert_close(model(x), ep.module()(x))
+    calls = [[(torch.randn(6, 3, generator=g) + s).numpy()] for s in (-9.0, 0.5)]
+    for outs, args in zip(run_without_torch(path, calls, tmp_path / "io"), calls):
+        torch.testing.assert_close(torch.from_numpy(outs[0]),
+                                   ep.module()(torch.from_numpy(args[0])))
