@@ -25,6 +25,7 @@ from ..lowering.registry import Decompose
 from .control import COND, LOOPS, WHILE, import_cond, import_while
 from .decompose import decompose_node, tensor_args
 from .freezing import Folded, plan_folding
+from .guards import add_assertion, import_input_guards
 from .mutation import base_buffer, update_in_place
 from .source import user_source
 from .symbolic import ITEM_OPS, import_item, import_symbolic_int, symbolic_output
@@ -71,7 +72,8 @@ def meta_dtype(val, what: str = "a tensor") -> DType:
 
 
 # Shape and metadata assertions that export inserts: the generated input checks already
-# guarantee what they assert, so they compile to nothing.
+# guarantee what they assert, so they compile to nothing (an _assert_scalar's condition is
+# recorded and checked at run time, frontend/guards.py).
 MAX_DECOMPOSITION_DEPTH = 16  # a decomposition that keeps producing itself stops here
 SHAPE_ASSERTIONS = frozenset({
     "aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
@@ -165,6 +167,11 @@ class Importer:
 
     def import_call(self, node: torch.fx.Node) -> None:
         val = node.meta.get("val")
+        if str(node.target) == "aten._assert_scalar.default" and not self.guards:
+            condition = self.arg(node.args[0])
+            if isinstance(condition, sympy.Basic):  # a torch._check the ranges may not imply
+                add_assertion(self.program, condition, _assertion_text(node))
+            return
         if str(node.target) in SHAPE_ASSERTIONS:
             return
         if node.target is operator.getitem:
@@ -404,7 +411,16 @@ def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
         elif node.op not in ("placeholder", "output"):
             raise CompileError(f"unsupported FX node kind {node.op} ({node.name})")
     imp.import_outputs()
+    import_input_guards(imp.program, list(getattr(ep, "_guards_code", None) or ()))
     return imp.program
+
+
+def _assertion_text(node) -> str:
+    """What an _assert_scalar node checks, in the user's words where the graph has them."""
+    message = node.args[1] if len(node.args) > 1 and isinstance(node.args[1], str) else ""
+    where = user_source(node.meta.get("stack_trace"))
+    text = message.removeprefix("Runtime assertion failed for expression ") or node.name
+    return f"the check {text.split(' on node ')[0]}" + (f" at {where}" if where else "")
 
 
 def _mutated_arg(op) -> int | None:

@@ -418,6 +418,9 @@ class Program:
     # buffer computed inside torch.cond branches -> the guards it runs under (ir/control.py)
     guards: dict[str, tuple] = field(default_factory=dict)
     loops: list = field(default_factory=list)  # ir.control.Loop, in program order
+    # conditions over shape symbols that export recorded beyond their ranges (a
+    # torch._check, an input guard), each with what it is: the run checks every one
+    assertions: list[tuple[sympy.Basic, str]] = field(default_factory=list)
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

@@ -68,7 +68,8 @@ def _schedule_dump(schedule: list[Scheduled]) -> str:
 
 
 def _plan_dump(plan: MemoryPlan) -> str:
-    lines = [f"slot{k}: {size} bytes" for k, size in enumerate(plan.slots)]
+    lines = [f"slot{k}: {size} bytes" + (f" (stage {plan.stage[k]})" if plan.stage[k] else "")
+             for k, size in enumerate(plan.slots)]
     lines += [f"{b} -> slot{s}" for b, s in plan.slot_of.items()]
     return "\n".join(lines) + "\n"
 

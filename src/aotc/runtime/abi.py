@@ -6,7 +6,7 @@ import ctypes
 from ..errors import InputError, PackageError, RuntimeFailure
 from .wait_policy import spin_setting
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 ERR_INPUT, ERR_MEMORY, ERR_ARGUMENT = 1, 2, 3
 
 i64p = ctypes.POINTER(ctypes.c_int64)
