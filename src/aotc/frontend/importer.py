@@ -299,8 +299,13 @@ class Importer:
                 "place; aotc keeps parameters and lifted constants read-only (registered "
                 "buffers may change: they become model state)")
         result = self.env[node]
+        if _metadata_only(node.target) and (root is None or root.kind is BufferKind.COMPUTED):
+            # x.squeeze_() on a local: x is now that view of the same data; no value changes
+            self.env[target] = self.env[node] = result
+            return
         if isinstance(result, TensorValue) and result.sizes != value.sizes:
-            raise CompileError(f"{node.target}: in-place result changes the shape of its target")
+            raise CompileError(f"{node.target} at {where}: in-place result changes the shape of "
+                               f"its target '{target.name}', an input or buffer")
         self.env[node] = update_in_place(self.context(node, node.target), self.env, value,
                                          result, fresh)
 
@@ -372,6 +377,15 @@ def _update_source(program: Program, spec) -> str:
     return found[0]
 
 
+_METADATA_ONLY = frozenset({"squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_",
+                            "swapaxes_", "as_strided_"})
+
+
+def _metadata_only(op) -> bool:
+    """In-place ops that change a tensor's shape or strides, never its data."""
+    return getattr(op, "_opname", None) in _METADATA_ONLY
+
+
 _SCALAR_OUTPUTS = {"SymIntArgument": "int", "SymFloatArgument": "float", "SymBoolArgument": "bool"}
 
 
@@ -438,10 +452,16 @@ def _functional_variant(op, node):
     base = name[:-1] if name.endswith("_") else None
     packet = getattr(torch.ops.aten, base, None) if base else None
     overload = op._overloadname
-    if packet is None or overload not in packet.overloads():
-        raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),
-                                       "in-place op without a functional variant")
-    return getattr(packet, overload)
+    if packet is not None and overload in packet.overloads():
+        return getattr(packet, overload)
+    # the same arguments under another overload name (transpose_.default, transpose.int)
+    names = [a.name for a in op._schema.arguments]
+    for other in (packet.overloads() if packet is not None else ()):
+        candidate = getattr(packet, other)
+        if [a.name for a in candidate._schema.arguments] == names:
+            return candidate
+    raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),
+                                   "in-place op without a functional variant")
 
 
 def is_view(op) -> bool:

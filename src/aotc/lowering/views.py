@@ -75,6 +75,16 @@ def lower_expand(ctx, x, sizes, implicit=False):
     return remap(x, out, src)
 
 
+@register_lowering(torch.ops.prims.broadcast_in_dim.default, family=FAMILY)
+def lower_broadcast_in_dim(ctx, x, shape, broadcast_dimensions):
+    """x's dim k becomes dim broadcast_dimensions[k] of `shape` (size 1 broadcasts); the
+    other dims are new (what meshgrid's and other decompositions produce)."""
+    iv = index_vars(len(shape))
+    src = [ZERO if (x.sizes[k] == 1 and sympy.sympify(shape[d]) != 1) else iv[d]
+           for k, d in enumerate(broadcast_dimensions)]
+    return remap(x, shape, src)
+
+
 @register_lowering(aten.unsqueeze.default, family=FAMILY)
 def lower_unsqueeze(ctx, x, dim):
     dim = dim_index(dim, x.ndim + 1)
