@@ -243,6 +243,6 @@ def test_foreign_model_library_is_refused(test_programs, plain_example, tmp_path
                                                                           weights)})
     proc, _ = run_model(test_programs, package, "model", [example_input(2)], tmp_path)
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "model library ABI version 1; this runtime speaks 3" in proc.stdout
+    assert "model library ABI version 1; this runtime speaks 4" in proc.stdout
     with pytest.raises(aotc.PackageError, match="ABI version 1"):
         aotc.load_package(package)

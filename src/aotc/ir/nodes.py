@@ -89,7 +89,8 @@ class Gemm(Template):
     """out[b, m, n] = alpha * sum_k a[b, m, k] * b[b, k, n] + beta * bias[b, m, n].
 
     Operands carry (batch, rows, cols) strides; the output is contiguous (batch, M, N)
-    (a 2-D output simply has batch 1).
+    (a 2-D output simply has batch 1). With `b_packed`, b names a constant stored in the
+    kernel's panel layout (its ConstantSpec.packing says how), shared by the whole batch.
     """
 
     a: Operand
@@ -101,14 +102,16 @@ class Gemm(Template):
     k: sympy.Expr
     alpha: float = 1.0
     beta: float = 1.0
+    b_packed: bool = False
 
     def reads(self) -> tuple[str, ...]:
         return tuple(o.buffer for o in (self.a, self.b, self.bias) if o is not None)
 
     def describe(self) -> str:
         bias = f" + {self.beta}*{format_operand(self.bias)}" if self.bias else ""
+        b = f"packed {self.b.buffer}" if self.b_packed else format_operand(self.b)
         return (f"gemm[{self.batch}x{self.m}x{self.n}x{self.k}] "
-                f"{self.alpha}*{format_operand(self.a)} @ {format_operand(self.b)}{bias}")
+                f"{self.alpha}*{format_operand(self.a)} @ {b}{bias}")
 
 
 SMALL_PLANE = 256  # kSmallPlane of kernels/conv.cpp: smaller output planes batch all images
@@ -315,12 +318,33 @@ class InputSpec:
     buffer: str
 
 
+@dataclass(frozen=True)
+class PackedGemmB:
+    """A constant stored as the B [k, n] of GEMMs in the kernel's panel layout (kernels/
+    aotc_kernels.h): element (k, n) of B is the constant's flat element offset + k*sb_k +
+    n*sb_n; nr and kc are the panel width and slice depth of the build's micro-kernel."""
+
+    k: int
+    n: int
+    offset: int
+    sb_k: int
+    sb_n: int
+    nr: int
+    kc: int
+
+    def floats(self) -> int:
+        """aotc_sgemm_packed_floats: k rows of n padded to whole panels."""
+        return self.k * -(-self.n // self.nr) * self.nr
+
+
 @dataclass
 class ConstantSpec:
     fqn: str  # fully-qualified name in the state dict (or the lifted constant's name)
     buffer: str
     data: object  # host array (numpy) of the value, frozen at compile time
     folded_from: tuple[str, ...] = ()  # weights a folded constant was computed from (freezing)
+    # stored prepacked for the GEMM (scheduler/prepack.py); the buffer keeps the user's sizes
+    packing: PackedGemmB | None = None
 
 
 @dataclass

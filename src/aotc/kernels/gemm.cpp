@@ -48,7 +48,25 @@ struct Problem {
     float *C; int64_t sc_batch, ldc;
     const float *bias; int64_t sbias_batch, sbias_m, sbias_n;
     float alpha, beta;
+    const float *packed_b = nullptr;  // B already in the packed layout (shared by the batch)
 };
+
+// The K slices of the packed layout: near-equal, at most KC deep, so no slice is a sliver.
+inline int64_t k_slice(int64_t K) { return ceil_div(K, ceil_div(K, KC)); }
+
+// Where the packed panels of B's K slice starting at pc, columns from j0 (a multiple of
+// NR), begin in the layout of aotc_sgemm_pack_b: slice after slice, each slice's NR-wide
+// panels side by side, each panel k-major.
+inline const float *packed_panels(const float *packed, int64_t K, int64_t N, int64_t pc,
+                                  int64_t j0) {
+    return packed + pc * round_up(N, NR) + j0 * std::min(k_slice(K), K - pc);
+}
+
+// Element (k, n) of a packed B.
+inline float packed_at(const float *packed, int64_t K, int64_t N, int64_t k, int64_t n) {
+    const int64_t kcb = k_slice(K), pc = k / kcb * kcb;
+    return packed_panels(packed, K, N, pc, n / NR * NR)[(k - pc) * NR + n % NR];
+}
 
 // Element-wise store of an MR x NR tile (row stride NR); handles partial tiles
 // and any bias strides.
@@ -235,7 +253,9 @@ void naive_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0
     for (int64_t m = m0; m < m1; ++m)
         for (int64_t n = n0; n < n1; ++n) {
             double s = 0.0;
-            for (int64_t k = 0; k < p.K; ++k) s += double(A[m * p.sa_m + k * p.sa_k]) * B[k * p.sb_k + n * p.sb_n];
+            for (int64_t k = 0; k < p.K; ++k)
+                s += double(A[m * p.sa_m + k * p.sa_k]) *
+                     (p.packed_b ? packed_at(p.packed_b, p.K, p.N, k, n) : B[k * p.sb_k + n * p.sb_n]);
             float v = p.alpha * float(s);
             if (p.bias) v += p.beta * p.bias[b * p.sbias_batch + m * p.sbias_m + n * p.sbias_n];
             p.C[b * p.sc_batch + m * p.ldc + n] = v;
@@ -339,13 +359,14 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
     if (m0 >= m1 || n0 >= n1) return;
 #if AOTC_GEMM_AVX512
     const int64_t rows = m1 - m0;
-    if (rows <= FEW_ROWS && p.sa_k == 1 && p.sb_k == 1 && p.K >= DOT_MIN_K_PER_ROW * rows)
+    if (p.packed_b) {  // the in-place paths below read B unpacked
+    } else if (rows <= FEW_ROWS && p.sa_k == 1 && p.sb_k == 1 && p.K >= DOT_MIN_K_PER_ROW * rows)
         return dot_rows_range(p, b, m0, m1, n0, n1);
-    if (rows <= FEW_ROWS && p.sb_n == 1 && (!p.bias || p.sbias_n == 0 || p.sbias_n == 1))
+    else if (rows <= FEW_ROWS && p.sb_n == 1 && (!p.bias || p.sbias_n == 0 || p.sbias_n == 1))
         return axpy_range(p, b, m0, m1, n0, n1);
 #endif
     // Split K and M into near-equal blocks so no block is a sliver.
-    const int64_t kcb = ceil_div(p.K, ceil_div(p.K, KC));
+    const int64_t kcb = k_slice(p.K);
     const int64_t mcb = round_up(ceil_div(m1 - m0, ceil_div(m1 - m0, MC)), MR);
     // When this thread's rows fit one M block and all of their packed A fits
     // in L2, pack A once and walk N in narrow chunks, so each packed B chunk is
@@ -353,7 +374,7 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
     const bool a_resident = m1 - m0 <= mcb && mcb * p.K <= A_RESIDENT_MAX;
     const int64_t ncb = std::min(round_up(a_resident ? NC_SMALL_M : NC, NR), round_up(n1 - n0, NR));
     const int64_t a_size = round_up(mcb * (a_resident ? p.K : kcb), 16);
-    float *buf = tls_scratch.get(static_cast<size_t>(a_size + ncb * kcb));
+    float *buf = tls_scratch.get(static_cast<size_t>(a_size + (p.packed_b ? 0 : ncb * kcb)));
     if (!buf) return naive_range(p, b, m0, m1, n0, n1);
     float *Ap = buf, *Bp = buf + a_size;
 
@@ -367,13 +388,15 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
         const int64_t nc = std::min(ncb, n1 - jc);
         for (int64_t pc = 0; pc < p.K; pc += kcb) {
             const int64_t kc = std::min(kcb, p.K - pc);
-            pack_b(B + pc * p.sb_k + jc * p.sb_n, p.sb_k, p.sb_n, kc, nc, Bp);
+            const float *panels = Bp;
+            if (p.packed_b) panels = packed_panels(p.packed_b, p.K, p.N, pc, jc);
+            else pack_b(B + pc * p.sb_k + jc * p.sb_n, p.sb_k, p.sb_n, kc, nc, Bp);
             for (int64_t ic = m0; ic < m1; ic += mcb) {
                 const int64_t mc = std::min(mcb, m1 - ic);
                 if (!a_resident) pack_a(A + ic * p.sa_m + pc * p.sa_k, p.sa_m, p.sa_k, mc, kc, Ap);
                 Epilogue e{p.alpha, p.beta, pc > 0, nullptr, p.sbias_m, p.sbias_n};
                 if (pc == 0 && bias) e.bias = bias + ic * p.sbias_m + jc * p.sbias_n;
-                macro_kernel(mc, nc, kc, a_resident ? Ap + pc * mcb : Ap, Bp, C + ic * p.ldc + jc, p.ldc, e);
+                macro_kernel(mc, nc, kc, a_resident ? Ap + pc * mcb : Ap, panels, C + ic * p.ldc + jc, p.ldc, e);
             }
         }
     }
@@ -389,16 +412,20 @@ void choose_grid(const Problem &p, int nt, int64_t &tm, int64_t &tn) {
         if (nt % m) continue;
         const int64_t n = nt / m;
         const double rows = double(ceil_div(mb, m) * MR), cols = double(ceil_div(nb, n) * NR);
-        const double packs = rows * ceil_div(int64_t(cols), NC) + cols;  // A is repacked per NC block
+        const double packs = rows * ceil_div(int64_t(cols), NC) + (p.packed_b ? 0.0 : cols);  // A is repacked per NC block
         const double cost = rows * cols / 8.0 + packs;  // packing an element ~ 8 multiply-adds
         if (best < 0 || cost < best) { best = cost; tm = m; tn = n; }
     }
 }
 
+bool whole_matrices_per_thread(const Problem &p, int nt) {
+    return nt == 1 || (p.batch >= nt && (p.batch % nt == 0 || p.batch >= 4 * nt));
+}
+
 void run_thread(const Problem &p, int tid, int nt) {
     // Split the batch when it divides well (or is large): no packing is
     // shared, each thread runs whole matrices. Otherwise split every matrix.
-    if (nt == 1 || (p.batch >= nt && (p.batch % nt == 0 || p.batch >= 4 * nt))) {
+    if (whole_matrices_per_thread(p, nt)) {
         for (int64_t b = tid; b < p.batch; b += nt) gemm_range(p, b, 0, p.M, 0, p.N);
         return;
     }
@@ -411,27 +438,9 @@ void run_thread(const Problem &p, int tid, int nt) {
     for (int64_t b = 0; b < p.batch; ++b) gemm_range(p, b, m0, m1, n0, n1);
 }
 
-}  // namespace
-
-extern "C" void aotc_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K,
-                                   const float *A, int64_t sa_batch, int64_t sa_m, int64_t sa_k,
-                                   const float *B, int64_t sb_batch, int64_t sb_k, int64_t sb_n,
-                                   float *C, int64_t sc_batch, int64_t ldc,
-                                   const float *bias, int64_t sbias_batch, int64_t sbias_m,
-                                   int64_t sbias_n, float alpha, float beta) {
-    if (batch <= 0 || M <= 0 || N <= 0) return;
-    if (K <= 0) {  // empty sum: only the bias term remains
-        for (int64_t b = 0; b < batch; ++b)
-            for (int64_t m = 0; m < M; ++m)
-                for (int64_t n = 0; n < N; ++n)
-                    C[b * sc_batch + m * ldc + n] =
-                        bias ? beta * bias[b * sbias_batch + m * sbias_m + n * sbias_n] : 0.0f;
-        return;
-    }
-    const Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
-                    C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
+void run(const Problem &p) {
 #ifdef _OPENMP
-    const double flops = 2.0 * double(batch) * double(M) * double(N) * double(K);
+    const double flops = 2.0 * double(p.batch) * double(p.M) * double(p.N) * double(p.K);
     const int want = int(std::min<double>(omp_get_max_threads(), std::max(1.0, flops / kMinFlopsPerThread)));
     if (want > 1) {
         // The team may be smaller than requested (nesting, dynamic threads):
@@ -444,10 +453,66 @@ extern "C" void aotc_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t 
     run_thread(p, 0, 1);
 }
 
+// C = beta*bias (or 0): the empty sum of K == 0.
+void bias_only(const Problem &p) {
+    for (int64_t b = 0; b < p.batch; ++b)
+        for (int64_t m = 0; m < p.M; ++m)
+            for (int64_t n = 0; n < p.N; ++n)
+                p.C[b * p.sc_batch + m * p.ldc + n] =
+                    p.bias ? p.beta * p.bias[b * p.sbias_batch + m * p.sbias_m + n * p.sbias_n] : 0.0f;
+}
+
+}  // namespace
+
+extern "C" void aotc_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K,
+                                   const float *A, int64_t sa_batch, int64_t sa_m, int64_t sa_k,
+                                   const float *B, int64_t sb_batch, int64_t sb_k, int64_t sb_n,
+                                   float *C, int64_t sc_batch, int64_t ldc,
+                                   const float *bias, int64_t sbias_batch, int64_t sbias_m,
+                                   int64_t sbias_n, float alpha, float beta) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    const Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
+                    C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
+    if (K <= 0) return bias_only(p);
+    run(p);
+}
+
 extern "C" void aotc_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t sa_m,
                            int64_t sa_k, const float *B, int64_t sb_k, int64_t sb_n, float *C,
                            int64_t ldc, const float *bias, int64_t sbias_m, int64_t sbias_n,
                            float alpha, float beta) {
     aotc_sgemm_batched(1, M, N, K, A, 0, sa_m, sa_k, B, 0, sb_k, sb_n, C, 0, ldc, bias, 0,
                        sbias_m, sbias_n, alpha, beta);
+}
+
+extern "C" void aotc_sgemm_packed_layout(int64_t *nr, int64_t *kc) {
+    if (nr) *nr = NR;
+    if (kc) *kc = KC;
+}
+
+extern "C" int64_t aotc_sgemm_packed_floats(int64_t K, int64_t N) {
+    return K > 0 && N > 0 ? K * round_up(N, NR) : 0;
+}
+
+extern "C" void aotc_sgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t sb_k,
+                                  int64_t sb_n, float *packed) {
+    if (K <= 0 || N <= 0) return;
+    const int64_t kcb = k_slice(K);
+    for (int64_t pc = 0; pc < K; pc += kcb)
+        pack_b(B + pc * sb_k, sb_k, sb_n, std::min(kcb, K - pc), N,
+               packed + pc * round_up(N, NR));
+}
+
+extern "C" void aotc_sgemm_prepacked(int64_t batch, int64_t M, int64_t N, int64_t K,
+                                     const float *A, int64_t sa_batch, int64_t sa_m,
+                                     int64_t sa_k, const float *packed_b, float *C,
+                                     int64_t sc_batch, int64_t ldc, const float *bias,
+                                     int64_t sbias_batch, int64_t sbias_m, int64_t sbias_n,
+                                     float alpha, float beta) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, nullptr, 0, 0, 0,
+              C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
+    p.packed_b = packed_b;
+    if (K <= 0) return bias_only(p);
+    run(p);
 }

@@ -120,6 +120,7 @@ Library::Library(const uint8_t *data, size_t size, const std::string &label) {
     bind(handle_, "aotc_describe_symbols", &abi_.describe_symbols, label);
     bind(handle_, "aotc_describe_constants", &abi_.describe_constants, label);
     bind(handle_, "aotc_describe_metadata", &abi_.describe_metadata, label);
+    bind(handle_, "aotc_pack_constant", &abi_.pack_constant, label);
   } catch (...) {
     dlclose(handle_);
     if (fd_ >= 0) ::close(fd_);

@@ -24,6 +24,7 @@ struct ModelAbi {
   int (*describe_symbols)(const aotc_symbol_info **, int64_t *);
   int (*describe_constants)(const aotc_constant_info **, int64_t *);
   int (*describe_metadata)(const char *const **, const char *const **, int64_t *);
+  int (*pack_constant)(int64_t, const void *, void *);
 };
 
 class Library {

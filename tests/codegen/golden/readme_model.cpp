@@ -12,7 +12,7 @@ constexpr int64_t kNumConstants = 4;
 constexpr int64_t kNumSymbols = 1;
 constexpr int64_t kMaxRank = 2;
 // bytes of each constant: one with none may come as a null pointer
-constexpr int64_t kConstantBytes[] = {640, 64, 64, 4};
+constexpr int64_t kConstantBytes[] = {1280, 64, 64, 4};
 // model state: the constants (registered buffers) the program updates in place
 constexpr int64_t kNumState = 0;
 constexpr int64_t kStateConstant[] = {0};
@@ -124,11 +124,11 @@ int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, const 
   float *sigmoid = static_cast<float *>(out[0].data);
   // linear: linear (aten.linear.default)
   //   from model.py:19 (return self.sigmoid(self.fc2(self.relu(self.fc1(x)))))
-  aotc_sgemm_batched(1, s77, 16, 10,
-                     in_x + 0, 0, 10, 1,
-                     c_p_fc1_weight + 0, 0, 1, 10,
-                     linear, 16*s77, 16,
-                     c_p_fc1_bias + 0, 0, 0, 1, 1.0f, 1.0f);
+  aotc_sgemm_prepacked(1, s77, 16, 10,
+                       in_x + 0, 0, 10, 1,
+                       c_p_fc1_weight,
+                       linear, 16*s77, 16,
+                       c_p_fc1_bias + 0, 0, 0, 1, 1.0f, 1.0f);
   k1_relu(sym, relu, linear);
   // linear_1: linear_1 (aten.linear.default)
   //   from model.py:19 (return self.sigmoid(self.fc2(self.relu(self.fc1(x)))))
@@ -154,10 +154,10 @@ const int64_t kConstantSizes1[] = {16};
 const int64_t kConstantSizes2[] = {1, 16};
 const int64_t kConstantSizes3[] = {1};
 const aotc_constant_info kConstantInfo[] = {
-    {"fc1.weight", kConstantSizes0, 2, AOTC_FLOAT32, 0, 640},
-    {"fc1.bias", kConstantSizes1, 1, AOTC_FLOAT32, 640, 64},
-    {"fc2.weight", kConstantSizes2, 2, AOTC_FLOAT32, 704, 64},
-    {"fc2.bias", kConstantSizes3, 1, AOTC_FLOAT32, 768, 4},
+    {"fc1.weight", kConstantSizes0, 2, AOTC_FLOAT32, 0, 1280},
+    {"fc1.bias", kConstantSizes1, 1, AOTC_FLOAT32, 1280, 64},
+    {"fc2.weight", kConstantSizes2, 2, AOTC_FLOAT32, 1344, 64},
+    {"fc2.bias", kConstantSizes3, 1, AOTC_FLOAT32, 1408, 4},
 };
 const aotc_tensor_info *const kInputs = kInputInfo;
 const aotc_tensor_info *const kOutputs = kOutputInfo;
@@ -166,6 +166,15 @@ const aotc_constant_info *const kConstants = kConstantInfo;
 const char *const *const kKeys = nullptr;
 const char *const *const kValues = nullptr;
 constexpr int64_t kNumMetadata = 0;
+
+// The packed-weight layout this package was written in (aotc_sgemm_pack_b).
+int check_packing() {
+  int64_t nr = 0, kc = 0;
+  aotc_sgemm_packed_layout(&nr, &kc);
+  if (nr != 32 || kc != 256)
+    return aotc::fail(AOTC_ERR_PACKAGE, "aotc_create: the weights were packed for GEMM panels of 32 x 256 and this library's kernel uses %lld x %lld; rebuild the package for this ISA", (long long)nr, (long long)kc);
+  return AOTC_OK;
+}
 
 }  // namespace
 
@@ -181,6 +190,7 @@ int aotc_create(const void *const *constants, int64_t n_constants, void **model)
   if (n_constants != kNumConstants)
     return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: expected %lld constants, got %lld",
                       (long long)kNumConstants, (long long)n_constants);
+  if (int rc = check_packing()) return rc;
   Model *m = static_cast<Model *>(std::calloc(1, sizeof(Model)));
   if (!m) return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory");
   for (int64_t k = 0; k < kNumConstants; ++k) {
@@ -299,3 +309,19 @@ int aotc_describe_metadata(const char *const **keys, const char *const **values,
 }
 
 }  // extern "C"
+
+extern "C" int aotc_pack_constant(int64_t k, const void *src, void *dst) {
+  if (k < 0 || k >= kNumConstants)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: no constant %lld (the model has %lld)", (long long)k, (long long)kNumConstants);
+  if (kConstantBytes[k] == 0) return AOTC_OK;
+  if (!src || !dst) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: null argument");
+  switch (k) {
+    case 0:
+      aotc_sgemm_pack_b(10, 16, static_cast<const float *>(src) + 0, 1, 10, static_cast<float *>(dst));
+      return AOTC_OK;
+    default:
+      __builtin_memcpy(dst, src, size_t(kConstantBytes[k]));
+      return AOTC_OK;
+  }
+}
+

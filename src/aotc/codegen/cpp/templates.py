@@ -58,6 +58,15 @@ def gemm_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     else:
         bias, sbias = "nullptr", ["0", "0", "0"]
     mn = c_index(sympy.expand(op.m * op.n))
+    if op.b_packed:  # a constant in the kernel's panel layout, shared by the batch
+        return [
+            f"aotc_sgemm_prepacked({c_index(op.batch)}, {m}, {n}, {c_index(op.k)},",
+            f"                     {a}, {', '.join(sa)},",
+            f"                     {pointer_of(op.b.buffer)},",
+            f"                     {pointer_of(buf.name)}, {mn}, {n},",
+            f"                     {bias}, {', '.join(sbias)}, {ops.literal(op.alpha, DType.float32)}, "
+            f"{ops.literal(op.beta, DType.float32)});",
+        ]
     return [
         f"aotc_sgemm_batched({c_index(op.batch)}, {m}, {n}, {c_index(op.k)},",
         f"                   {a}, {', '.join(sa)},",
