@@ -74,13 +74,13 @@ def build(march: str, out_dir: Path) -> ctypes.CDLL:
     lib.bench_fma_lanes.restype = i64
     lib.bench_fma_chains.restype = i64
     if hasattr(lib, "aotc_sgemm_pack_b"):
-        lib.aotc_sgemm_packed_size.restype = i64
-        lib.aotc_sgemm_packed_size.argtypes = [i64, i64]
+        lib.aotc_sgemm_packed_floats.restype = i64
+        lib.aotc_sgemm_packed_floats.argtypes = [i64, i64]
         lib.aotc_sgemm_pack_b.restype = None
         lib.aotc_sgemm_pack_b.argtypes = [i64, i64, ptr, i64, i64, ptr]
         lib.aotc_sgemm_prepacked.restype = None
         lib.aotc_sgemm_prepacked.argtypes = [i64] * 4 + [ptr, i64, i64, i64, ptr, ptr, i64, i64] + \
-            [ptr, i64, i64, i64, f32, f32]
+            [ptr, i64, i64, i64, f32, f32, ptr]
     return lib
 
 
@@ -129,7 +129,10 @@ class Case:
         self.sb = (1, k) if weight else (n, 1)
         self.packed = None
         if prepack and hasattr(lib, "aotc_sgemm_pack_b"):
-            self.packed = np.empty(lib.aotc_sgemm_packed_size(k, n), np.float32)
+            size = lib.aotc_sgemm_packed_floats(k, n)
+            raw = np.empty(size + 16, np.float32)  # the packed layout is 64-byte aligned
+            start = (-raw.ctypes.data) % 64 // 4
+            self.packed = raw[start:start + size]
             lib.aotc_sgemm_pack_b(k, n, self.b.ctypes.data, *self.sb, self.packed.ctypes.data)
 
     def __call__(self) -> None:
@@ -137,7 +140,7 @@ class Case:
         if self.packed is not None:
             self.lib.aotc_sgemm_prepacked(1, m, n, k, self.a.ctypes.data, 0, k, 1,
                                           self.packed.ctypes.data, self.c.ctypes.data, 0, n,
-                                          None, 0, 0, 0, 1.0, 0.0)
+                                          None, 0, 0, 0, 1.0, 0.0, None)
         else:
             self.lib.aotc_sgemm_batched(1, m, n, k, self.a.ctypes.data, 0, k, 1,
                                         self.b.ctypes.data, 0, *self.sb, self.c.ctypes.data, 0,

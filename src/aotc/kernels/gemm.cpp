@@ -7,8 +7,8 @@
 //         for each NR column panel, MR row panel  micro-kernel: MR x NR tile in registers
 // Packed panels are zero padded, so the micro-kernel never branches on its
 // inner loop. The tile shapes and micro-kernels live in gemm_microkernels.h:
-// 12x32 with masked edge tiles for AVX-512, 6x16 for AVX2, where partial tiles
-// (like all tiles of the portable build) go through a local tile instead.
+// 12x32 for AVX-512 and 6x16 for AVX2, both with masked edge tiles of as few rows
+// as they need; the portable build's tiles go through a local tile instead.
 // For small M, all of A is packed once and B is packed in narrow chunks; with
 // AVX-512, up to 32 rows skip packing altogether (dot products against a
 // transposed weight, register strips of a row-major B).
@@ -211,14 +211,9 @@ void macro_kernel(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const flo
             if (e.bias) e.bias += ir * e.sbm + jr * e.sbn;
             const float *a = Ap + ir * kc, *b = Bp + jr * kc;
             float *c = C + ir * ldc + jr;
-#if AOTC_GEMM_AVX512
+#if AOTC_GEMM_AVX2
             if (fast_bias) {
                 kernel_tile(kc, a, b, c, ldc, mr, nr, e);
-                continue;
-            }
-#elif AOTC_GEMM_AVX2
-            if (mr == MR && nr == NR && fast_bias) {
-                kernel_full(kc, a, b, c, ldc, e);
                 continue;
             }
 #else
@@ -438,6 +433,54 @@ void run_thread(const Problem &p, int tid, int nt) {
     for (int64_t b = 0; b < p.batch; ++b) gemm_range(p, b, m0, m1, n0, n1);
 }
 
+// Threads that would split the rows of C share one packed copy of B rather than each
+// packing its own (the copies cost as much as the products at 2 threads on 1024^3), as
+// long as the copy stays this small.
+constexpr int64_t kSharedBMaxFloats = int64_t(4) << 20;  // 16 MiB
+#ifdef _OPENMP
+thread_local Scratch tls_shared_b;  // the calling thread's, kept across calls
+
+// Panels [q0, q1) of every K slice of B_b, in the layout of aotc_sgemm_pack_b.
+void pack_panels(const Problem &p, int64_t b, int64_t q0, int64_t q1, float *packed) {
+    const float *B = p.B + b * p.sb_batch;
+    const int64_t kcb = k_slice(p.K), npad = round_up(p.N, NR);
+    for (int64_t pc = 0; pc < p.K; pc += kcb) {
+        const int64_t kc = std::min(kcb, p.K - pc);
+        for (int64_t q = q0; q < q1; ++q)
+            pack_b(B + pc * p.sb_k + q * NR * p.sb_n, p.sb_k, p.sb_n, kc,
+                   std::min(NR, p.N - q * NR), packed + pc * npad + q * NR * kc);
+    }
+}
+
+// The team packs each matrix's B once, side by side, then multiplies it packed.
+void run_shared_b(const Problem &p, float *packed, int tid, int nt) {
+    const int64_t panels = ceil_div(p.N, NR);
+    const bool one_b = p.sb_batch == 0;
+    for (int64_t b = 0; b < (one_b ? 1 : p.batch); ++b) {
+        pack_panels(p, b, panels * tid / nt, panels * (tid + 1) / nt, packed);
+#pragma omp barrier
+        Problem q = p;
+        q.packed_b = packed;
+        if (!one_b) {  // this matrix alone
+            q.batch = 1;
+            q.A += b * p.sa_batch;
+            q.C += b * p.sc_batch;
+            if (q.bias) q.bias += b * p.sbias_batch;
+        }
+        run_thread(q, tid, nt);
+#pragma omp barrier  // every thread is done with this B before the next is packed
+    }
+}
+
+// Whether a team of nt would pack B more than once, and sharing one copy pays.
+bool share_b(const Problem &p, int nt) {
+    if (p.packed_b || whole_matrices_per_thread(p, nt)) return false;
+    int64_t tm = 1, tn = nt;
+    choose_grid(p, nt, tm, tn);
+    return tm > 1 && p.K * round_up(p.N, NR) <= kSharedBMaxFloats;
+}
+#endif
+
 void run(const Problem &p) {
 #ifdef _OPENMP
     const double flops = 2.0 * double(p.batch) * double(p.M) * double(p.N) * double(p.K);
@@ -445,6 +488,13 @@ void run(const Problem &p) {
     if (want > 1) {
         // The team may be smaller than requested (nesting, dynamic threads):
         // every thread derives the same split from the actual team size.
+        float *shared = share_b(p, want)
+            ? tls_shared_b.get(static_cast<size_t>(p.K * round_up(p.N, NR))) : nullptr;
+        if (shared) {
+#pragma omp parallel num_threads(want)
+            run_shared_b(p, shared, omp_get_thread_num(), omp_get_num_threads());
+            return;
+        }
 #pragma omp parallel num_threads(want)
         run_thread(p, omp_get_thread_num(), omp_get_num_threads());
         return;
