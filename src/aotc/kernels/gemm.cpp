@@ -49,7 +49,17 @@ struct Problem {
     const float *bias; int64_t sbias_batch, sbias_m, sbias_n;
     float alpha, beta;
     const float *packed_b = nullptr;  // B already in the packed layout (shared by the batch)
+    const aotc_gemm_epilogue *post = nullptr;  // applied to each finished block of C
+    int64_t row_base = 0;  // output row of matrix 0's first row (a batch run one at a time)
 };
+
+// The fused epilogue over rows [m0, m0 + rows) x cols [n0, n0 + cols) of C_b, once they
+// hold their whole sum and bias.
+inline void finish(const Problem &p, int64_t b, int64_t m0, int64_t n0, int64_t rows, int64_t cols) {
+    if (p.post && rows > 0 && cols > 0)
+        p.post->fn(p.post->ctx, p.C + b * p.sc_batch + m0 * p.ldc + n0, p.ldc,
+                   p.row_base + b * p.M + m0, n0, rows, cols);
+}
 
 // The K slices of the packed layout: near-equal, at most KC deep, so no slice is a sliver.
 inline int64_t k_slice(int64_t K) { return ceil_div(K, ceil_div(K, KC)); }
@@ -198,9 +208,12 @@ void pack_b(const float *B, int64_t sb_k, int64_t sb_n, int64_t kc, int64_t nc, 
     }
 }
 
-// Multiply packed A (mc x kc) by packed B (kc x nc) into C at the block origin.
+// Multiply packed A (mc x kc) by packed B (kc x nc) into C at the block origin; with
+// `post` (the last K slice), apply it to each tile while the tile is still in L1: the
+// block's origin is output row `row0`, column `col0`.
 void macro_kernel(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp,
-                  float *C, int64_t ldc, const Epilogue &block) {
+                  float *C, int64_t ldc, const Epilogue &block,
+                  const aotc_gemm_epilogue *post = nullptr, int64_t row0 = 0, int64_t col0 = 0) {
     const bool fast_bias = !block.bias || block.sbn == 0 || block.sbn == 1;
     alignas(64) float tile[MR * NR];
     for (int64_t jr = 0; jr < nc; jr += NR) {
@@ -212,15 +225,17 @@ void macro_kernel(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const flo
             const float *a = Ap + ir * kc, *b = Bp + jr * kc;
             float *c = C + ir * ldc + jr;
 #if AOTC_GEMM_AVX2
-            if (fast_bias) {
-                kernel_tile(kc, a, b, c, ldc, mr, nr, e);
-                continue;
+            if (fast_bias) kernel_tile(kc, a, b, c, ldc, mr, nr, e);
+            else {
+                compute_tile(kc, a, b, tile);
+                store_tile(tile, mr, nr, c, ldc, e);
             }
 #else
             (void)fast_bias;
-#endif
             compute_tile(kc, a, b, tile);
             store_tile(tile, mr, nr, c, ldc, e);
+#endif
+            if (post) post->fn(post->ctx, c, ldc, row0 + ir, col0 + jr, mr, nr);
         }
     }
 }
@@ -255,6 +270,7 @@ void naive_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0
             if (p.bias) v += p.beta * p.bias[b * p.sbias_batch + m * p.sbias_m + n * p.sbias_n];
             p.C[b * p.sc_batch + m * p.ldc + n] = v;
         }
+    finish(p, b, m0, n0, m1 - m0, n1 - n0);
 }
 
 #if AOTC_GEMM_AVX512
@@ -355,10 +371,13 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
 #if AOTC_GEMM_AVX512
     const int64_t rows = m1 - m0;
     if (p.packed_b) {  // the in-place paths below read B unpacked
-    } else if (rows <= FEW_ROWS && p.sa_k == 1 && p.sb_k == 1 && p.K >= DOT_MIN_K_PER_ROW * rows)
-        return dot_rows_range(p, b, m0, m1, n0, n1);
-    else if (rows <= FEW_ROWS && p.sb_n == 1 && (!p.bias || p.sbias_n == 0 || p.sbias_n == 1))
-        return axpy_range(p, b, m0, m1, n0, n1);
+    } else if (rows <= FEW_ROWS && p.sa_k == 1 && p.sb_k == 1 && p.K >= DOT_MIN_K_PER_ROW * rows) {
+        dot_rows_range(p, b, m0, m1, n0, n1);
+        return finish(p, b, m0, n0, m1 - m0, n1 - n0);
+    } else if (rows <= FEW_ROWS && p.sb_n == 1 && (!p.bias || p.sbias_n == 0 || p.sbias_n == 1)) {
+        axpy_range(p, b, m0, m1, n0, n1);
+        return finish(p, b, m0, n0, m1 - m0, n1 - n0);
+    }
 #endif
     // Split K and M into near-equal blocks so no block is a sliver.
     const int64_t kcb = k_slice(p.K);
@@ -391,7 +410,9 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
                 if (!a_resident) pack_a(A + ic * p.sa_m + pc * p.sa_k, p.sa_m, p.sa_k, mc, kc, Ap);
                 Epilogue e{p.alpha, p.beta, pc > 0, nullptr, p.sbias_m, p.sbias_n};
                 if (pc == 0 && bias) e.bias = bias + ic * p.sbias_m + jc * p.sbias_n;
-                macro_kernel(mc, nc, kc, a_resident ? Ap + pc * mcb : Ap, panels, C + ic * p.ldc + jc, p.ldc, e);
+                const bool last = pc + kc >= p.K;
+                macro_kernel(mc, nc, kc, a_resident ? Ap + pc * mcb : Ap, panels, C + ic * p.ldc + jc,
+                             p.ldc, e, last ? p.post : nullptr, p.row_base + b * p.M + ic, jc);
             }
         }
     }
@@ -463,6 +484,7 @@ void run_shared_b(const Problem &p, float *packed, int tid, int nt) {
         q.packed_b = packed;
         if (!one_b) {  // this matrix alone
             q.batch = 1;
+            q.row_base = b * p.M;
             q.A += b * p.sa_batch;
             q.C += b * p.sc_batch;
             if (q.bias) q.bias += b * p.sbias_batch;
@@ -510,6 +532,7 @@ void bias_only(const Problem &p) {
             for (int64_t n = 0; n < p.N; ++n)
                 p.C[b * p.sc_batch + m * p.ldc + n] =
                     p.bias ? p.beta * p.bias[b * p.sbias_batch + m * p.sbias_m + n * p.sbias_n] : 0.0f;
+    for (int64_t b = 0; b < p.batch; ++b) finish(p, b, 0, 0, p.M, p.N);
 }
 
 }  // namespace
@@ -523,6 +546,21 @@ extern "C" void aotc_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t 
     if (batch <= 0 || M <= 0 || N <= 0) return;
     const Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
                     C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
+    if (K <= 0) return bias_only(p);
+    run(p);
+}
+
+extern "C" void aotc_sgemm_fused(int64_t batch, int64_t M, int64_t N, int64_t K,
+                                 const float *A, int64_t sa_batch, int64_t sa_m, int64_t sa_k,
+                                 const float *B, int64_t sb_batch, int64_t sb_k, int64_t sb_n,
+                                 float *C, int64_t sc_batch, int64_t ldc,
+                                 const float *bias, int64_t sbias_batch, int64_t sbias_m,
+                                 int64_t sbias_n, float alpha, float beta,
+                                 const aotc_gemm_epilogue *epilogue) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
+              C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
+    p.post = epilogue && epilogue->fn ? epilogue : nullptr;
     if (K <= 0) return bias_only(p);
     run(p);
 }
@@ -558,11 +596,13 @@ extern "C" void aotc_sgemm_prepacked(int64_t batch, int64_t M, int64_t N, int64_
                                      int64_t sa_k, const float *packed_b, float *C,
                                      int64_t sc_batch, int64_t ldc, const float *bias,
                                      int64_t sbias_batch, int64_t sbias_m, int64_t sbias_n,
-                                     float alpha, float beta) {
+                                     float alpha, float beta,
+                                     const aotc_gemm_epilogue *epilogue) {
     if (batch <= 0 || M <= 0 || N <= 0) return;
     Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, nullptr, 0, 0, 0,
               C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
     p.packed_b = packed_b;
+    p.post = epilogue && epilogue->fn ? epilogue : nullptr;
     if (K <= 0) return bias_only(p);
     run(p);
 }

@@ -28,7 +28,7 @@ from .packing import emit_pack_abi, emit_packing
 from .regions import emit_region_write
 from .rows import emit_row_group
 from .state import emit_state_tables, state_index, storage_of
-from .templates import template_call
+from .templates import emit_template_helpers, template_call
 
 
 def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
@@ -75,6 +75,8 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
             kernels[item.name] = emit_compress(code, program, item, kid)
         elif not isinstance(item.op, Template):
             kernels[item.name] = emit_kernel(code, program, item, kid)
+        else:
+            emit_template_helpers(code, program, item)
     _emit_bind_inputs(code, program)
     _emit_output_sizes(code, program, max_rank)
     _emit_run(code, program, plan, schedule, kernels, in_place)
