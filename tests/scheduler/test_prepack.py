@@ -66,11 +66,11 @@ class PerBatchWeights(torch.nn.Module):
 def test_linear_weights_are_packed_per_isa():
     x = torch.randn(4, 12)
     packed, gemms = _packed(Mlp(), x)
-    assert packed == {"fc1.weight": (32, 256), "fc2.weight": (32, 256)}
+    assert packed == {"fc1.weight": (32, 512), "fc2.weight": (32, 512)}
     assert all("@ packed " in g for g in gemms)
     head = torch.nn.Sequential(torch.nn.Linear(12, 3))  # too narrow: stored as given
     assert _packed(head, x)[0] == {}
-    assert _packed(Mlp(), x, target=V3)[0] == {"fc1.weight": (16, 256), "fc2.weight": (16, 256)}
+    assert _packed(Mlp(), x, target=V3)[0] == {"fc1.weight": (16, 512), "fc2.weight": (16, 512)}
     # unfrozen weights are packed too: packing moves bytes, it folds no value
     assert set(_packed(Mlp(), x, freezing=False)[0]) == {"fc1.weight", "fc2.weight"}
 

@@ -35,6 +35,7 @@ constexpr int64_t NC = 2048;
 // KC x 256 chunks (256 KiB) that are consumed while still in L2.
 constexpr int64_t A_RESIDENT_MAX = 256 * 1024;  // floats
 constexpr int64_t NC_SMALL_M = 256;
+constexpr int64_t C_RESIDENT_MAX = 64 * 1024;  // floats of C kept in L2 across K slices
 // Below this much work per thread, forking costs more than it saves.
 constexpr double kMinFlopsPerThread = 4.0e5;
 
@@ -386,7 +387,12 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
     // in L2, pack A once and walk N in narrow chunks, so each packed B chunk is
     // consumed from L2 instead of round-tripping through L3/memory (small M).
     const bool a_resident = m1 - m0 <= mcb && mcb * p.K <= A_RESIDENT_MAX;
-    const int64_t ncb = std::min(round_up(a_resident ? NC_SMALL_M : NC, NR), round_up(n1 - n0, NR));
+    // A prepacked B is already laid out K slice by K slice: with few rows, walking all of
+    // this thread's columns per slice reads it front to back (a GEMV streams the weight
+    // once) while the rows of C being summed stay in L2.
+    const bool stream_b = p.packed_b && a_resident && (m1 - m0) * (n1 - n0) <= C_RESIDENT_MAX;
+    const int64_t ncb = stream_b ? round_up(n1 - n0, NR)
+        : std::min(round_up(a_resident ? NC_SMALL_M : NC, NR), round_up(n1 - n0, NR));
     const int64_t a_size = round_up(mcb * (a_resident ? p.K : kcb), 16);
     float *buf = tls_scratch.get(static_cast<size_t>(a_size + (p.packed_b ? 0 : ncb * kcb)));
     if (!buf) return naive_range(p, b, m0, m1, n0, n1);

@@ -25,8 +25,8 @@ from ..ir.nodes import Gemm, Operand, PackedGemmB, Program, Template
 from .fusion import body_of
 
 # Slice depth of every build, and panel width by ISA (AVX-512: 32, AVX2 and portable: 16):
-# MR/NR/KC of kernels/gemm_microkernels.h.
-KC = 256
+# NR/KC of kernels/gemm_microkernels.h.
+KC = 512
 NR_AVX512 = 32
 NR_OTHER = 16
 # Narrower weights (a classifier head with a few outputs) would be stored mostly as panel

@@ -196,8 +196,8 @@ constexpr int64_t kNumMetadata = 0;
 int check_packing() {
   int64_t nr = 0, kc = 0;
   aotc_sgemm_packed_layout(&nr, &kc);
-  if (nr != 32 || kc != 256)
-    return aotc::fail(AOTC_ERR_PACKAGE, "aotc_create: the weights were packed for GEMM panels of 32 x 256 and this library's kernel uses %lld x %lld; rebuild the package for this ISA", (long long)nr, (long long)kc);
+  if (nr != 32 || kc != 512)
+    return aotc::fail(AOTC_ERR_PACKAGE, "aotc_create: the weights were packed for GEMM panels of 32 x 512 and this library's kernel uses %lld x %lld; rebuild the package for this ISA", (long long)nr, (long long)kc);
   return AOTC_OK;
 }
 
