@@ -228,15 +228,19 @@ class CompiledModel:
 
         Calls already running finish on the old weights; later calls use the new ones.
         `user_managed=True` reads the caller's (contiguous) memory in place instead of
-        copying it; the caller must not change it while calls run."""
+        copying it; the caller must not change it while calls run. A weight that the
+        package stores prepacked for the GEMM is always packed into a copy."""
         update = prepare_update(self.package_metadata["constants"], constants,
-                                check_full_update, user_managed)
+                                check_full_update, user_managed, self._pack_constant)
         with self._swap_lock:
             weights = self._pool.generation.updated(update)
             if self._single:
                 self._destroy(self._pool.replace_first(self._new_handle(weights), weights))
             else:
                 self._pool.advance(weights, self._destroy)
+
+    def _pack_constant(self, k: int, src: int, dst: int) -> None:
+        abi.check(self._lib, self._lib.aotc_pack_constant(k, src, dst))
 
     def _destroy(self, h: int) -> None:
         self._frames.pop(h, None)

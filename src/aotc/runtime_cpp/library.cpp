@@ -153,6 +153,7 @@ Library::Library(const uint8_t *data, size_t size, const std::string &label) {
     bind(handle_, "aotc_describe_metadata", &abi_.describe_metadata, label);
     bind(handle_, "aotc_describe_state", &abi_.describe_state, label);
     bind(handle_, "aotc_share_state", &abi_.share_state, label);
+    bind(handle_, "aotc_pack_constant", &abi_.pack_constant, label);
   } catch (...) {
     dlclose(handle_);
     if (fd_ >= 0) ::close(fd_);

@@ -26,6 +26,7 @@ struct ModelAbi {
   int (*describe_metadata)(const char *const **, const char *const **, int64_t *);
   int (*describe_state)(const int64_t **, int64_t *);
   int (*share_state)(void *, int64_t, void *);
+  int (*pack_constant)(int64_t, const void *, void *);
 };
 
 class Library {

@@ -30,7 +30,7 @@ using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
 Buffer aligned_copy(const void *data, size_t size) {
   Buffer b(static_cast<uint8_t *>(aligned_alloc(64, (size + 63) / 64 * 64 + 64)));
   if (!b) throw std::bad_alloc();
-  if (size) memcpy(b.get(), data, size);
+  if (size && data) memcpy(b.get(), data, size);
   return b;
 }
 
@@ -384,7 +384,9 @@ int aotc_loader_load_constants(aotc_loader *l, const char *const *names,
         fail(AOTC_ERR_INPUT, "load_constants: '" + name + "' must be a contiguous tensor of rank " +
              std::to_string(c.ndim) + " with the compiled sizes");
       if (!v.data && c.nbytes) fail(AOTC_ERR_ARGUMENT, "load_constants: '" + name + "' has null data");
-      copies[name] = aligned_copy(v.data, size_t(c.nbytes));
+      // the bytes the model reads: a copy, or a GEMM weight packed as weights.bin holds it
+      copies[name] = aligned_copy(nullptr, size_t(c.nbytes));
+      l->check(l->abi.pack_constant(index, v.data, copies[name].get()));
       table[size_t(index)] = copies[name].get();
     }
     if (check_full_update && int64_t(copies.size()) != l->n_constants)

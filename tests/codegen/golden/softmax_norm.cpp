@@ -229,6 +229,11 @@ const char *const *const kKeys = nullptr;
 const char *const *const kValues = nullptr;
 constexpr int64_t kNumMetadata = 0;
 
+// The packed-weight layout this package was written in (aotc_sgemm_pack_b).
+int check_packing() {
+  return AOTC_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -243,6 +248,7 @@ int aotc_create(const void *const *constants, int64_t n_constants, void **model)
   if (n_constants != kNumConstants)
     return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: expected %lld constants, got %lld",
                       (long long)kNumConstants, (long long)n_constants);
+  if (int rc = check_packing()) return rc;
   Model *m = static_cast<Model *>(std::calloc(1, sizeof(Model)));
   if (!m) return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory");
   for (int64_t k = 0; k < kNumConstants; ++k) {
@@ -374,3 +380,16 @@ int aotc_describe_metadata(const char *const **keys, const char *const **values,
 }
 
 }  // extern "C"
+
+extern "C" int aotc_pack_constant(int64_t k, const void *src, void *dst) {
+  if (k < 0 || k >= kNumConstants)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: no constant %lld (the model has %lld)", (long long)k, (long long)kNumConstants);
+  if (kConstantBytes[k] == 0) return AOTC_OK;
+  if (!src || !dst) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: null argument");
+  switch (k) {
+    default:
+      __builtin_memcpy(dst, src, size_t(kConstantBytes[k]));
+      return AOTC_OK;
+  }
+}
+

@@ -28,15 +28,16 @@ from .control import (
     loop_open,
     loops_of,
 )
-from .describe import emit_describe_abi, emit_description
+from .describe import constant_layout, emit_describe_abi, emit_description
 from .exprs import c_index
 from .kernels import describe, emit_kernel, program_symbol_index, symbol_order
 from .late import emit_bind, emit_stage_start, emit_symbol_locals, slot_pointer
+from .packing import emit_pack_abi, emit_packing
 from .regions import emit_region_write
 from .rows import emit_row_group
 from .sharing import KernelSharing
 from .state import emit_state_tables, state_index, storage_of
-from .templates import template_call
+from .templates import emit_template_helpers, template_call
 
 
 def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
@@ -46,7 +47,7 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
     code.lines_of(["#include <omp.h>", "", '#include "aotc_codegen.h"', '#include "aotc_kernels.h"',
                    ""])
     n_sym = len(program.symbols)
-    constant_bytes = [str(nbytes(program.buffers[c.buffer])) for c in program.constants]
+    constant_bytes = [str(size) for _, size in constant_layout(program)]  # as stored (packed)
     max_rank = max([len(program.buffers[o].sizes) for o in program.outputs] + [1])
     code.line("namespace {")
     code.line()
@@ -93,7 +94,8 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
             kernel = emit_masked_scatter(code, program, item, kid)
         elif not isinstance(item.op, Template):
             kernel = emit_kernel(code, program, item, kid)
-        else:
+        else:  # a template: its call is emitted in the run; its helpers (an epilogue) here
+            emit_template_helpers(code, program, item)
             continue
         computes = [m.name for m in item.members] if isinstance(item, RowGroup) else [item.name]
         kernels[item.name] = sharing.share(code, start, kernel, computes)
@@ -101,11 +103,14 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
     _emit_output_sizes(code, program, max_rank)
     _emit_run(code, program, plan, schedule, kernels, in_place)
     emit_description(code, program, metadata or {})
+    emit_packing(code, program)
     code.line("}  // namespace")
     code.line()
     _emit_abi(code, n_stages, outputs_sized_late(program))
     code.line()
     emit_describe_abi(code)
+    code.line()
+    emit_pack_abi(code, program)
     return code.text()
 
 
@@ -409,6 +414,7 @@ int aotc_create(const void *const *constants, int64_t n_constants, void **model)
   if (n_constants != kNumConstants)
     return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: expected %lld constants, got %lld",
                       (long long)kNumConstants, (long long)n_constants);
+  if (int rc = check_packing()) return rc;
   Model *m = static_cast<Model *>(std::calloc(1, sizeof(Model)));
   if (!m) return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory");
   for (int64_t k = 0; k < kNumConstants; ++k) {

@@ -1,4 +1,4 @@
-/* The C ABI every aotc model.so exports (version 4).
+/* The C ABI every aotc model.so exports (version 5).
  * Every function returns 0 on success, or a non-zero aotc_status with a message in
  * aotc_last_error() (thread-local). No C++ exception and no abort crosses this ABI.
  * New functions may be added in later versions; existing meanings never change. */
@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 4
+#define AOTC_ABI_VERSION 5
 
 typedef struct {
   void *data;
@@ -97,6 +97,15 @@ int aotc_state(void *model, int64_t k, void **data);
  * model, whichever object serves a call; the loader runs calls of a model with state one
  * at a time. */
 int aotc_share_state(void *model, int64_t k, void *data);
+
+/* version 5: prepacked constants. A weight that only GEMMs read is stored in weights.bin in
+ * the GEMM kernel's panel layout for the library's ISA (aotc_constant_info.nbytes is its
+ * stored size; sizes and dtype stay the user's), and aotc_create fails with
+ * AOTC_ERR_PACKAGE if the kernel linked in uses another layout. A loader that swaps
+ * constant k passes the user's contiguous value (the constant's sizes and dtype) to
+ * aotc_pack_constant, which writes the nbytes the model reads to dst (64-byte aligned):
+ * the packed layout, or a plain copy for a constant stored as given. */
+int aotc_pack_constant(int64_t k, const void *src, void *dst);
 
 #ifdef __cplusplus
 }
