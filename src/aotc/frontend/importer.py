@@ -16,6 +16,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from ..dtypes import COMPUTABLE, DType
 from ..errors import AotcError, CompileError, UnsupportedOperatorError
+from ..ir.expr import cast
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..ir.symbols import UNBOUNDED_BELOW
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
@@ -193,6 +194,12 @@ class Importer:
         if node.target in ITEM_OPS:  # a float or bool .item() used as a value: a 0-dim tensor
             t = self.arg(node.args[0])
             self.env[node] = TensorValue((), t.dtype, t.load((0,) * t.ndim))
+            if isinstance(val, torch.SymBool):  # export's Eq(u0, 1): u0 is the value as 0/1
+                e = to_sympy(val)
+                if isinstance(e, sympy.Eq) and e.args[0].is_Symbol and e.args[1] == 1:
+                    as_int = TensorValue((), DType.int64, cast(self.env[node].body, DType.int64))
+                    import_item(self.program, as_int, e.args[0],
+                                user_source(node.meta.get("stack_trace")) or node.name)
             return
         if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat, int, float, bool)):
             value = to_sympy(val)  # shape arithmetic: its value is the expression

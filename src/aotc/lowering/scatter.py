@@ -155,6 +155,12 @@ def lower_masked_scatter(ctx, x: TensorValue, mask: TensorValue, source: TensorV
 def _along(ctx, x: TensorValue, dim: int, index: TensorValue, sizes, index_at,
            value: Node, combine: BinaryOp | None, wrap: bool = False) -> TensorValue:
     """Positions (i...) of `sizes` write x[i0, .., index[index_at(i)], .., i{n-1}]."""
+    return write_regions(ctx, x, [_write_along(ctx, x, dim, index, sizes, index_at, value,
+                                               combine, wrap)])
+
+
+def _write_along(ctx, x: TensorValue, dim: int, index: TensorValue, sizes, index_at,
+                 value: Node, combine: BinaryOp | None, wrap: bool = False) -> Write:
     _integer_index(ctx, index)
     iv = index_vars(len(sizes))
     if x.ndim == 0:  # a 0-dim x reads as one element: index 0 is the only valid one
@@ -164,8 +170,7 @@ def _along(ctx, x: TensorValue, dim: int, index: TensorValue, sizes, index_at,
         dest = tuple(indirect_var(0) if k == dim else v for k, v in enumerate(iv))
         bound = x.sizes[dim]
     where = cast(index.load(index_at(iv)), DType.int64)
-    write = Write(tuple(sizes), dest, value, (where,), (bound,), combine, wrap)
-    return write_regions(ctx, x, [write])
+    return Write(tuple(sizes), dest, value, (where,), (bound,), combine, wrap)
 
 
 def _slices(ctx, x, dim, index, source, value, combine: BinaryOp | None) -> TensorValue:
@@ -213,6 +218,51 @@ def lower_scatter(ctx, x, dim, index, src, reduce=None):
 
 
 _SCATTER_REDUCE = {"add": BinaryOp.ADD, "multiply": BinaryOp.MUL}
+_REDUCE_TWO = {"sum": BinaryOp.ADD, "mean": BinaryOp.ADD, "prod": BinaryOp.MUL,
+               "amax": BinaryOp.MAXIMUM, "amin": BinaryOp.MINIMUM}
+
+
+def _identity(reduce: str, d: DType) -> Node:
+    """The value a position starts from when the reduction leaves x's own value out."""
+    if reduce in ("sum", "mean"):
+        return constant(0, d)
+    if reduce == "prod":
+        return constant(1, d)
+    if d.is_floating:
+        return constant(float("-inf") if reduce == "amax" else float("inf"), d)
+    if d is DType.bool:
+        return constant(reduce == "amin", d)
+    info = torch.iinfo(getattr(torch, d.name))
+    return constant(info.min if reduce == "amax" else info.max, d)
+
+
+@register_lowering(aten.scatter_reduce.two, family=FAMILY)
+def lower_scatter_reduce(ctx, x, dim, index, src, reduce, include_self=True):
+    """Each element of src combines into x[.., index[i], ..] in order; without include_self
+    the positions written start from the reduction's identity; "mean" divides the sum by
+    how many values met there (floor division for integers), as PyTorch's CPU kernel."""
+    combine = _REDUCE_TWO.get(reduce)
+    if combine is None:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"reduce={reduce!r}")
+    dim = dim_index(dim, x.ndim)
+    sizes = index.sizes
+    iv = index_vars(len(sizes))
+    at = (lambda iv: iv)  # noqa: E731 - index is read where src is
+    value = cast(src.load(iv if src.ndim else ()), x.dtype)
+    writes = [] if include_self else [_write_along(ctx, x, dim, index, sizes, at,
+                                                    _identity(reduce, x.dtype), None)]
+    writes.append(_write_along(ctx, x, dim, index, sizes, at, value, combine))
+    total = write_regions(ctx, x, writes)
+    if reduce != "mean":
+        return total
+    d = x.dtype
+    start = TensorValue(x.sizes, d, constant(1 if include_self else 0, d))
+    count = write_regions(ctx, start, [_write_along(ctx, x, dim, index, sizes, at,
+                                                    constant(1, d), BinaryOp.ADD)])
+    one = constant(1, d)
+    safe = Where(Binary(BinaryOp.EQ, count.body, constant(0, d), DType.bool), one, count.body, d)
+    div = BinaryOp.DIV if d.is_floating else BinaryOp.FLOORDIV
+    return ctx.pointwise(Binary(div, total.body, safe, d), x.sizes)
 
 
 @register_lowering(aten.slice_scatter.default, family=FAMILY)
