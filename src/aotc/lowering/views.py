@@ -215,7 +215,7 @@ def _groups(old: list, new: list) -> list[tuple[int, int]]:
     i = j = 0
     while i < len(old) and j < len(new):
         pa, pb, ni, nj = old[i], new[j], 1, 1
-        while sympy.simplify(pa - pb) != 0:
+        while not _same_size(pa, pb):
             if _divides(pa, pb) and i + ni < len(old):
                 pa, ni = pa * old[i + ni], ni + 1
             elif _divides(pb, pa) and j + nj < len(new):
@@ -227,6 +227,15 @@ def _groups(old: list, new: list) -> list[tuple[int, int]]:
     if i < len(old) or j < len(new):
         out.append((len(old) - i, len(new) - j))
     return out
+
+
+def _same_size(a, b) -> bool:
+    """a == b for sizes; sympy.simplify (slow, and its first call imports much of sympy)
+    only when the expanded difference is not a polynomial (floor divisions, modulos)."""
+    if a == b:
+        return True
+    d = sympy.expand(a - b)
+    return d == 0 or (not d.is_polynomial() and sympy.simplify(d) == 0)
 
 
 def _divides(a, b) -> bool:
@@ -241,6 +250,10 @@ def _divides(a, b) -> bool:
 @register_lowering(aten.view.default, aten.reshape.default, aten._unsafe_view.default,
                    family=FAMILY)
 def lower_view(ctx, x, sizes):
+    # a -1 takes the size export inferred: the quotient of symbolic sizes often does not
+    # simplify (padded sizes such as `h + (4 - h % 4) % 4` over their window count)
+    if any(s == -1 for s in sizes) and len(ctx.out_sizes) == len(sizes):
+        sizes = [o if s == -1 else s for s, o in zip(sizes, ctx.out_sizes)]
     sizes = _infer_sizes(x, sizes)
     return remap(x, sizes, reshape_index(x.sizes, sizes))
 
