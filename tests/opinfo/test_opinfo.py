@@ -87,7 +87,8 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.adaptive_max_pool2d": (F32,), "nn.functional.adaptive_max_pool3d": (F32,),
     # sorting and searching
     "sort": ALL, "argsort": ALL, "msort": (F32, I64), "topk": (F32, I64),
-    "kthvalue": (F32, I64), "searchsorted": (F32, I64),
+    "kthvalue": (F32, I64), "searchsorted": (F32, I64), "median": (F32, I64),
+    "nanmedian": (F32,), "mode": (F32, I64),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset
