@@ -75,6 +75,7 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.interpolate.nearest": (F32,), "nn.functional.interpolate.linear": (F32,),
     "nn.functional.interpolate.bilinear": (F32,), "nn.functional.interpolate.trilinear": (F32,),
     "nn.functional.upsample_nearest": (F32,), "nn.functional.upsample_bilinear": (F32,),
+    "nn.functional.interpolate.bicubic": (F32,), "nn.functional.grid_sample": (F32,),
     # scans
     "cumsum": ALL, "cumprod": (F32, I64), "logcumsumexp": (F32,), "cummax": ALL,
     "cummin": ALL,

@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     compress,
     conv,
     creation,
+    grid_sample,
     indexing,
     linalg,
     nn,
