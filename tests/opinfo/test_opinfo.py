@@ -37,7 +37,7 @@ MILESTONE: dict[str, tuple] = {
     # views, slicing, cat
     "view": ALL, "reshape": ALL, "permute": ALL, "transpose": ALL, "expand": ALL,
     "squeeze": ALL, "squeeze.multiple": ALL, "unsqueeze": ALL, "narrow": ALL,
-    "__getitem__": ALL, "select": ALL, "cat": ALL,
+    "__getitem__": ALL, "select": ALL, "cat": ALL, "as_strided": ALL, "_chunk_cat": (F32, I64),
     # copies, conversions, creation
     "clone": ALL, "to": ALL, "float": ALL, "long": ALL, "bool": ALL,
     "full": ALL, "zeros": ALL, "ones": ALL, "arange": ALL,

@@ -10,9 +10,9 @@ import sympy
 import torch
 
 from ..dtypes import DType
-from ..errors import CompileError
+from ..errors import CompileError, UnsupportedOperatorError
 from ..ir.expr import Binary, BinaryOp, IndexValue, Node, Where, cast, constant, simplify_loads
-from ..ir.symbols import FloorDiv, ModIndex, contiguous_strides, index_vars, numel
+from ..ir.symbols import FloorDiv, ModIndex, contiguous_strides, index_vars, numel, surely_at_least
 from .common import dim_index
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
@@ -335,3 +335,25 @@ def lower_roll(ctx, x, shifts, dims=()):
         back = (-int(shift)) % int(n) if n.is_number else abs(int(shift)) * n - int(shift)
         src[d] = ModIndex(src[d] + back, n)
     return remap(x, x.sizes, src)
+
+
+@register_lowering(aten.as_strided.default, family=FAMILY)
+def lower_as_strided(ctx, x, size, stride, storage_offset=None):
+    """A view with explicit strides into x's elements in row-major order: x's storage when x
+    is a whole buffer (an input, a weight, an op's result), which aotc keeps contiguous."""
+    if x.buffer_name() is None:
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       "as_strided of a view (its storage is another tensor's)")
+    size = [sympy.sympify(n) for n in size]
+    offset = sympy.sympify(storage_offset or 0)
+    last = offset + sum(((n - 1) * sympy.sympify(st) for n, st in zip(size, stride)), ZERO)
+    if not any(n == 0 for n in size) and not surely_at_least(numel(x.sizes), last + 1):
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       "as_strided whose view may reach past the tensor's "
+                                       f"{numel(x.sizes)} elements (last offset {last})")
+    iv = index_vars(len(size))
+    flat = offset + sum(
+        (iv[k] * sympy.sympify(st) for k, st in enumerate(stride)), ZERO)
+    src = [ModIndex(FloorDiv(flat, st), n) if k else FloorDiv(flat, st)
+           for k, (n, st) in enumerate(zip(x.sizes, contiguous_strides(x.sizes)))]
+    return remap(x, size, src)
