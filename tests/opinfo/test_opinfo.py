@@ -90,6 +90,12 @@ MILESTONE: dict[str, tuple] = {
     "sort": ALL, "argsort": ALL, "msort": (F32, I64), "topk": (F32, I64),
     "kthvalue": (F32, I64), "searchsorted": (F32, I64), "median": (F32, I64),
     "nanmedian": (F32,), "mode": (F32, I64),
+    # special functions
+    "erfc": (F32,), "lgamma": (F32,), "digamma": (F32, I64), "polygamma.polygamma_n_1": (F32,),
+    "i0": (F32,), "special.i1e": (F32,), "special.ndtri": (F32,), "special.log_ndtr": (F32,),
+    "special.zeta": (F32,), "special.bessel_j0": (F32,), "special.bessel_y1": (F32,),
+    "special.modified_bessel_k0": (F32,), "special.airy_ai": (F32,),
+    "special.chebyshev_polynomial_t": (F32,), "special.hermite_polynomial_h": (F32,),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset
