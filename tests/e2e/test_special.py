@@ -15,6 +15,7 @@ UNARY = {
     "scaled_modified_bessel_k1": S.scaled_modified_bessel_k1, "bessel_j0": S.bessel_j0,
     "bessel_j1": S.bessel_j1, "bessel_y0": S.bessel_y0, "bessel_y1": S.bessel_y1,
     "spherical_bessel_j0": S.spherical_bessel_j0, "erfcx": S.erfcx, "log_ndtr": S.log_ndtr,
+    "ndtr": S.ndtr,
     "airy_ai": S.airy_ai,
 }
 

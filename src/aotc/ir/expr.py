@@ -66,6 +66,7 @@ class UnaryOp(enum.Enum):
     Y1 = "y1"
     SPHERICAL_J0 = "spherical_j0"
     ERFCX = "erfcx"
+    NDTR = "ndtr"
     LOG_NDTR = "log_ndtr"
     NDTRI = "ndtri"
     AIRY_AI = "airy_ai"
@@ -110,7 +111,7 @@ class BinaryOp(enum.Enum):
 
 SPECIAL_UNARY = frozenset(UnaryOp(v) for v in (
     "erfc", "lgamma", "digamma", "i0", "i1", "i0e", "i1e", "k0", "k1", "k0e", "k1e", "j0", "j1",
-    "y0", "y1", "spherical_j0", "erfcx", "log_ndtr", "ndtri", "airy_ai"))
+    "y0", "y1", "spherical_j0", "erfcx", "ndtr", "log_ndtr", "ndtri", "airy_ai"))
 SPECIAL_BINARY = frozenset(BinaryOp(v) for v in (
     "zeta", "polygamma", "chebyshev_t", "chebyshev_u", "hermite_h", "hermite_he", "laguerre_l",
     "legendre_p"))

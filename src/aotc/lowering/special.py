@@ -26,7 +26,8 @@ _UNARY = {
     aten.special_bessel_j0.default: UnaryOp.J0, aten.special_bessel_j1.default: UnaryOp.J1,
     aten.special_bessel_y0.default: UnaryOp.Y0, aten.special_bessel_y1.default: UnaryOp.Y1,
     aten.special_spherical_bessel_j0.default: UnaryOp.SPHERICAL_J0,
-    aten.special_erfcx.default: UnaryOp.ERFCX, aten.special_log_ndtr.default: UnaryOp.LOG_NDTR,
+    aten.special_erfcx.default: UnaryOp.ERFCX, aten.special_ndtr.default: UnaryOp.NDTR,
+    aten.special_log_ndtr.default: UnaryOp.LOG_NDTR,
     aten.special_ndtri.default: UnaryOp.NDTRI, aten.special_airy_ai.default: UnaryOp.AIRY_AI,
 }
 
