@@ -4,7 +4,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test venv lint bench fuzz clean
+.PHONY: demo test venv lint bench bench-quick fuzz clean
 
 venv: $(STAMP)
 
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install -q --upgrade pip
 	# torch first, pinned to the CPU build this project is tested with
 	$(VPY) -m pip install -q torch==2.13.0
-	$(VPY) -m pip install -q -e '.[dev]'
+	$(VPY) -m pip install -q -e '.[dev,serve]'
 	# build aotc's hand-written kernels for this machine once, as part of the install
 	$(VENV)/bin/aotc prepare
 	touch $(STAMP)
@@ -44,8 +44,18 @@ fuzz: $(STAMP)
 lint: $(STAMP)
 	$(VPY) -m ruff check src tests benchmarks examples
 
-bench: $(STAMP)
+# the peers (ONNX Runtime, OpenVINO, the ONNX exporter) come with the bench extra
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): $(STAMP)
+	$(VPY) -m pip install -q -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(VPY) benchmarks/run.py
+
+bench-quick: $(BENCH_STAMP)
+	$(VPY) benchmarks/run.py --quick
 
 clean:
 	rm -rf $(VENV) build examples/model.pt2

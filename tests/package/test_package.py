@@ -39,19 +39,20 @@ def test_layout_and_metadata(package):
     assert all(c["offset"] % 64 == 0 for c in meta["constants"])
     assert meta["target"]["device"] == "cpu" and meta["torch_version"] == torch.__version__
     assert set(meta["sha256"]) == {"model.so", "weights.bin"}
+    assert set(meta["crc32"]) == {"chunk_bytes", "model.so", "weights.bin"}
 
 
 def test_weights_are_mapped_aligned_and_equal_the_state_dict(package):
     ep, path = package
     reader = PackageReader(path)
     meta = reader.metadata("model")
-    offset, size = reader.weights_location("model", meta)
-    reader.close()
+    data, offset = reader.weights("model", meta)
     assert offset % 64 == 0
-    raw = np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=(size,))
+    raw = np.frombuffer(data, np.uint8)
     for c in meta["constants"]:
         value = np.frombuffer(raw[c["offset"]:c["offset"] + c["nbytes"]], np.float32)
         np.testing.assert_array_equal(value.reshape(c["sizes"]), ep.state_dict[c["name"]].detach().numpy())
+    reader.close()
 
 
 def _rewrite(src, dst, entry, mutate):
@@ -66,8 +67,8 @@ def _rewrite(src, dst, entry, mutate):
 
 
 @pytest.mark.parametrize("entry, mutate, message", [
-    ("aotc/model/model.so", lambda d: d[:100] + bytes([d[100] ^ 0xFF]) + d[101:], "sha256"),
-    ("aotc/model/weights.bin", lambda d: bytes([d[0] ^ 0x01]) + d[1:], "sha256"),
+    ("aotc/model/model.so", lambda d: d[:100] + bytes([d[100] ^ 0xFF]) + d[101:], "CRC-32"),
+    ("aotc/model/weights.bin", lambda d: bytes([d[0] ^ 0x01]) + d[1:], "CRC-32"),
     ("aotc/model/metadata.json", lambda d: d[:-5], "not valid JSON"),
     ("aotc/model/model.so", lambda d: None, "missing aotc/model/model.so"),
     ("aotc/version", lambda d: b"99", "format version 99"),

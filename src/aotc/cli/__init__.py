@@ -1,4 +1,4 @@
-"""Command line: `aotc compile | run | inspect | bench | minify | ops | prepare` (info is
+"""Command line: `aotc compile | run | inspect | bench | minify | ops | prepare | serve` (info is
 inspect's old name). Tables and progress bars come from rich (the `cli` extra)."""
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from .build import add_build_commands, ops_markdown
 from .inspect import add_inspect_commands
 from .minify import add_minify_command
 from .run import add_run_commands
+from .serve import add_serve_command
 
 __all__ = ["main", "ops_markdown"]
 
@@ -20,6 +21,7 @@ def main(argv=None) -> int:
     add_inspect_commands(sub)
     add_run_commands(sub)
     add_minify_command(sub)
+    add_serve_command(sub)
     args = parser.parse_args(argv)
     from aotc.errors import AotcError
 

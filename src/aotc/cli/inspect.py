@@ -83,7 +83,12 @@ def cmd_inspect(args) -> int:
     try:
         names = [reader.resolve(args.model)] if args.model else reader.models
         for name in names:
-            describe(out, args.package, name, reader.metadata(name), args.all_constants)
+            meta = reader.metadata(name)
+            describe(out, args.package, name, meta, args.all_constants)
+            if args.verify:  # loading checks CRC-32s; this is the full sha256 check
+                reader.verify_digests(name, meta)
+                out.print(f"{name}: model.so and weights.bin match their sha256 digests",
+                          highlight=False)
     finally:
         reader.close()
     return 0
@@ -95,4 +100,6 @@ def add_inspect_commands(sub) -> None:
         p.add_argument("package")
         p.add_argument("--model", help="only this model")
         p.add_argument("--all-constants", action="store_true", help="list every constant")
+        p.add_argument("--verify", action="store_true",
+                       help="check the sha256 digests of model.so and weights.bin")
         p.set_defaults(fn=cmd_inspect)

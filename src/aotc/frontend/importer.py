@@ -17,11 +17,15 @@ from torch.export.graph_signature import InputKind, OutputKind
 from ..dtypes import COMPUTABLE, DType
 from ..errors import AotcError, CompileError, UnsupportedOperatorError
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
+from ..ir.symbols import UNBOUNDED_BELOW
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
+from ..lowering.attention import lower_attention_chain
 from ..lowering.opmath import involves_half, lower_in_float
+from ..lowering.registry import Decompose
 from .control import COND, LOOPS, WHILE, import_cond, import_while
 from .decompose import decompose_node, tensor_args
 from .freezing import Folded, plan_folding
+from .guards import add_assertion, import_input_guards
 from .mutation import base_buffer, update_in_place
 from .source import user_source
 from .symbolic import ITEM_OPS, import_item, import_symbolic_int, symbolic_output
@@ -68,7 +72,8 @@ def meta_dtype(val, what: str = "a tensor") -> DType:
 
 
 # Shape and metadata assertions that export inserts: the generated input checks already
-# guarantee what they assert, so they compile to nothing.
+# guarantee what they assert, so they compile to nothing (an _assert_scalar's condition is
+# recorded and checked at run time, frontend/guards.py).
 MAX_DECOMPOSITION_DEPTH = 16  # a decomposition that keeps producing itself stops here
 SHAPE_ASSERTIONS = frozenset({
     "aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
@@ -93,7 +98,8 @@ class Importer:
         for s, vr in self.ep.range_constraints.items():
             s = sympy.sympify(s)
             if s.is_Symbol:
-                self.program.symbols[s] = (_bound(vr.lower) or 0, _bound(vr.upper))
+                lo = _bound(vr.lower)
+                self.program.symbols[s] = (UNBOUNDED_BELOW if lo is None else lo, _bound(vr.upper))
 
     def import_placeholders(self) -> None:
         specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
@@ -161,6 +167,11 @@ class Importer:
 
     def import_call(self, node: torch.fx.Node) -> None:
         val = node.meta.get("val")
+        if str(node.target) == "aten._assert_scalar.default" and not self.guards:
+            condition = self.arg(node.args[0])
+            if isinstance(condition, sympy.Basic):  # a torch._check the ranges may not imply
+                add_assertion(self.program, condition, _assertion_text(node))
+            return
         if str(node.target) in SHAPE_ASSERTIONS:
             return
         if node.target is operator.getitem:
@@ -204,12 +215,28 @@ class Importer:
             ctx = self.context(node, op)
             args = self.arg(node.args)
             kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
-            if not is_view(op) and involves_half(ctx, args, kwargs):
-                self.env[node] = lower_in_float(rule.fn, ctx, args, kwargs)
-            else:
-                self.env[node] = rule.fn(ctx, *args, **kwargs)
+            try:
+                if not is_view(op) and involves_half(ctx, args, kwargs):
+                    self.env[node] = lower_in_float(rule.fn, ctx, args, kwargs)
+                else:
+                    self.env[node] = rule.fn(ctx, *args, **kwargs)
+            except Decompose:
+                self._import_decomposed(node, op)
         if mutated is not None:
             self._rebind_mutated(node, node.args[mutated], set(self.program.buffers) - before)
+
+    def import_attention(self, chain) -> None:
+        """An attention chain (passes/attention.py) as one template, at its output node."""
+        node = chain.output
+        ctx = self.context(node, node.target)
+        args = [self.arg(a) if a is not None else None
+                for a in (chain.query, chain.key_t, chain.value, chain.mask)]
+        kwargs = {"scale": chain.scale, "fill": chain.mask_fill,
+                  "empty_rows_nan": chain.empty_rows_nan}
+        if involves_half(ctx, args, {}):
+            self.env[node] = lower_in_float(lower_attention_chain, ctx, args, kwargs)
+        else:
+            self.env[node] = lower_attention_chain(ctx, *args, **kwargs)
 
     def context(self, node, op) -> LoweringContext:
         val = node.meta.get("val")
@@ -328,7 +355,9 @@ class Importer:
                 name = ctx.pointwise(value.body, value.sizes).buffer_name()
             claimed.add(name)
             self.program.outputs.append(name)
-            self.program.output_leaves.append(OutputLeaf(buffer=name))
+            # a float or bool .item() stays a 0-dim tensor here; the caller gets a number
+            self.program.output_leaves.append(OutputLeaf(buffer=name, scalar=_SCALAR_OUTPUTS.get(
+                type(spec.arg).__name__)))
 
 
 def _update_source(program: Program, spec) -> str:
@@ -343,6 +372,9 @@ def _update_source(program: Program, spec) -> str:
     return found[0]
 
 
+_SCALAR_OUTPUTS = {"SymIntArgument": "int", "SymFloatArgument": "float", "SymBoolArgument": "bool"}
+
+
 def _bound(v) -> int | None:
     """A range end as an int, None when infinite (torch's int_oo) or beyond int64."""
     try:
@@ -352,17 +384,26 @@ def _bound(v) -> int | None:
     return b if abs(b) < 2**62 else None
 
 
-def import_program(ep: torch.export.ExportedProgram, freezing: bool = False) -> Program:
-    """The program in loop-level IR; `freezing` folds subgraphs of weights (freezing.py)."""
+def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
+                   attention: dict | None = None) -> Program:
+    """The program in loop-level IR; `freezing` folds subgraphs of weights (freezing.py);
+    `attention` maps output nodes to the attention chains passes/attention.py found, each
+    lowered as one template."""
     imp = Importer(ep)
     imp.import_symbols()
     imp.import_placeholders()
     folded, removed = plan_folding(ep) if freezing else ({}, set())
+    # a chain part of which is folded into a constant (its q and k are weights) stays as is
+    chains = {n: c for n, c in (attention or {}).items()
+              if n not in folded and not any(i in folded for i in c.inner)}
+    inside = {n for c in chains.values() for n in c.inner}
     for node in ep.graph.nodes:
         if node in folded:
             imp.import_folded(node, folded[node])
-        elif node in removed:
+        elif node in removed or node in inside:
             continue
+        elif node in chains:
+            imp.import_attention(chains[node])
         elif node.op == "call_function":
             imp.import_call(node)
         elif node.op == "get_attr":  # a torch.cond branch, imported where the cond is
@@ -370,7 +411,16 @@ def import_program(ep: torch.export.ExportedProgram, freezing: bool = False) -> 
         elif node.op not in ("placeholder", "output"):
             raise CompileError(f"unsupported FX node kind {node.op} ({node.name})")
     imp.import_outputs()
+    import_input_guards(imp.program, list(getattr(ep, "_guards_code", None) or ()))
     return imp.program
+
+
+def _assertion_text(node) -> str:
+    """What an _assert_scalar node checks, in the user's words where the graph has them."""
+    message = node.args[1] if len(node.args) > 1 and isinstance(node.args[1], str) else ""
+    where = user_source(node.meta.get("stack_trace"))
+    text = message.removeprefix("Runtime assertion failed for expression ") or node.name
+    return f"the check {text.split(' on node ')[0]}" + (f" at {where}" if where else "")
 
 
 def _mutated_arg(op) -> int | None:

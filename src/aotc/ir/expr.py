@@ -48,6 +48,7 @@ class UnaryOp(enum.Enum):
     NOT = "logical_not"
     BITWISE_NOT = "bitwise_not"
     ISNAN = "isnan"
+    SIGNBIT = "signbit"  # the sign bit of a float: true for -0.0 and -NaN too
     # special functions (kernels/aotc_special.h); the value is the C++ name
     ERFC = "erfc"
     LGAMMA = "lgamma"

@@ -1,7 +1,8 @@
 """Buffers of the loop-level IR and the program that holds them.
 
 A buffer is computed by one op: Pointwise (a body per output index), Reduction (a body
-combined over reduced axes) or a Template (a hand-written kernel: GEMM, convolution).
+combined over reduced axes) or a Template (a hand-written kernel: GEMM, convolution,
+attention, scans, sorting).
 Views never become buffers: lowering folds them into the index of each Load.
 """
 from __future__ import annotations
@@ -273,6 +274,65 @@ class SearchSorted(Template):
                 f"{self.sorted} [{self.lines}, {self.n}]")
 
 
+class MaskKind(enum.Enum):
+    NONE = 0
+    ADD = 1  # a float mask added to the scores
+    BOOL = 2  # a bool mask: scores where (mask != 0) == fill_when become `fill`
+
+
+@dataclass(frozen=True)
+class Attention(Template):
+    """Scaled dot-product attention over operands viewed as (batch, head, position, dim):
+    out[b, h, i, :] = sum_j softmax_j(s[i, :]) v[b, h // group, j, :], with
+    s[i, j] = scale * q[b, h, i, :] . k[b, h // group, j, :], then the mask, and key j > i
+    hidden when `causal`. The output is contiguous [batch, heads, q_len, v_dim] (float32).
+    A row that sees no key holds 0 (SDPA) or NaN with `empty_rows_nan` (a softmax of -inf).
+    """
+
+    q: Operand
+    k: Operand
+    v: Operand
+    mask: Operand | None
+    batch: sympy.Expr
+    heads: sympy.Expr
+    group: sympy.Expr  # query heads per key/value head (grouped-query attention)
+    q_len: sympy.Expr
+    kv_len: sympy.Expr
+    head_dim: sympy.Expr
+    v_dim: sympy.Expr
+    scale: float
+    causal: bool = False
+    mask_kind: MaskKind = MaskKind.NONE
+    fill_when: bool = False
+    fill: float = float("-inf")
+    empty_rows_nan: bool = False
+
+    def __post_init__(self) -> None:
+        for o in (self.q, self.k, self.v) + ((self.mask,) if self.mask else ()):
+            if len(o.strides) != 4:
+                raise ValueError(f"attention: operand {o.buffer} needs 4 strides, has "
+                                 f"{len(o.strides)}")
+        if (self.mask is None) != (self.mask_kind is MaskKind.NONE):
+            raise ValueError("attention: a mask needs its kind, and a kind its mask")
+
+    def reads(self) -> tuple[str, ...]:
+        return tuple(o.buffer for o in (self.q, self.k, self.v, self.mask) if o is not None)
+
+    def describe(self) -> str:
+        extras = [f"scale={self.scale:g}"]
+        if self.causal:
+            extras.append("causal")
+        if self.mask is not None:
+            how = "+" if self.mask_kind is MaskKind.ADD else \
+                f"fill {self.fill:g} where {int(self.fill_when)}"
+            extras.append(f"mask {how} {format_operand(self.mask)}")
+        if self.group != 1:
+            extras.append(f"group={self.group}")
+        return (f"attention[{self.batch}x{self.heads}x{self.q_len}x{self.kv_len}, "
+                f"d={self.head_dim}, dv={self.v_dim}] q={format_operand(self.q)} "
+                f"k={format_operand(self.k)} v={format_operand(self.v)} {' '.join(extras)}")
+
+
 def _product(xs) -> sympy.Expr:
     out = sympy.Integer(1)
     for x in xs:
@@ -361,6 +421,9 @@ class Program:
     # buffer computed inside torch.cond branches -> the guards it runs under (ir/control.py)
     guards: dict[str, tuple] = field(default_factory=dict)
     loops: list = field(default_factory=list)  # ir.control.Loop, in program order
+    # conditions over shape symbols that export recorded beyond their ranges (a
+    # torch._check, an input guard), each with what it is: the run checks every one
+    assertions: list[tuple[sympy.Basic, str]] = field(default_factory=list)
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

@@ -10,6 +10,10 @@ from functools import cache
 import sympy
 from sympy import Expr  # the type of sizes and indices
 
+# The lower end of a symbol's range when export recorded none (an .item() value, an int
+# input): ranges are [lo, hi] with int lo; a value at or below this one is not checked.
+UNBOUNDED_BELOW = -(2**62)
+
 
 @cache
 def index_var(k: int) -> sympy.Symbol:

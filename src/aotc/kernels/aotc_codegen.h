@@ -240,6 +240,10 @@ template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + aotc::exp(-x
 
 template <typename T> inline T sign(T x) { return T((T(0) < x) - (x < T(0))); }
 
+// The sign bit of x (set for -0.0 and -NaN). Spelled with copysign: g++ 12 fails with an
+// internal error on vectorized std::signbit after a bfloat16 widening.
+template <typename T> inline bool signbit(T x) { return std::copysign(T(1), x) < T(0); }
+
 template <typename T> inline T round_half_even(T x) { return std::nearbyint(x); }
 
 template <typename T> inline T ipow(T base, T exp) {

@@ -113,6 +113,32 @@ AOTC_SORT_DECLARE(u8, uint8_t)
 AOTC_SORT_DECLARE(b8, bool)
 #endif
 
+/* Scaled dot-product attention, single precision, without the [q_len, kv_len] score matrix:
+     out[b, h, i, :] = sum_j softmax_j(s[i, :]) * v[b, h / group, j, :]
+     s[i, j] = scale * (q[b, h, i, :] . k[b, h / group, j, :]), then the mask:
+       AOTC_ATTENTION_MASK_ADD:  s[i, j] += mask[b, h, i, j]                    (float)
+       AOTC_ATTENTION_MASK_BOOL: s[i, j] = fill where (mask[b, h, i, j] != 0) == fill_when
+                                 (one byte per element; SDPA's bool mask: fill_when 0, -inf)
+     and with `causal`, key j > query i is not seen (PyTorch's top-left causal mask).
+   q, k, v and the mask are read through element strides (batch, head, position, dim), any of
+   them 0 (broadcast); k and v have heads / group heads (grouped-query attention). A row
+   that sees no key at all holds 0, or NaN with empty_rows_nan (softmax of only -inf).
+   out is contiguous [batch, heads, q_len, v_dim]. Online softmax over blocks of keys;
+   multi-threaded with OpenMP over (batch, head, query blocks); results do not depend on the
+   thread count. Returns 0, or 1 when a thread could not allocate its key/value blocks. */
+#define AOTC_ATTENTION_MASK_NONE 0
+#define AOTC_ATTENTION_MASK_ADD 1
+#define AOTC_ATTENTION_MASK_BOOL 2
+typedef struct {
+  int64_t batch, heads, group, q_len, kv_len, head_dim, v_dim;
+  int64_t q_strides[4], k_strides[4], v_strides[4], mask_strides[4];
+  int64_t mask_kind, fill_when, causal, empty_rows_nan;
+  float scale, fill;
+} aotc_attention_shape;
+
+int aotc_attention_f32(const aotc_attention_shape *shape, const float *q, const float *k,
+                       const float *v, const void *mask, float *out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 

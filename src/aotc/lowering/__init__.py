@@ -1,5 +1,6 @@
 """Lowering: ATen ops -> loop-level IR. Importing this package registers every rule."""
 from . import (  # noqa: F401
+    attention,
     bitwise,
     compress,
     conv,
@@ -17,6 +18,7 @@ from . import (  # noqa: F401
     scatter,
     sort,
     special,
+    unique,
     views,
 )
 from .context import LoweringContext, TensorValue, buffer_value

@@ -1,10 +1,10 @@
-"""Tensor creation: full/zeros/ones/arange and their *_like / new_* forms."""
+"""Tensor creation: full/zeros/ones/arange/linspace/logspace and their *_like / new_* forms."""
 from __future__ import annotations
 
 import torch
 
 from ..dtypes import DType
-from ..ir.expr import Binary, BinaryOp, IndexValue, cast, constant
+from ..ir.expr import Binary, BinaryOp, IndexValue, Node, Where, cast, constant
 from ..ir.symbols import index_var
 from .context import LoweringContext
 from .registry import register_lowering
@@ -61,3 +61,39 @@ def lower_arange(ctx, *args, **kwargs):
     val = Binary(BinaryOp.ADD, constant(start, wide),
                  Binary(BinaryOp.MUL, pos, constant(step, wide), wide), wide)
     return ctx.pointwise(cast(val, d))
+
+
+def _spaced(ctx: LoweringContext, start, end, steps: int, base=None):
+    """Evenly spaced values (or `base` to their power) as PyTorch's CPU kernel computes
+    them: the first half counts up from start, the second half down from end, with the
+    step in the result's type (double for integer results), truncated to integers."""
+    d = ctx.out_dtype
+    if not d.is_floating:  # the ends are converted to the integer type first
+        start, end = int(start), int(end)
+    t = DType.float64 if (not d.is_floating or base is not None) else d.compute
+    step_t = DType.float64 if not d.is_floating else d.compute
+    if steps == 1:
+        val: Node = constant(float(start), t)
+    else:
+        step = constant((float(end) - float(start)) / (steps - 1), step_t)
+        i = IndexValue(index_var(0), DType.int64)
+        up = Binary(BinaryOp.MUL, step, cast(i, step_t), step_t)
+        back = Binary(BinaryOp.MUL, step, cast(Binary(BinaryOp.SUB, constant(steps - 1, DType.int64),
+                                                        i, DType.int64), step_t), step_t)
+        first = Binary(BinaryOp.ADD, constant(float(start), step_t), up, step_t)
+        second = Binary(BinaryOp.SUB, constant(float(end), step_t), back, step_t)
+        half = Binary(BinaryOp.LT, i, constant(steps // 2, DType.int64), DType.bool)
+        val = cast(Where(half, first, second, step_t), t)
+    if base is not None:
+        val = Binary(BinaryOp.POW, constant(float(base), t), val, t)
+    return ctx.pointwise(cast(val, d))
+
+
+@register_lowering(aten.linspace.default, family=FAMILY)
+def lower_linspace(ctx, start, end, steps, **kwargs):
+    return _spaced(ctx, start, end, int(steps))
+
+
+@register_lowering(aten.logspace.default, family=FAMILY)
+def lower_logspace(ctx, start, end, steps, base=10.0, **kwargs):
+    return _spaced(ctx, start, end, int(steps), base)

@@ -1,16 +1,18 @@
-"""Matrix products: mm/addmm/bmm/linear/matmul onto the GEMM template.
+"""Matrix products: mm/addmm/bmm/addbmm/linear/matmul onto the GEMM template; cdist.
 
 float32 products become a Gemm template reading strided operands in place (a transposed
 weight costs nothing); other dtypes lower to a sum reduction.
 """
 from __future__ import annotations
 
+import math
+
 import sympy
 import torch
 
 from ..dtypes import DType
 from ..errors import CompileError
-from ..ir.expr import Binary, BinaryOp, Load, cast
+from ..ir.expr import Binary, BinaryOp, Load, Node, Unary, UnaryOp, cast, constant
 from ..ir.nodes import Gemm, Operand, ReduceType, Reduction
 from ..ir.symbols import (
     FloorDiv,
@@ -149,6 +151,48 @@ def rows_matmul(ctx, x: TensorValue, w: TensorValue, bias=None) -> TensorValue:
                          lead_is_rows=True)
     return _gemm(ctx, operand(ctx, x, x.ndim - 1, lead_is_rows=True), operand(ctx, w, 0), bias_o,
                  1, numel(x.sizes[:-1]), w.sizes[1], x.sizes[-1], out)
+
+
+@register_lowering(aten.addbmm.default, family=FAMILY)
+def lower_addbmm(ctx, bias, b1, b2, *, beta=1, alpha=1):
+    """beta * bias + alpha * (the sum over the batch of b1[i] @ b2[i]), as one product of
+    b1 read as (M, B*K) (batch-major columns) with b2 read as (B*K, N)."""
+    nb, m, k = b1.sizes
+    n = b2.sizes[2]
+    i, j = index_vars(2)
+    a = remap(b1, (m, nb * k), (FloorDiv(j, k), i, ModIndex(j, k)))
+    b = remap(b2, (nb * k, n), (FloorDiv(i, k), ModIndex(i, k), j))
+    return matmul(ctx, a, b, ctx.out_sizes, bias, alpha, beta)
+
+
+@register_lowering(aten.cdist.default, aten._cdist_forward.default, family=FAMILY)
+def lower_cdist(ctx, x1, x2, p=2.0, compute_mode=None):
+    """The p-norm distance of every row pair, summed directly over the features (torch may
+    use a matmul for p=2: the same value, less accurately)."""
+    out = ctx.out_sizes
+    d = ctx.out_dtype.compute
+    nb = len(out) - 2
+    iv, k = index_vars(len(out)), reduction_var(0)
+
+    def row(x: TensorValue, dim: int):
+        lead = [iv[nb - (x.ndim - 2) + j] if x.sizes[j] != 1 else ZERO for j in range(x.ndim - 2)]
+        return cast(x.load(tuple(lead) + (iv[dim], k)), d)
+
+    diff = Unary(UnaryOp.ABS, Binary(BinaryOp.SUB, row(x1, nb), row(x2, nb + 1), d), d)
+    p = float(p)
+    if p == 0:
+        term: Node = cast(Binary(BinaryOp.NE, diff, constant(0, d), DType.bool), d)
+    elif p in (1, math.inf):
+        term = diff
+    else:
+        term = Binary(BinaryOp.POW, diff, constant(p, d), d)
+    rtype = ReduceType.MAX if p == math.inf else ReduceType.SUM
+    total = ctx.emit(Reduction(rtype, (x1.sizes[-1],), term), out, d, "cdist_sum")
+    if p in (0, 1, math.inf):
+        return total if d is ctx.out_dtype else ctx.pointwise(cast(total.body, ctx.out_dtype))
+    root = Unary(UnaryOp.SQRT, total.body, d) if p == 2 else \
+        Binary(BinaryOp.POW, total.body, constant(1 / p, d), d)
+    return ctx.pointwise(cast(root, ctx.out_dtype))
 
 
 @register_lowering(aten.linear.default, family=FAMILY)

@@ -64,6 +64,30 @@ for _op, _uop in _UNARY.items():
     _register_unary(_op, _uop)
 
 
+def _signbit(x: Node, d: DType) -> Node:
+    """Whether the sign bit of `x` (of dtype `d`) is set: -0.0 and -NaN count, as in torch."""
+    if d.is_floating:
+        return Unary(UnaryOp.SIGNBIT, x, DType.bool)
+    return Binary(BinaryOp.LT, x, constant(0, d), DType.bool)
+
+
+@register_lowering(aten.signbit.default, family=FAMILY)
+def lower_signbit(ctx, x):
+    d = x.dtype.compute if x.dtype.is_floating else x.dtype
+    return ctx.pointwise(_signbit(operand(x, d, ctx.out_sizes), d))
+
+
+@register_lowering(aten.copysign.Tensor, aten.copysign.Scalar, family=FAMILY)
+def lower_copysign(ctx, a, b):
+    """|a| with the sign bit of b, in the (floating) result dtype."""
+    d = ctx.out_dtype.compute
+    s = ctx.out_sizes
+    mag = Unary(UnaryOp.ABS, operand(a, d, s), d)
+    sign_of = operand(b, promote(b).compute, s)
+    neg = _signbit(sign_of, sign_of.dtype)
+    return ctx.pointwise(cast(Where(neg, Unary(UnaryOp.NEG, mag, d), mag, d), ctx.out_dtype))
+
+
 def _binary(ctx: LoweringContext, a, b, op: BinaryOp, compute: DType | None = None) -> TensorValue:
     d = compute or promote(a, b)
     s = ctx.out_sizes
@@ -134,6 +158,20 @@ _COMPARE = {
 def lower_minmax(ctx, a, b):
     op = BinaryOp.MAXIMUM if "maximum" in ctx.target else BinaryOp.MINIMUM
     return _binary(ctx, a, b, op)
+
+
+@register_lowering(aten.fmax.default, aten.fmin.default, family=FAMILY)
+def lower_fmax_fmin(ctx, a, b):
+    """maximum/minimum that ignores a NaN operand (NaN only where both are NaN)."""
+    op = BinaryOp.MAXIMUM if "fmax" in ctx.target else BinaryOp.MINIMUM
+    d = promote(a, b)
+    s = ctx.out_sizes
+    x, y = operand(a, d, s), operand(b, d, s)
+    body: Node = Binary(op, x, y, d)
+    if d.is_floating:
+        nan = (Unary(UnaryOp.ISNAN, v, DType.bool) for v in (x, y))
+        body = Where(next(nan), y, Where(next(nan), x, body, d), d)
+    return ctx.pointwise(cast(body, ctx.out_dtype))
 
 
 def _register_compare(name: str, bop: BinaryOp) -> None:

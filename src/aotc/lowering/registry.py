@@ -11,6 +11,11 @@ from dataclasses import dataclass
 LOWERINGS: dict[object, Rule] = {}
 
 
+class Decompose(Exception):
+    """Raised by a rule, before it adds anything to the program, for a call it leaves to
+    the op's decomposition (a template kernel that does not take this dtype)."""
+
+
 @dataclass(frozen=True)
 class Rule:
     fn: Callable

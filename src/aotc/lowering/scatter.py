@@ -8,12 +8,14 @@ import torch
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
+from ..ir.compress import MaskedScatter
 from ..ir.expr import Binary, BinaryOp, Node, Where, cast, constant, indirect_var
 from ..ir.regions import RegionWrite, Write
-from ..ir.symbols import index_vars
+from ..ir.symbols import index_vars, numel, reduction_var
 from .common import broadcast_index, dim_index, operand
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
+from .views import diagonal_index, reshape_index
 
 aten = torch.ops.aten
 FAMILY = "scatter"
@@ -88,25 +90,66 @@ def lower_index_put(ctx, x: TensorValue, indices, values: TensorValue, accumulat
 
 
 def _masked_put(ctx, x: TensorValue, indices, values: TensorValue, accumulate) -> TensorValue:
-    """x[mask] = v with one value for every selected element: a select per element (the
-    general case has a data-dependent number of values)."""
+    """x[mask] = values with the mask over dims [lead, lead + mask.ndim): the k-th selected
+    position (row-major) takes row k of `values` ([count, *inner], broadcast over inner).
+    Values with one row for every position are a select per element; otherwise a
+    MaskedScatter walks the mask (the mask over the leading dims)."""
     lead = 0
     while lead < len(indices) and indices[lead] is None:
         lead += 1
     mask = indices[lead]
     others = [t for k, t in enumerate(indices) if t is not None and k != lead]
-    numel_one = all(s == 1 for s in values.sizes)
     fits = tuple(x.sizes[lead:lead + mask.ndim]) == tuple(mask.sizes)
-    if others or not numel_one or not fits:
-        raise UnsupportedOperatorError(ctx.target, ctx.source, "a boolean-mask update with "
-                                       "several values (or mixed with integer indices) writes a "
-                                       "data-dependent number of elements")
-    iv = index_vars(x.ndim)
-    cond = cast(mask.load(iv[lead:lead + mask.ndim]), DType.bool)
-    v = cast(values.load((0,) * values.ndim), x.dtype)
-    old = x.body
-    new = Binary(BinaryOp.ADD, old, v, x.dtype) if accumulate else v
-    return ctx.pointwise(Where(cond, new, old, x.dtype), x.sizes)
+    if others or not fits:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "a boolean-mask update takes one "
+                                       "mask over consecutive dims (not mixed with integer "
+                                       "indices)")
+    inner = tuple(x.sizes[lead + mask.ndim:])
+    rows_given = values.ndim == len(inner) + 1 and values.sizes[0] != 1
+    combine = BinaryOp.ADD if accumulate else None
+    if not rows_given:  # the same values at every selected position: a select per element
+        iv = index_vars(x.ndim)
+        cond = cast(mask.load(iv[lead:lead + mask.ndim]), DType.bool)
+        if all(d == 1 for d in values.sizes):
+            v = cast(values.load((0,) * values.ndim), x.dtype)
+        else:
+            vals = values if values.ndim <= len(inner) else TensorValue(
+                values.sizes[1:], values.dtype, values.load((0,) + index_vars(values.ndim - 1)))
+            v = cast(vals.load(_tail_index(vals.sizes, iv[lead + mask.ndim:], inner)), x.dtype)
+        old = x.body
+        new = Binary(BinaryOp.ADD, old, v, x.dtype) if accumulate else v
+        return ctx.pointwise(Where(cond, new, old, x.dtype), x.sizes)
+    if lead != 0:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "a boolean-mask update with one "
+                                       "row of values per selected position takes the mask over "
+                                       "the leading dims")
+    rv = tuple(reduction_var(k) for k in range(mask.ndim))
+    row_sizes = (values.sizes[0], *inner)
+    value = cast(values.load(broadcast_index(values.sizes, row_sizes)), x.dtype)
+    op = MaskedScatter(x.body, cast(mask.load(rv), DType.bool), tuple(mask.sizes), inner,
+                       value, values.sizes[0], True, combine)
+    return ctx.emit(op, x.sizes, x.dtype)
+
+
+def _tail_index(sizes, vars_, inner) -> tuple:
+    """Index into a tensor broadcast against the trailing dims `inner`, at `vars_`."""
+    idx = broadcast_index(sizes, inner)
+    mapping = dict(zip(index_vars(len(inner)), vars_))
+    return tuple(sympy.sympify(i).xreplace(mapping) for i in idx)
+
+
+@register_lowering(aten.masked_scatter.default, family=FAMILY)
+def lower_masked_scatter(ctx, x: TensorValue, mask: TensorValue, source: TensorValue):
+    """The positions where the mask (broadcast to x) holds take source's elements in
+    order; source may hold more than the mask selects."""
+    shape = broadcast_shapes(x.sizes, mask.sizes)  # the result broadcasts x and the mask
+    rv = tuple(reduction_var(k) for k in range(len(shape)))
+    cond = cast(mask.load(_tail_index(mask.sizes, rv, shape)), DType.bool)
+    n = numel(source.sizes)
+    flat = source.load(reshape_index(source.sizes, (n,))) if source.ndim else source.load(())
+    init = x.load(broadcast_index(x.sizes, shape))
+    op = MaskedScatter(init, cond, shape, (), cast(flat, x.dtype), n, False)
+    return ctx.emit(op, shape, x.dtype)
 
 
 def _along(ctx, x: TensorValue, dim: int, index: TensorValue, sizes, index_at,
@@ -195,3 +238,11 @@ def lower_select_scatter(ctx, x, src, dim, index):
     dest = iv[:dim] + (index,) + iv[dim:]
     value = operand(src, x.dtype, src.sizes)
     return write_regions(ctx, x, [Write(src.sizes, tuple(dest), value)])
+
+
+@register_lowering(aten.diagonal_scatter.default, family=FAMILY)
+def lower_diagonal_scatter(ctx, x, src, offset=0, dim1=0, dim2=1):
+    """x with its diagonal (as x.diagonal(offset, dim1, dim2) reads it) replaced by src."""
+    _, _, dest = diagonal_index(x.ndim, int(offset), dim1, dim2)
+    value = operand(src, x.dtype, src.sizes)
+    return write_regions(ctx, x, [Write(src.sizes, dest, value)])

@@ -41,7 +41,7 @@ def positions(ctx: LoweringContext, x: TensorValue, dim: int, first, count, desc
                     hint=f"{ctx.node_name}_positions")
 
 
-def _values(ctx: LoweringContext, x: TensorValue, dim: int, pos: TensorValue) -> TensorValue:
+def gather_along(ctx: LoweringContext, x: TensorValue, dim: int, pos: TensorValue) -> TensorValue:
     """x gathered at `pos` along `dim` (pos has x's shape but for `dim`)."""
     if x.ndim == 0:
         return ctx.realize(x)
@@ -71,7 +71,7 @@ def lower_sort(ctx, x, *args, stable=None, dim=-1, descending=False):
         descending = args[1] if len(args) > 1 else descending
     n = x.sizes[dim_index(dim, x.ndim)] if x.ndim else 1
     pos = positions(ctx, x, dim, 0, n, bool(descending), _sort_algorithm(stable))
-    return _values(ctx, x, dim, pos), pos
+    return gather_along(ctx, x, dim, pos), pos
 
 
 @register_lowering(aten.argsort.default, aten.argsort.stable, family=FAMILY)
@@ -92,14 +92,14 @@ def lower_msort(ctx, x):
 def lower_topk(ctx, x, k, dim=-1, largest=True, sorted=True):
     algorithm = SortAlgorithm.TOPK if sorted else SortAlgorithm.TOPK_UNSORTED
     pos = positions(ctx, x, dim, 0, k, bool(largest), algorithm)
-    return _values(ctx, x, dim, pos), pos
+    return gather_along(ctx, x, dim, pos), pos
 
 
 def _one_per_line(ctx: LoweringContext, x: TensorValue, dim, keepdim, first,
                   algorithm: SortAlgorithm) -> tuple[TensorValue, TensorValue]:
     """(values, indices) of the one element per line that `algorithm` picks."""
     pos = positions(ctx, x, dim, first, 1, False, algorithm)
-    values = _values(ctx, x, dim, pos)
+    values = gather_along(ctx, x, dim, pos)
     if keepdim or x.ndim == 0:
         return values, pos
     d = dim_index(dim, x.ndim)
@@ -148,7 +148,7 @@ def lower_nanmedian(ctx, x):
 def _search(ctx: LoweringContext, boundaries: TensorValue, values: TensorValue, out_int32: bool,
             right: bool, sorter) -> TensorValue:
     if sorter is not None:  # search the boundaries in the order the sorter gives them
-        boundaries = _values(ctx, boundaries, -1, sorter)
+        boundaries = gather_along(ctx, boundaries, -1, sorter)
     if boundaries.dtype is not values.dtype:
         raise UnsupportedOperatorError(ctx.target, ctx.source,
                                        "boundaries and values of different dtypes")

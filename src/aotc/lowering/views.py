@@ -115,10 +115,53 @@ def lower_slice(ctx, x, dim=0, start=None, end=None, step=1):
     if start.is_number and start < 0:
         start = sympy.Max(start + size, 0)
     out_sizes = ctx.out_sizes
+    _bind_slice_length(ctx, out_sizes[dim], size, start, end, step)
     iv = index_vars(x.ndim)
     src = list(iv)
     src[dim] = start + iv[dim] * step
     return remap(x, out_sizes, src)
+
+
+def diagonal_index(ndim: int, offset: int, dim1: int, dim2: int) -> tuple:
+    """(dim1, dim2, the source index of each element of the diagonal view): its dims are
+    x's without dim1 and dim2, then the diagonal k, which is x[.., k (+|offset|), ..]."""
+    dim1, dim2 = dim_index(dim1, ndim), dim_index(dim2, ndim)
+    if dim1 == dim2:
+        raise CompileError(f"diagonal: dim1 and dim2 are both {dim1}")
+    iv = index_vars(ndim - 1)
+    rest, k = iter(iv[:-1]), iv[-1]
+    src = [sympy.Integer(0)] * ndim
+    for d in range(ndim):
+        if d not in (dim1, dim2):
+            src[d] = next(rest)
+    src[dim1] = k - min(offset, 0)
+    src[dim2] = k + max(offset, 0)
+    return dim1, dim2, tuple(src)
+
+
+@register_lowering(aten.diagonal.default, aten.diagonal_copy.default, family=FAMILY)
+def lower_diagonal(ctx, x, offset=0, dim1=0, dim2=1):
+    _, _, src = diagonal_index(x.ndim, int(offset), dim1, dim2)
+    return remap(x, ctx.out_sizes, src)
+
+
+def _bind_slice_length(ctx, length, size, start, end, step) -> None:
+    """A slice whose bounds are `.item()` values has a length export leaves as a fresh
+    unbacked symbol: it binds to Python's slice length, computed from those values."""
+    from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+    if not (isinstance(length, sympy.Symbol) and symbol_is_type(length, SymT.UNBACKED_INT)
+            and length not in ctx.program.item_symbols):
+        return
+    def clamp(v):
+        v = sympy.sympify(v)
+        return sympy.Piecewise((sympy.Max(v + size, 0), v < 0), (sympy.Min(v, size), True))
+
+    first = clamp(start)
+    last = size if end is None else clamp(end)
+    value = sympy.Max(0, FloorDiv(last - first + int(step) - 1, int(step)))
+    ctx.program.item_symbols[length] = IndexValue(value, DType.int64)
+    ctx.program.symbols.setdefault(length, (0, None))
 
 
 @register_lowering(aten.narrow.default, family=FAMILY)

@@ -3,12 +3,14 @@ weights.bin. Torch-free, so the runtime can read it with numpy alone.
 
 weights.bin and model.so are stored uncompressed with their data 64-byte aligned inside the
 archive, so a loader maps them straight from the .pt2 file without a zip library; each
-constant inside weights.bin is 64-byte aligned too.
+constant inside weights.bin is 64-byte aligned too. Loading checks their chunked CRC-32s
+(checksum.py); their sha256 digests are checked by `verify_digests` (`aotc inspect --verify`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import struct
 import tempfile
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import PackageError
+from .checksum import CHUNK_BYTES, chunk_count, chunk_crcs, first_bad_chunk
 from .schema import FORMAT_VERSION, check_constants_fit, validate
 
 ARCHIVE_FORMAT = "pt2"
@@ -69,6 +72,9 @@ def write_package(path: str | os.PathLike, models: dict[str, ModelFiles]) -> str
                 meta = dict(files.metadata)
                 meta["sha256"] = {"model.so": sha256(files.library),
                                   "weights.bin": sha256(files.weights)}
+                meta["crc32"] = {"chunk_bytes": CHUNK_BYTES,
+                                 "model.so": chunk_crcs(files.library),
+                                 "weights.bin": chunk_crcs(files.weights)}
                 zf.writestr(_entry(name, "metadata.json"), json.dumps(meta, indent=1))
                 zf.writestr(_entry(name, "model.cpp"), files.source,
                             compress_type=zipfile.ZIP_DEFLATED)
@@ -90,7 +96,8 @@ def _is_package(path: Path) -> bool:
 
 
 class PackageReader:
-    """Reads and verifies one model of a package."""
+    """Reads and verifies one model of a package; large entries are read from a read-only
+    mapping of the file, without a copy."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = str(path)
@@ -100,6 +107,7 @@ class PackageReader:
             self.zf = zipfile.ZipFile(self.path)
         except (zipfile.BadZipFile, OSError) as e:
             raise PackageError(f"{self.path} is not a valid .pt2 package: {e}") from None
+        self._map: mmap.mmap | None = None
         listed = self.zf.namelist()
         names = set(listed)
         if len(names) != len(listed):
@@ -113,13 +121,18 @@ class PackageReader:
             raise PackageError(f"{self.path} is not a .pt2 package (no archive_format entry)")
         version = self._read("aotc/version").decode(errors="replace").strip()
         if version != str(FORMAT_VERSION):
+            older = version.isdigit() and 0 < int(version) < FORMAT_VERSION
             raise PackageError(f"{self.path} has package format version {version}; this aotc reads "
-                               f"version {FORMAT_VERSION}")
+                               f"version {FORMAT_VERSION}" + (
+                                   " (the package was written by an older aotc: compile the "
+                                   "model again with this one)" if older else ""))
         self.models = sorted({n.split("/")[1] for n in names
                               if n.startswith("aotc/") and n.count("/") == 2})
 
     def close(self) -> None:
+        """Closes the zip; the mapping lives on while arrays over it do."""
         self.zf.close()
+        self._map = None
 
     def _read(self, name: str) -> bytes:
         try:
@@ -150,43 +163,65 @@ class PackageReader:
         except PackageError as e:
             raise PackageError(f"{self.path}: model {model!r}: {e}") from None
 
+    def _span(self, model: str, file: str) -> tuple[memoryview, int]:
+        """The bytes of a stored entry, over the file's mapping, and their offset in it."""
+        name = _entry(model, file)
+        try:
+            info = self.zf.getinfo(name)
+        except KeyError:
+            raise PackageError(f"{self.path} is missing {name}") from None
+        if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
+            raise PackageError(f"{self.path}: {name} is compressed; aotc maps it uncompressed "
+                               "(write the package with aotc)")
+        if self._map is None:
+            with open(self.path, "rb") as f:
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        header = self._map[info.header_offset:info.header_offset + 30]
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            raise PackageError(f"{self.path}: bad local header for {name}")
+        n, e = struct.unpack("<HH", header[26:30])
+        offset = info.header_offset + 30 + n + e
+        if offset + info.file_size > len(self._map):
+            raise PackageError(f"{self.path}: {name} is truncated")
+        return memoryview(self._map)[offset:offset + info.file_size], offset
+
+    def _checked(self, model: str, meta: dict, file: str) -> tuple[memoryview, int]:
+        data, offset = self._span(model, file)
+        sums, chunk = meta["crc32"][file], meta["crc32"]["chunk_bytes"]
+        if len(sums) != 8 * chunk_count(len(data), chunk):
+            raise PackageError(f"{self.path}: metadata field 'crc32.{file}' holds {len(sums) // 8} "
+                               f"checksums; {file} of {model!r} ({len(data)} bytes) has "
+                               f"{chunk_count(len(data), chunk)} chunks of {chunk} bytes")
+        bad = first_bad_chunk(data, sums, chunk)
+        if bad is not None:
+            end = min((bad + 1) * chunk, len(data))
+            raise PackageError(f"{self.path}: {file} of {model!r} does not match its CRC-32 (bytes "
+                               f"{bad * chunk}..{end} are damaged); the package is corrupt")
+        return data, offset
+
     def library(self, model: str, meta: dict) -> bytes:
-        data = self._read(_entry(model, "model.so"))
+        """model.so, verified: its CRC-32s, and its sha256 (which names it in the cache)."""
+        data = bytes(self._checked(model, meta, "model.so")[0])
         if sha256(data) != meta["sha256"]["model.so"]:
             raise PackageError(f"{self.path}: model.so of {model!r} does not match its sha256 "
                                "digest; the package is corrupt")
         return data
 
-    def weights_location(self, model: str, meta: dict) -> tuple[int, int]:
-        """(offset in the archive file, size) of weights.bin's bytes, verified."""
-        name = _entry(model, "weights.bin")
+    def weights(self, model: str, meta: dict) -> tuple[memoryview, int]:
+        """weights.bin over the file's read-only mapping (no copy), verified, and its offset
+        in the archive (64-byte aligned in packages aotc writes)."""
+        data, offset = self._checked(model, meta, "weights.bin")
         try:
-            info = self.zf.getinfo(name)
-        except KeyError:
-            raise PackageError(f"{self.path} is missing {name}") from None
-        if info.compress_type != zipfile.ZIP_STORED:
-            raise PackageError(f"{self.path}: {name} is compressed; aotc maps weights uncompressed")
-        with open(self.path, "rb") as f:
-            f.seek(info.header_offset)
-            header = f.read(30)
-            if len(header) != 30 or header[:4] != b"PK\x03\x04":
-                raise PackageError(f"{self.path}: bad local header for {name}")
-            n, e = struct.unpack("<HH", header[26:30])
-            offset = info.header_offset + 30 + n + e
-            h = hashlib.sha256()
-            f.seek(offset)
-            remaining = info.file_size
-            while remaining:
-                chunk = f.read(min(remaining, 1 << 22))
-                if not chunk:
-                    raise PackageError(f"{self.path}: {name} is truncated")
-                h.update(chunk)
-                remaining -= len(chunk)
-        if h.hexdigest() != meta["sha256"]["weights.bin"]:
-            raise PackageError(f"{self.path}: weights.bin of {model!r} does not match its sha256 "
-                               "digest; the package is corrupt")
-        try:
-            check_constants_fit(meta, info.file_size)
+            check_constants_fit(meta, len(data))
         except PackageError as e:
             raise PackageError(f"{self.path}: model {model!r}: {e}") from None
-        return offset, info.file_size
+        return data, offset
+
+    def verify_digests(self, model: str, meta: dict) -> None:
+        """The full check: the sha256 of model.so and weights.bin (PackageError if either
+        differs from the digest metadata.json records)."""
+        for file in ("model.so", "weights.bin"):
+            data, _ = self._span(model, file)
+            if hashlib.sha256(data).hexdigest() != meta["sha256"][file]:
+                raise PackageError(f"{self.path}: {file} of {model!r} does not match its sha256 "
+                                   "digest; the package is corrupt")

@@ -1,4 +1,4 @@
-"""The schema of a model's metadata.json (format version 1), checked before the loader
+"""The schema of a model's metadata.json (format version 2), checked before the loader
 uses any field: types, ranges and the references between fields. A bad field raises
 PackageError naming its path (`inputs[0].sizes[1]`), what it holds and what was expected.
 
@@ -13,12 +13,13 @@ from typing import Any
 from ..dtypes import DType
 from ..errors import PackageError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: chunked CRC-32s (field crc32) are what loading checks
 ARCHES = ("x86-64", "x86-64-v3", "x86-64-v4", "native")
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
 _SIZE_EXPR = re.compile(r"[\w\s*+\-()/,]+")  # what sympy prints for an integer size expression
 _NAME_IN_EXPR = re.compile(r"[A-Za-z_]\w*(?!\w|\s*\()")  # an identifier that is not a call
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_CRCS = re.compile(r"(?:[0-9a-f]{8})+")  # one CRC-32 per chunk, 8 hex digits each
 _MAX_DIM = 1 << 62
 _MAX_RANK = 64
 _SPEC_DEPTH = 64
@@ -119,7 +120,7 @@ def _symbols(value: Any) -> dict:
         _str(name, where, _SYMBOL, "a symbol name")
         if not isinstance(bounds, list) or len(bounds) != 2:
             raise _Bad(where, "[min, max] (max null when unbounded)", bounds)
-        lo = _int(bounds[0], f"{where}[0]")
+        lo = _int(bounds[0], f"{where}[0]", -_MAX_DIM)  # a value symbol may be negative
         if bounds[1] is not None:
             _int(bounds[1], f"{where}[1]", lo)
     return symbols
@@ -172,7 +173,7 @@ def _constants(value: Any) -> None:
 
 
 def validate(meta: Any) -> dict:
-    """`meta` if it is a valid version-1 metadata object; PackageError naming the bad field."""
+    """`meta` if it is a valid version-2 metadata object; PackageError naming the bad field."""
     try:
         _validate(meta)
     except _Bad as e:
@@ -223,6 +224,11 @@ def _validate(meta: Any) -> None:
     digests = _dict(_get(meta, "sha256", ""), "sha256")
     for key in ("model.so", "weights.bin"):
         _str(_get(digests, key, "sha256"), f"sha256.{key}", _HEX64, "a sha256 hex digest")
+    crcs = _dict(_get(meta, "crc32", ""), "crc32")
+    _int(_get(crcs, "chunk_bytes", "crc32"), "crc32.chunk_bytes", 64, 1 << 40)
+    for key in ("model.so", "weights.bin"):
+        _str(_get(crcs, key, "crc32"), f"crc32.{key}", _CRCS,
+             "CRC-32s as hex, 8 digits for each chunk")
     if "autotune" in meta:
         for k, r in enumerate(_list(_get(_dict(meta["autotune"], "autotune"), "measured",
                                          "autotune"), "autotune.measured")):

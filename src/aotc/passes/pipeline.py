@@ -1,6 +1,8 @@
 """The compiler, stage by stage: read this page to know what aotc does to a program.
 
-    import      ExportedProgram -> loop-level IR (frontend/importer.py, lowering/)
+    import      ExportedProgram -> loop-level IR (frontend/importer.py, lowering/); attention
+                written out as matmul -> softmax -> matmul becomes one template
+                (passes/attention.py finds the chains in the exported graph first)
     dce         drop buffers no output needs (passes/dce.py)
     fuse        inline pointwise producers into their consumers (scheduler/fusion.py)
     group       the kernel sequence: row groups of reductions + their reader (scheduler/grouping.py)
@@ -29,6 +31,7 @@ from ..scheduler.fusion import fuse_pointwise
 from ..scheduler.grouping import RowGroup, Scheduled, group_rows, kernel_members, local_buffers
 from ..scheduler.inplace import in_place_updates
 from ..scheduler.memory import MemoryPlan, plan_memory
+from .attention import find_attention
 from .dce import remove_dead_buffers
 
 perf = artifact_logger("perf")
@@ -65,7 +68,8 @@ def _schedule_dump(schedule: list[Scheduled]) -> str:
 
 
 def _plan_dump(plan: MemoryPlan) -> str:
-    lines = [f"slot{k}: {size} bytes" for k, size in enumerate(plan.slots)]
+    lines = [f"slot{k}: {size} bytes" + (f" (stage {plan.stage[k]})" if plan.stage[k] else "")
+             for k, size in enumerate(plan.slots)]
     lines += [f"{b} -> slot{s}" for b, s in plan.slot_of.items()]
     return "\n".join(lines) + "\n"
 
@@ -85,7 +89,8 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
     if graph_log.isEnabledFor(logging.INFO):
         graph_log.info("%s exported graph:\n%s", header or "program", ep.graph_module.code)
     stages = [
-        Stage("import", lambda: import_program(ep, freezing), format_program),
+        Stage("import", lambda: import_program(ep, freezing, find_attention(ep.graph)),
+              format_program),
         Stage("dce", lambda: remove_dead_buffers(state["import"]), format_program),
         Stage("fuse", lambda: fuse_pointwise(state["dce"]), format_program),
         Stage("group", lambda: group_rows(state["fuse"]), _schedule_dump),

@@ -4,8 +4,9 @@ from __future__ import annotations
 import ctypes
 
 from ..errors import InputError, PackageError, RuntimeFailure
+from .wait_policy import spin_setting
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 ERR_INPUT, ERR_MEMORY, ERR_ARGUMENT = 1, 2, 3
 
 i64p = ctypes.POINTER(ctypes.c_int64)
@@ -18,7 +19,8 @@ class Tensor(ctypes.Structure):
 
 def open_library(path: str) -> ctypes.CDLL:
     try:
-        lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+        with spin_setting():  # the first model library loads libgomp: its wait policy
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
     except OSError as e:
         raise PackageError(f"cannot load the compiled model {path}: {e}") from None
     try:

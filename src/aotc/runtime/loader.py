@@ -10,6 +10,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,24 +23,26 @@ from ..package.format import PackageReader
 from ..package.schema import check_against_library, check_constants_fit
 from . import abi, pytree
 from .checks import LayoutCheck, checks_enabled
+from .constants import ALIGN as WEIGHTS_ALIGN
 from .constants import WeightSet, prepare_update, swappable_names
 from .describe import describe_library
 from .mutation import check_writable, write_back
 from .pool import RunnerPool
 from .scalars import as_number, int_input
-from .state import as_state_value, state_array, state_table
+from .state import SharedState, as_state_value, state_table
 from .tensors import Frame, as_input, empty, is_torch_tensor
 
 
 def _materialize_library(data: bytes, digest: str) -> str:
     """The package's model.so as a file dlopen can load, written once per digest (in the
-    cache, or the temp directory where the cache is not writable)."""
+    cache, or the temp directory where the cache is not writable). A file already there is
+    used only if it holds exactly these (verified) bytes."""
     for folder in (cache_dir() / "libraries",
                    Path(tempfile.gettempdir()) / f"aotc-{os.getuid()}" / "libraries"):
         try:
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{digest}.so"
-            if not path.exists():
+            if not _holds(path, data):
                 fd, tmp = tempfile.mkstemp(dir=folder, suffix=".so")
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
@@ -50,6 +53,42 @@ def _materialize_library(data: bytes, digest: str) -> str:
     raise PackageError(f"cannot write the model library anywhere to load it: {error}")
 
 
+def _holds(path: Path, data: bytes) -> bool:
+    try:
+        if path.stat().st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def _weights_array(data: memoryview, offset: int) -> np.ndarray:
+    """weights.bin as an array over the package's mapping (no copy); one aligned copy when
+    the archive leaves it unaligned (aotc aligns it; another zip writer may not)."""
+    if not len(data):
+        return np.zeros(0, np.uint8)
+    mapped = np.frombuffer(data, np.uint8)
+    if offset % WEIGHTS_ALIGN == 0:
+        return mapped
+    raw = np.empty(len(data) + WEIGHTS_ALIGN, np.uint8)
+    start = (-raw.ctypes.data) % WEIGHTS_ALIGN
+    aligned = raw[start:start + len(data)]
+    aligned[:] = mapped
+    aligned.flags.writeable = False
+    return aligned
+
+
+class _StageClock:
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def stage(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = now - self._last
+        self._last = now
+
+
 class CompiledModel:
     """A callable compiled model: model(*args, **kwargs) -> outputs in the exported structure."""
 
@@ -57,32 +96,37 @@ class CompiledModel:
                  num_threads: int | None = None, num_runners: int = 1):
         if not isinstance(num_runners, int) or isinstance(num_runners, bool) or num_runners < 1:
             raise ValueError(f"num_runners must be a positive integer, got {num_runners!r}")
+        clock = _StageClock()
         reader = PackageReader(path)
         try:
             self.name = reader.resolve(model_name)
+            clock.stage("archive")
             self.package_metadata = reader.metadata(self.name)
+            _check_target(path, self.package_metadata)
+            clock.stage("metadata")
             library = reader.library(self.name, self.package_metadata)
-            w_offset, w_size = reader.weights_location(self.name, self.package_metadata)
+            clock.stage("library_check")
+            weights_bytes, weights_offset = reader.weights(self.name, self.package_metadata)
+            clock.stage("weights_check")
         finally:
             reader.close()
         self.path = path
-        _check_target(path, self.package_metadata)
         self._lib = abi.open_library(
             _materialize_library(library, self.package_metadata["sha256"]["model.so"]))
+        clock.stage("dlopen")
         self.description = describe_library(self._lib)  # the library's own tables
         d = self.description
         try:
             check_against_library(self.package_metadata, d.inputs, d.outputs, d.symbols,
                                   d.constants)
-            check_constants_fit(self.package_metadata, w_size)
+            check_constants_fit(self.package_metadata, len(weights_bytes))
         except PackageError as e:
             raise PackageError(f"{path}: model {self.name!r}: {e}") from None
         self._state = state_table(self._lib, d.constants)
-        if self._state and num_runners > 1:
-            raise ValueError(f"model {self.name!r} keeps state ({', '.join(self._state)}), which "
-                             "belongs to one model object: load it with num_runners=1")
-        self._weights = (np.memmap(path, dtype=np.uint8, mode="r", offset=w_offset, shape=(w_size,))
-                         if w_size else np.zeros(0, np.uint8))
+        clock.stage("describe")
+        self._weights = _weights_array(weights_bytes, weights_offset)
+        # the state belongs to this loaded model: one copy, shared by its model objects
+        self._shared = SharedState(self._lib, self._state, self._weights)
         weights = WeightSet.from_package(self._weights, self.package_metadata["constants"])
         self._outputs = [(DType.from_name(o["dtype"]), len(o["sizes"]))
                          for o in self.description.outputs]
@@ -117,6 +161,8 @@ class CompiledModel:
             raise PackageError(f"{path}: model {self.name!r} does not match its own library: "
                                f"{e}") from None
         self._pool = RunnerPool(num_runners, first, weights)
+        clock.stage("create")
+        self.load_seconds = clock.seconds  # per stage, for benchmarks/load.py
 
     @property
     def num_runners(self) -> int:
@@ -135,7 +181,9 @@ class CompiledModel:
     def get_buffer(self, name: str):
         """A copy of state buffer `name` as the model holds it now (a torch tensor when
         torch is loaded, else a numpy array)."""
-        array = self._with_state(name, lambda a: a.copy())
+        self._state_entry(name)
+        with self._shared.lock:
+            array = self._shared.arrays[name].copy()
         if "torch" in sys.modules:
             import torch
             return torch.from_numpy(array)
@@ -144,30 +192,19 @@ class CompiledModel:
     def set_buffer(self, name: str, value) -> None:
         """Overwrite state buffer `name` (same dtype and shape) before the next call."""
         new = as_state_value(value, self._state_entry(name)[1], name)
-        self._with_state(name, lambda a: np.copyto(a, new))
+        with self._shared.lock:
+            np.copyto(self._shared.arrays[name], new)
 
     def reset_buffers(self) -> None:
         """Every state buffer back to the value the package holds."""
-        for name, (_, entry) in self._state.items():
-            start = entry["offset"]
-            initial = np.asarray(self._weights[start:start + entry["nbytes"]])
-            self._with_state(name, lambda a, b=initial: np.copyto(a.reshape(-1).view(np.uint8), b))
+        with self._shared.lock:
+            self._shared.reset()
 
     def _state_entry(self, name: str):
         if name not in self._state:
             raise KeyError(f"{name!r} is not a buffer the model updates; its state buffers: "
                            f"{list(self._state)}")
         return self._state[name]
-
-    def _with_state(self, name: str, fn):
-        k, entry = self._state_entry(name)
-        h = self._pool.first() if self._single else self._pool.acquire(self._new_handle,
-                                                                       self._destroy)
-        try:
-            return fn(state_array(self._lib, h, k, entry))
-        finally:
-            if not self._single:
-                self._pool.release(h, self._destroy)
 
     def metadata(self) -> dict[str, str]:
         """The user's key/values (option 'aot_inductor.metadata') and aotc's own entries."""
@@ -214,6 +251,12 @@ class CompiledModel:
             if rc:
                 self._lib.aotc_destroy(h)
                 abi.check(self._lib, rc)
+        if self._state:
+            try:
+                self._shared.share_with(h.value)
+            except BaseException:
+                self._lib.aotc_destroy(h)
+                raise
         self._frames[h.value] = Frame([len(i["sizes"]) for i in self._inputs],
                                       [rank for _, rank in self._outputs])
         return h.value
@@ -248,15 +291,21 @@ class CompiledModel:
         if self._single:  # the caller promised one thread at a time: no lock
             h = self._pool.first()
             outs = self._run(h, self._frames[h], inputs, like_torch)
+        elif self._state:  # calls that update the state run one at a time, in some order
+            with self._shared.lock:
+                outs = self._pooled_run(inputs, like_torch)
         else:
-            h = self._pool.acquire(self._new_handle, self._destroy)
-            try:
-                outs = self._run(h, self._frames[h], inputs, like_torch)
-            finally:
-                self._pool.release(h, self._destroy)
+            outs = self._pooled_run(inputs, like_torch)
         for j, k in self._mutated:
             write_back(leaves[j], inputs[k][0])
         return self._structure(outs)
+
+    def _pooled_run(self, inputs: list, like_torch: bool) -> list:
+        h = self._pool.acquire(self._new_handle, self._destroy)
+        try:
+            return self._run(h, self._frames[h], inputs, like_torch)
+        finally:
+            self._pool.release(h, self._destroy)
 
     def _output_structure(self):
         """outs -> the exported output structure (fast paths for the usual shapes)."""
@@ -334,7 +383,9 @@ def load_package(path, model_name: str | None = None, run_single_threaded: bool 
     """Load model `model_name` (default: the only one, or "model") of a .pt2 package.
 
     `num_runners` model objects serve calls from several threads at once (each with its own
-    arena and `num_threads` OpenMP threads); further callers wait for a free one."""
+    arena and `num_threads` OpenMP threads); further callers wait for a free one. A model
+    with state (registered buffers it updates) keeps one state for the loaded model, shared
+    by its model objects; its calls run one at a time."""
     if is_filelike(path):  # the weights are mapped from a file: copy the bytes into one
         with spilled(path) as tmp:
             return CompiledModel(tmp, model_name, run_single_threaded, num_threads, num_runners)

@@ -1,4 +1,4 @@
-// Reads the few fields the C++ runtime needs from metadata.json (the sha256 digests, the
+// Reads the few fields the C++ runtime needs from metadata.json (the CRC-32s, the
 // format version, the target) by a path of object keys: a scanner, not a JSON library.
 // Everything else the loader needs comes from the model library itself (aotc_describe_*).
 #ifndef AOTC_RUNTIME_METADATA_SCAN_H

@@ -8,16 +8,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <set>
+#include <system_error>
+#include <thread>
+#include <vector>
 
+#include "crc32.h"
 #include "failure.h"
 #include "metadata_scan.h"
-#include "sha256.h"
 
 namespace aotc_rt {
 namespace {
 
-constexpr const char *kFormatVersion = "1";
+constexpr const char *kFormatVersion = "2";
 constexpr const char *kDefaultModel = "model";
 
 std::string entry(const std::string &model, const char *file) {
@@ -84,14 +89,73 @@ void check_target(const std::string &meta, const std::string &label) {
                  ". Recompile with options={'isa': 'avx2'} (or 'sse2') for older machines");
 }
 
-void check_digest(const Bytes &bytes, const std::string &meta, const char *file,
-                  const std::string &model, const std::string &label) {
-  std::string want;
-  if (!json_lookup(meta, {"sha256", file}, &want))
-    fail_package(label, "metadata of '" + model + "' records no sha256 of " + file);
-  if (sha256_hex(bytes.data, bytes.size) != want)
-    fail_package(label, std::string(file) + " of '" + model + "' does not match its sha256 "
-                 "digest; the package is corrupt");
+uint64_t chunk_bytes(const std::string &meta, const std::string &model, const std::string &label) {
+  std::string text;
+  json_lookup(meta, {"crc32", "chunk_bytes"}, &text);
+  uint64_t n = 0;
+  bool ok = !text.empty() && text.size() <= 13;
+  for (char c : text) ok = ok && c >= '0' && c <= '9' && (n = n * 10 + uint64_t(c - '0'), true);
+  if (!ok || n < 64 || n > (uint64_t(1) << 40))
+    fail_package(label, "metadata of '" + model + "': field 'crc32.chunk_bytes' is '" + text +
+                 "'; expected an integer in [64, 2^40]");
+  return n;
+}
+
+bool parse_hex32(const char *p, uint32_t *out) {
+  uint32_t v = 0;
+  for (int k = 0; k < 8; ++k) {
+    const char c = p[k];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return false;
+    v = v << 4 | uint32_t(d);
+  }
+  *out = v;
+  return true;
+}
+
+// The CRC-32 of each chunk against the metadata's; large entries on several threads.
+void check_crcs(const Bytes &bytes, const std::string &meta, const char *file,
+                const std::string &model, const std::string &label) {
+  const uint64_t chunk = chunk_bytes(meta, model, label);
+  std::string sums;
+  json_lookup(meta, {"crc32", file}, &sums);
+  const size_t n = std::max<size_t>(1, size_t((bytes.size + chunk - 1) / chunk));
+  std::vector<uint32_t> want(n);
+  bool ok = sums.size() == 8 * n;
+  for (size_t k = 0; ok && k < n; ++k) ok = parse_hex32(sums.data() + 8 * k, &want[k]);
+  if (!ok)
+    fail_package(label, "metadata of '" + model + "': field 'crc32." + file + "' is not " +
+                 std::to_string(n) + " CRC-32s in hex (one per " + std::to_string(chunk) +
+                 "-byte chunk of " + file + ")");
+  std::atomic<size_t> first_bad{n};
+  auto check = [&](size_t first, size_t step) {
+    for (size_t k = first; k < n && first_bad.load(std::memory_order_relaxed) == n; k += step) {
+      const uint64_t begin = k * chunk, size = std::min<uint64_t>(chunk, bytes.size - begin);
+      if (crc32(0, bytes.data + begin, size_t(size)) != want[k]) {
+        size_t seen = n;
+        while (k < seen && !first_bad.compare_exchange_weak(seen, k)) {}
+        return;
+      }
+    }
+  };
+  constexpr uint64_t kParallelBytes = uint64_t(8) << 20;
+  const size_t threads = bytes.size < kParallelBytes ? 1 :
+      std::min<size_t>({n, 4, std::max(1u, std::thread::hardware_concurrency())});
+  std::vector<std::thread> workers;
+  size_t started = 1;
+  try {
+    for (; started < threads; ++started) workers.emplace_back(check, started, threads);
+  } catch (const std::system_error &) {}  // no thread to spare: this one checks their chunks
+  for (size_t t = started; t < threads; ++t) check(t, threads);
+  check(0, threads);
+  for (std::thread &w : workers) w.join();
+  if (first_bad.load() != n) {
+    const uint64_t begin = first_bad.load() * chunk;
+    const uint64_t end = std::min<uint64_t>(begin + chunk, bytes.size);
+    fail_package(label, std::string(file) + " of '" + model + "' does not match its CRC-32 (bytes " +
+                 std::to_string(begin) + ".." + std::to_string(end) + " are damaged); the package "
+                 "is corrupt");
+  }
 }
 
 }  // namespace
@@ -144,7 +208,8 @@ PackageModel open_model(const ZipReader &zip, const std::string &label, const ch
   while (!version.empty() && (version.back() == '\n' || version.back() == ' ')) version.pop_back();
   if (version != kFormatVersion)
     fail_package(label, "has package format version " + version + "; this runtime reads version " +
-                 kFormatVersion);
+                 kFormatVersion + (version == "1" ? " (the package was written by an older aotc: "
+                                   "compile the model again with this one)" : ""));
   PackageModel m;
   m.name = resolve(zip, label, requested);
   const std::string meta = zip.stored(entry(m.name, "metadata.json"), true).str();
@@ -154,9 +219,9 @@ PackageModel open_model(const ZipReader &zip, const std::string &label, const ch
                  (format.empty() ? std::string("(none)") : format) + ", expected " + kFormatVersion);
   check_target(meta, label);
   m.library = zip.stored(entry(m.name, "model.so"), false);
-  check_digest(m.library, meta, "model.so", m.name, label);
+  check_crcs(m.library, meta, "model.so", m.name, label);
   m.weights = zip.stored(entry(m.name, "weights.bin"), false);
-  check_digest(m.weights, meta, "weights.bin", m.name, label);
+  check_crcs(m.weights, meta, "weights.bin", m.name, label);
   return m;
 }
 

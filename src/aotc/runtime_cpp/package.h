@@ -1,6 +1,6 @@
 // The .pt2 package as the C++ runtime reads it: the archive's bytes (a read-only mapping of
 // the file, or the caller's buffer) and one model's verified entries, with the same checks
-// as the Python loader (format version, model name, sha256 digests, target CPU).
+// as the Python loader (format version, model name, target CPU, chunked CRC-32s).
 #ifndef AOTC_RUNTIME_PACKAGE_H
 #define AOTC_RUNTIME_PACKAGE_H
 

@@ -2,6 +2,7 @@
 // aotc writes for what a loader needs); anything else is refused with a message.
 #include "zip_reader.h"
 
+#include "crc32.h"
 #include "failure.h"
 
 namespace aotc_rt {
@@ -16,15 +17,6 @@ uint16_t u16(const uint8_t *p) { return uint16_t(p[0] | p[1] << 8); }
 uint32_t u32(const uint8_t *p) { return uint32_t(u16(p)) | uint32_t(u16(p + 2)) << 16; }
 
 }  // namespace
-
-uint32_t crc32(const uint8_t *data, size_t size) {
-  uint32_t crc = 0xFFFFFFFFu;
-  for (size_t i = 0; i < size; ++i) {
-    crc ^= data[i];
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
-  }
-  return ~crc;
-}
 
 ZipReader::ZipReader(const uint8_t *data, size_t size, std::string label)
     : data_(data), size_(size), label_(std::move(label)) {
@@ -84,7 +76,7 @@ Bytes ZipReader::stored(const std::string &name, bool check_crc) const {
   const uint64_t start = h + kLocalSize + u16(data_ + h + 26) + u16(data_ + h + 28);
   if (start + e->size > size_) fail_package(label_, name + " is truncated");
   Bytes bytes{data_ + start, size_t(e->size)};
-  if (check_crc && crc32(bytes.data, bytes.size) != e->crc32)
+  if (check_crc && crc32(0, bytes.data, bytes.size) != e->crc32)
     fail_package(label_, "entry " + name + " is corrupt (CRC-32 mismatch)");
   return bytes;
 }

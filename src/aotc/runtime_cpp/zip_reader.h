@@ -32,7 +32,8 @@ class ZipReader {
   const ZipEntry *find(const std::string &name) const;
   const std::vector<ZipEntry> &entries() const { return entries_; }
   // The data of a stored entry (checked against the archive's bounds), without copying;
-  // `check_crc` also verifies its CRC-32 (for small entries: large ones carry a sha256).
+  // `check_crc` also verifies its zip CRC-32 (for small entries: the package records
+  // chunked CRC-32s of the large ones, verified in parallel).
   Bytes stored(const std::string &name, bool check_crc) const;
 
  private:
@@ -41,8 +42,6 @@ class ZipReader {
   std::string label_;
   std::vector<ZipEntry> entries_;
 };
-
-uint32_t crc32(const uint8_t *data, size_t size);
 
 }  // namespace aotc_rt
 

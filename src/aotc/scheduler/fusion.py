@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..ir.binding import binding_buffers
 from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import (
     SPECIAL_UNARY,
@@ -34,7 +35,8 @@ def count_reads(program: Program) -> tuple[Counter, set[str]]:
     """(loads of each buffer in loop bodies, buffers that must stay materialized)."""
     uses: Counter = Counter()
     pinned: set[str] = (set(program.outputs) | set(program.updates.values())
-                        | predicate_buffers(program.guards) | loop_buffers(program.loops))
+                        | predicate_buffers(program.guards) | loop_buffers(program.loops)
+                        | binding_buffers(program))
     for buf in program.computed():
         body = body_of(buf.op)
         if body is not None:

@@ -2,6 +2,11 @@
 aotc sample by sample and compared with the exported program; writes docs/op_coverage.md.
 
     python -m aotc.tools.opcov [--out docs/op_coverage.md] [--only NAME ...] [--samples N]
+                               [--results build/opcov.jsonl] [--resume] [--rerun-failed]
+
+Every (op, dtype) result is appended to a JSON-lines file as soon as it is known, so a long
+sweep can stop and go on (`--resume` skips recorded cases; `--rerun-failed` also re-runs the
+recorded failures), and the table is rendered from everything recorded.
 
 In scope: float32, int64, bool, float16 and bfloat16 where OpInfo lists them. Linear
 algebra and FFT are listed apart and not counted; ops whose results are random or
@@ -10,11 +15,13 @@ uninitialized cannot be compared with eager and are listed apart too.
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import signal
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -38,6 +45,7 @@ class Row:
     samples: int
     passed: int
     reason: str = ""
+    seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -64,12 +72,14 @@ def _alarm(signum, frame):
 
 
 def _first_line(e: BaseException) -> str:
+    """The error's first line, without the source location (the harness's own line)."""
     text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}"[:160]
+    line = re.sub(r" \(at .*?\)(?=: )", "", text[0] if text else "", count=1)
+    return f"{type(e).__name__}: {line}"[:200]
 
 
 def run_case(info, dtype, folder: Path, max_samples: int) -> Row:
-    from .opsweep import check, exportable, opinfo_name, pick_samples
+    from .opsweep import compile_and_run, exportable, mismatches, opinfo_name, pick_samples
 
     d = str(dtype).removeprefix("torch.")
     try:
@@ -80,15 +90,20 @@ def run_case(info, dtype, folder: Path, max_samples: int) -> Row:
     if ep is None:
         return Row(opinfo_name(info), d, 0, 0, "torch.export cannot export any sample")
     try:
-        check(info, samples, ep, folder)
-        return Row(opinfo_name(info), d, len(samples), len(samples))
+        # the common case: every sample passes, compiled as one program
+        if not mismatches(info, samples, *compile_and_run(ep, samples, folder / "batch.pt2")):
+            return Row(opinfo_name(info), d, len(samples), len(samples))
     except Exception:  # noqa: BLE001 - counted sample by sample below
         pass
     passed, reasons = 0, []
     for s in samples:
         one, ep1 = exportable(info, [s])
         try:
-            check(info, one, ep1, folder, f"s{s.index}")
+            if ep1 is None:
+                raise RuntimeError("torch.export cannot export this sample alone")
+            bad = mismatches(info, one, *compile_and_run(ep1, one, folder / f"s{s.index}.pt2"))
+            if bad:
+                raise AssertionError(bad[0])
             passed += 1
         except Exception as e:  # noqa: BLE001
             reasons.append(_first_line(e))
@@ -96,40 +111,59 @@ def run_case(info, dtype, folder: Path, max_samples: int) -> Row:
     return Row(opinfo_name(info), d, len(samples), passed, reason)
 
 
-def sweep(only: set[str] | None, max_samples: int) -> dict[str, list[Row]]:
+def load_results(path: Path) -> dict[tuple[str, str], tuple[str, Row]]:
+    """(op, dtype) -> (category, row): the last line recorded for each case."""
+    out: dict[tuple[str, str], tuple[str, Row]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                cat = rec.pop("category")
+                out[(rec["op"], rec["dtype"])] = (cat, Row(**rec))
+    return out
+
+
+def sweep(only: set[str] | None, max_samples: int, results: Path, skip,
+          reverse: bool = False) -> None:
+    """Runs every in-scope case not `skip`ped and appends each result to `results`
+    (`reverse`: from the end of the database, for a second process meeting the first)."""
     from torch.testing._internal.common_methods_invocations import op_db
 
     from .opsweep import opinfo_name
 
-    rows: dict[str, list[Row]] = {"in scope": [], "linalg": [], "fft": [], "random": []}
     signal.signal(signal.SIGALRM, _alarm)
-    with tempfile.TemporaryDirectory(prefix="aotc-opcov-") as tmp:
-        for info in op_db:
+    results.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="aotc-opcov-") as tmp, results.open("a") as log:
+        for info in (reversed(op_db) if reverse else op_db):
             name = opinfo_name(info)
             if only and name not in only:
                 continue
             cat = category(name)
             for dtype in DTYPES:
-                if dtype not in info.dtypes:
+                d = str(dtype).removeprefix("torch.")
+                if dtype not in info.dtypes or skip(name, d):
                     continue
                 if cat != "in scope":
-                    rows[cat].append(Row(name, str(dtype).removeprefix("torch."), 0, 0, cat))
-                    continue
-                signal.alarm(CASE_SECONDS)
-                try:
-                    row = run_case(info, dtype, Path(tmp), max_samples)
-                except _Timeout as e:
-                    row = Row(name, str(dtype).removeprefix("torch."), 0, 0, f"timeout: {e}")
-                finally:
-                    signal.alarm(0)
-                rows[cat].append(row)
-                print(f"{'ok  ' if row.ok else 'FAIL'} {row.op} {row.dtype} {row.passed}/"
-                      f"{row.samples} {row.reason}", flush=True)
-    return rows
+                    row = Row(name, d, 0, 0, cat)
+                else:
+                    t0 = time.time()
+                    signal.alarm(CASE_SECONDS)
+                    try:
+                        row = run_case(info, dtype, Path(tmp), max_samples)
+                    except _Timeout as e:
+                        row = Row(name, d, 0, 0, f"timeout: {e}")
+                    finally:
+                        signal.alarm(0)
+                    row.seconds = round(time.time() - t0, 2)
+                    print(f"{'ok  ' if row.ok else 'FAIL'} {row.op} {row.dtype} {row.passed}/"
+                          f"{row.samples} {row.reason}", flush=True)
+                log.write(json.dumps({"category": cat, **asdict(row)}) + "\n")
+                log.flush()
 
 
-def render(rows: dict[str, list[Row]], seconds: float, command: str) -> str:
+def render(rows: dict[str, list[Row]], command: str) -> str:
     counted = [r for r in rows["in scope"] if r.samples > 0]
+    seconds = sum(r.seconds for r in rows["in scope"])
     ops: dict[str, bool] = {}
     for r in counted:
         ops[r.op] = ops.get(r.op, True) and r.ok
@@ -137,7 +171,7 @@ def render(rows: dict[str, list[Row]], seconds: float, command: str) -> str:
     n_passed = sum(r.passed for r in counted)
     lines = [
         "# aotc op coverage (PyTorch OpInfo)", "",
-        f"Generated by `{command}` on {time.strftime('%Y-%m-%d')} in {seconds / 60:.0f} min, "
+        f"Generated by `{command}` on {time.strftime('%Y-%m-%d')} ({seconds / 60:.0f} min of cases), "
         f"torch {torch.__version__}. Each (op, dtype) case compiles up to 8 of OpInfo's samples "
         "as one program and compares every output with the exported program "
         "(`torch.testing.assert_close`); failing cases are rerun sample by sample.", "",
@@ -163,15 +197,39 @@ def render(rows: dict[str, list[Row]], seconds: float, command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m aotc.tools.opcov", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m aotc.tools.opcov", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="docs/op_coverage.md")
     p.add_argument("--only", nargs="*", help="OpInfo names (name.variant) to run")
     p.add_argument("--samples", type=int, default=8, help="samples per (op, dtype)")
+    p.add_argument("--results", default="build/opcov.jsonl", help="JSON-lines record of every case")
+    p.add_argument("--resume", action="store_true", help="skip the cases already recorded")
+    p.add_argument("--rerun-failed", action="store_true",
+                   help="with --resume: run the recorded failures again")
+    p.add_argument("--reverse", action="store_true", help="walk the database from its end")
+    p.add_argument("--skip-recorded", nargs="*", default=[],
+                   help="other JSON-lines records whose cases are skipped too")
     args = p.parse_args(argv)
-    t0 = time.time()
-    rows = sweep(set(args.only) if args.only else None, args.samples)
+    results = Path(args.results)
+    if not args.resume and results.exists():
+        results.unlink()
+    before = load_results(results)
+    for other in args.skip_recorded:
+        before.update(load_results(Path(other)))
+
+    def skip(op: str, dtype: str) -> bool:
+        got = before.get((op, dtype))
+        if got is None:
+            return False
+        cat, row = got
+        return not (args.rerun_failed and cat == "in scope" and not row.ok)
+
+    sweep(set(args.only) if args.only else None, args.samples, results, skip, args.reverse)
+    rows: dict[str, list[Row]] = {"in scope": [], "linalg": [], "fft": [], "random": []}
+    for cat, row in load_results(results).values():
+        rows[cat].append(row)
     command = "python -m aotc.tools.opcov" + (f" --only {' '.join(args.only)}" if args.only else "")
-    Path(args.out).write_text(render(rows, time.time() - t0, command))
+    Path(args.out).write_text(render(rows, command))
     print(f"wrote {args.out}")
     return 0
 

@@ -20,6 +20,7 @@ constexpr int64_t kStateConstant[] = {0};
 struct Model {
   const void *constants[kNumConstants > 0 ? kNumConstants : 1];
   void *state[kNumState > 0 ? kNumState : 1];  // this object's copy of each
+  bool shared_state[kNumState > 0 ? kNumState : 1];  // the loader's memory: not freed
   char *arena;
   int64_t arena_bytes;
   int32_t num_threads;
@@ -219,6 +220,18 @@ int aotc_state(void *model, int64_t k, void **data) {
   return AOTC_OK;
 }
 
+int aotc_share_state(void *model, int64_t k, void *data) {
+  if (!model || !data) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: null argument");
+  if (k < 0 || k >= kNumState)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: no state buffer %lld (the model has %lld)",
+                      (long long)k, (long long)kNumState);
+  Model *m = static_cast<Model *>(model);
+  if (!m->shared_state[k]) std::free(m->state[k]);
+  m->state[k] = data;
+  m->shared_state[k] = true;
+  return AOTC_OK;
+}
+
 int aotc_set_num_threads(void *model, int32_t n) {
   if (!model) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_set_num_threads: null model");
   static_cast<Model *>(model)->num_threads = n;
@@ -252,7 +265,8 @@ int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *
 void aotc_destroy(void *model) {
   if (!model) return;
   Model *m = static_cast<Model *>(model);
-  for (int64_t j = 0; j < kNumState; ++j) std::free(m->state[j]);
+  for (int64_t j = 0; j < kNumState; ++j)
+    if (!m->shared_state[j]) std::free(m->state[j]);
   std::free(m->arena);
   std::free(m);
 }

@@ -5,22 +5,30 @@ from __future__ import annotations
 
 import sympy
 
+from ...ir.binding import late_symbols
 from ...ir.compress import Count
 from ...ir.expr import loads
 from ...ir.nodes import Program
+from ...ir.symbols import UNBOUNDED_BELOW
 from .code import CodeBuffer
 from .compress import emit_count
-from .exprs import BodyEmitter
+from .exprs import BodyEmitter, c_condition
 from .kernels import index_exprs, program_symbol_index, symbols_in
 
 
-def _range_check(code: CodeBuffer, program: Program, s: sympy.Symbol, v: str, what: str) -> None:
+def range_check(code: CodeBuffer, program: Program, s: sympy.Symbol, v: str, what: str,
+                kind: str = "") -> None:
+    """Fail the run with an input error when `v`, the value bound to `s`, is outside the
+    range export recorded for it (an unbounded end is not checked)."""
     lo, hi = program.symbols[s]
-    cond = f"{v} < {lo}" + (f" || {v} > {hi}" if hi is not None else "")
-    rng = f"[{lo}, {hi}]" if hi is not None else f"[{lo}, inf)"
-    code.line(f"if ({cond})")
+    cond = [f"{v} < {lo}" if lo > UNBOUNDED_BELOW else "", f"{v} > {hi}" if hi is not None else ""]
+    cond = [c for c in cond if c]
+    if not cond:
+        return
+    rng = (f"[{lo}" if lo > UNBOUNDED_BELOW else "(-inf") + (f", {hi}]" if hi is not None else ", inf)")
+    code.line(f"if ({' || '.join(cond)})")
     code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{what} is %lld, outside the allowed range '
-              f'{rng} ({s.name})", (long long){v});')
+              f'{rng} ({kind}{s.name})", (long long){v});')
 
 
 def bind_scalar_input(code: CodeBuffer, program: Program, k: int, name: str, buffer: str,
@@ -29,7 +37,7 @@ def bind_scalar_input(code: CodeBuffer, program: Program, k: int, name: str, buf
     s = program.scalar_inputs[buffer]
     idx = program_symbol_index(program, s)
     code.line(f"sym[{idx}] = *static_cast<const int64_t *>(in[{k}].data);")
-    _range_check(code, program, s, f"sym[{idx}]", f"input '{name}'")
+    range_check(code, program, s, f"sym[{idx}]", f"input '{name}'")
     bound[s] = f"input '{name}'"
 
 
@@ -55,7 +63,7 @@ def solve_size_symbols(code: CodeBuffer, program: Program, bound: dict,
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': dim {d} is %lld, '
                       f'which is {size} for no integer {s.name}", (long long){v});')
             code.line(f"sym[{idx}] = rest / {int(a)};")
-            _range_check(code, program, s, f"sym[{idx}]", f"input '{nm}': {s.name} from dim {d}")
+            range_check(code, program, s, f"sym[{idx}]", f"input '{nm}': {s.name} from dim {d}")
         bound[s] = f"input '{nm}' dim {d}"
 
 
@@ -66,7 +74,10 @@ def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
         return
     index = {s.buffer: k for k, s in enumerate(program.inputs)}
     sizes = {b: program.buffers[b].sizes for b in index}
+    late = late_symbols(program)
     for s, body in program.item_symbols.items():
+        if s in late:  # bound during the run (codegen/cpp/late.py)
+            continue
         idx = program_symbol_index(program, s)
         def pointer_of(b: str) -> str:
             return f"static_cast<const {program.buffers[b].dtype.ctype} *>(in[{index[b]}].data)"
@@ -91,8 +102,25 @@ def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
                 code.lines_of(emitter.lines)
                 what = f".item() value {s.name}"
             code.line(f"sym[{idx}] = {value};")
-            _range_check(code, program, s, f"sym[{idx}]", what)
+            range_check(code, program, s, f"sym[{idx}]", what)
         bound[s] = what
+
+
+def emit_assertions(code: CodeBuffer, program: Program, assertions, declare: bool) -> None:
+    """Check each (condition, what) export recorded; `declare`: read the symbols from `sym`
+    first (in bind_inputs, where they are not locals)."""
+    for condition, what in assertions:
+        with code.block(""):
+            if declare:
+                for s in symbols_in(program, condition):
+                    code.line(f"const int64_t {s.name} = sym[{program_symbol_index(program, s)}];")
+            code.line(f"if (!({c_condition(condition)}))")
+            code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{_c_text(what)} does not hold for '
+                      f'these inputs");')
+
+
+def _c_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
 
 
 def _input_name(program: Program, buffer: str) -> str:

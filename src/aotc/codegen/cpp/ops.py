@@ -79,6 +79,7 @@ def unary(op: UnaryOp, x: str, dtype: DType) -> str:
         UnaryOp.NOT: f"!{x}",
         UnaryOp.BITWISE_NOT: f"!{x}" if dtype is DType.bool else f"{t}(~{x})",
         UnaryOp.ISNAN: f"std::isnan({x})",
+        UnaryOp.SIGNBIT: f"aotc::signbit({x})",
     }[op]
 
 

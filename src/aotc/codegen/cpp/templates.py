@@ -12,7 +12,7 @@ import sympy
 
 from ...dtypes import DType
 from ...errors import CompileError
-from ...ir.nodes import ArgSort, Buffer, Conv, Gemm, Scan, SearchSorted, Template
+from ...ir.nodes import ArgSort, Attention, Buffer, Conv, Gemm, Scan, SearchSorted, Template
 from . import ops
 from .exprs import c_index
 from .kernels import describe
@@ -133,3 +133,35 @@ def searchsorted_call(buf: Buffer, pointer_of, workspace: str | None) -> list[st
     args = ", ".join(c_index(e) for e in (op.lines, op.n, op.rows, op.per_row))
     return [f"aotc_searchsorted_{_sort_suffix(op.dtype)}({args}, {int(op.right)}, "
             f"{pointer_of(op.sorted)}, {pointer_of(op.values)}, {pointer_of(buf.name)});"]
+
+
+@emits(Attention)
+def attention_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
+    """The call into the shipped attention: its shape as a local aotc_attention_shape."""
+    op = buf.op
+    assert isinstance(op, Attention)
+    if buf.dtype is not DType.float32:
+        raise CompileError("only float32 attention")
+
+    def strides(o) -> str:
+        return "{" + ", ".join(c_index(s) for s in o.strides) + "}" if o else "{0, 0, 0, 0}"
+
+    def at(o) -> str:
+        return f"{pointer_of(o.buffer)} + {c_index(o.offset)}"
+
+    sizes = [c_index(sympy.sympify(e)) for e in (op.batch, op.heads, op.group, op.q_len,
+                                                 op.kv_len, op.head_dim, op.v_dim)]
+    fields = sizes + [strides(o) for o in (op.q, op.k, op.v, op.mask)]
+    fields += [f"AOTC_ATTENTION_MASK_{op.mask_kind.name}", str(int(op.fill_when)),
+               str(int(op.causal)), str(int(op.empty_rows_nan)),
+               ops.literal(op.scale, DType.float32), ops.literal(op.fill, DType.float32)]
+    mask = at(op.mask) if op.mask is not None else "nullptr"
+    return [
+        "{",
+        f"  const aotc_attention_shape shape = {{{', '.join(fields)}}};",
+        f"  if (aotc_attention_f32(&shape, {at(op.q)}, {at(op.k)}, {at(op.v)}, {mask}, "
+        f"{pointer_of(buf.name)}) != 0)",
+        f'    return aotc::fail(AOTC_ERR_MEMORY, "attention {buf.name}: out of memory for its '
+        'key and value blocks");',
+        "}",
+    ]

@@ -13,7 +13,7 @@ if(NOT TARGET aotc::runtime)
   set(_aotc_src "${_aotc_root}/runtime_cpp")
   add_library(aotc_runtime SHARED
     "${_aotc_src}/library.cpp" "${_aotc_src}/loader.cpp" "${_aotc_src}/metadata_scan.cpp"
-    "${_aotc_src}/package.cpp" "${_aotc_src}/sha256.cpp" "${_aotc_src}/zip_reader.cpp")
+    "${_aotc_src}/package.cpp" "${_aotc_src}/crc32.cpp" "${_aotc_src}/zip_reader.cpp")
   set_target_properties(aotc_runtime PROPERTIES
     CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON POSITION_INDEPENDENT_CODE ON)

@@ -1,0 +1,331 @@
+// Scaled dot-product attention in one pass over the keys (see aotc_kernels.h): for each
+// block of queries, the scores of one block of keys at a time, an online softmax (running
+// row max and sum, the partial output rescaled when the max grows) and the weighted sum of
+// the values, so the [q_len, kv_len] score matrix never exists. Masks are read block by
+// block through their strides (a broadcast mask costs nothing); a causal mask is a bound on
+// the keys each query block visits. Each (batch, head, query chunk) is one task on one
+// thread, so results do not depend on the thread count.
+
+#include "aotc_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#if defined(__AVX2__) && defined(__FMA__)
+// g++ 12 reports its own AVX-512 headers' deliberately undefined vectors (_mm512_undefined_ps
+// inside the max, round and reduce intrinsics) as maybe-uninitialized once they are inlined
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace {
+
+// ---- one vector of floats per ISA ------------------------------------------------------
+#if defined(__AVX512F__)
+using V = __m512;
+constexpr int64_t W = 16;
+constexpr int R = 6, C = 4;  // score / output tile: R rows x C vectors (24 accumulators)
+inline V vload(const float *p) { return _mm512_loadu_ps(p); }
+inline void vstore(float *p, V v) { _mm512_storeu_ps(p, v); }
+inline V vset(float x) { return _mm512_set1_ps(x); }
+inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
+inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
+inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
+inline float hmax(V v) { return _mm512_reduce_max_ps(v); }
+inline float hsum(V v) { return _mm512_reduce_add_ps(v); }
+inline V vexp(V x) {
+  const V xc = _mm512_max_ps(vset(-87.3f), _mm512_min_ps(vset(88.7f), x));
+  const V n = _mm512_roundscale_ps(_mm512_mul_ps(xc, vset(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  V r = _mm512_fnmadd_ps(n, vset(0.693359375f), xc);
+  r = _mm512_fnmadd_ps(n, vset(-2.12194440e-4f), r);
+  V p = vset(1.9875691500e-4f);
+  p = vfma(p, r, vset(1.3981999507e-3f));
+  p = vfma(p, r, vset(8.3334519073e-3f));
+  p = vfma(p, r, vset(4.1665795894e-2f));
+  p = vfma(p, r, vset(1.6666665459e-1f));
+  p = vfma(p, r, vset(5.0000001201e-1f));
+  const V y = vfma(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, vset(1.0f)));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  const V out = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+  // below the normal range (and -inf, a masked score): exactly 0
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, vset(-87.3f), _CMP_NLT_UQ), out);
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+using V = __m256;
+constexpr int64_t W = 8;
+constexpr int R = 6, C = 2;  // 12 accumulators of the 16 ymm registers
+inline V vload(const float *p) { return _mm256_loadu_ps(p); }
+inline void vstore(float *p, V v) { _mm256_storeu_ps(p, v); }
+inline V vset(float x) { return _mm256_set1_ps(x); }
+inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
+inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
+inline float hmax(V v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+inline float hsum(V v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline V vexp(V x) {
+  const V xc = _mm256_max_ps(vset(-87.3f), _mm256_min_ps(vset(88.7f), x));
+  const V n = _mm256_round_ps(_mm256_mul_ps(xc, vset(1.44269504088896341f)),
+                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  V r = _mm256_fnmadd_ps(n, vset(0.693359375f), xc);
+  r = _mm256_fnmadd_ps(n, vset(-2.12194440e-4f), r);
+  V p = vset(1.9875691500e-4f);
+  p = vfma(p, r, vset(1.3981999507e-3f));
+  p = vfma(p, r, vset(8.3334519073e-3f));
+  p = vfma(p, r, vset(4.1665795894e-2f));
+  p = vfma(p, r, vset(1.6666665459e-1f));
+  p = vfma(p, r, vset(5.0000001201e-1f));
+  const V y = vfma(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, vset(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const V out = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  return _mm256_and_ps(out, _mm256_cmp_ps(x, vset(-87.3f), _CMP_NLT_UQ));
+}
+#else
+using V = float;
+constexpr int64_t W = 1;
+constexpr int R = 4, C = 4;
+inline V vload(const float *p) { return *p; }
+inline void vstore(float *p, V v) { *p = v; }
+inline V vset(float x) { return x; }
+inline V vfma(V a, V b, V c) { return a * b + c; }
+inline V vmul(V a, V b) { return a * b; }
+inline V vmax(V a, V b) { return a > b ? a : b; }
+inline V vadd(V a, V b) { return a + b; }
+inline float hmax(V v) { return v; }
+inline float hsum(V v) { return v; }
+inline V vexp(V x) { return std::exp(x); }
+#endif
+
+constexpr int64_t BQ = 64;  // queries per block: their scores and partial outputs stay in L2
+constexpr int64_t BK = 64;  // keys per block, a multiple of C * W on every ISA
+constexpr int64_t kParallelMin = 1 << 16;  // multiply-adds below which one thread runs it
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// s[r, 0:C*W] = q[r, :d] . kt[:d, 0:C*W] for `Rows` rows (q rows ldq apart, kt rows ldk).
+template <int Rows>
+void score_tile(int64_t d, const float *q, int64_t ldq, const float *kt, int64_t ldk, float *s,
+                int64_t lds) {
+  V acc[Rows][C];
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = vset(0.0f);
+  for (int64_t t = 0; t < d; ++t) {
+    V k[C];
+    for (int c = 0; c < C; ++c) k[c] = vload(kt + t * ldk + c * W);
+    for (int r = 0; r < Rows; ++r) {
+      const V b = vset(q[r * ldq + t]);
+      for (int c = 0; c < C; ++c) acc[r][c] = vfma(b, k[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < C; ++c) vstore(s + r * lds + c * W, acc[r][c]);
+}
+
+// o[r, 0:Cols*W] += p[r, :n] . v[:n, 0:Cols*W] for `Rows` rows.
+template <int Rows, int Cols>
+void output_tile(int64_t n, const float *p, int64_t ldp, const float *v, int64_t ldv, float *o,
+                 int64_t ldo) {
+  V acc[Rows][Cols];
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < Cols; ++c) acc[r][c] = vload(o + r * ldo + c * W);
+  for (int64_t j = 0; j < n; ++j) {
+    V x[Cols];
+    for (int c = 0; c < Cols; ++c) x[c] = vload(v + j * ldv + c * W);
+    for (int r = 0; r < Rows; ++r) {
+      const V b = vset(p[r * ldp + j]);
+      for (int c = 0; c < Cols; ++c) acc[r][c] = vfma(b, x[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < Cols; ++c) vstore(o + r * ldo + c * W, acc[r][c]);
+}
+
+// The row tails of a block: Op<k>::run(args...) with k = rows, 1 <= rows <= R.
+template <template <int> class Op, int K = R, typename... A>
+void with_rows(int rows, A... args) {
+  if constexpr (K >= 1) {
+    if (rows == K) return Op<K>::run(args...);
+    with_rows<Op, K - 1>(rows, args...);
+  }
+}
+
+// scores of `Rows` rows against one block of keys
+template <int Rows> struct ScoreRows {
+  static void run(int64_t d, const float *q, const float *kt, int64_t ldk, float *s) {
+    for (int64_t c = 0; c < BK; c += C * W) score_tile<Rows>(d, q, d, kt + c, ldk, s + c, BK);
+  }
+};
+
+// o += p . v for `Rows` rows over n keys, the output dim in tiles of C vectors, then single ones
+template <int Rows> struct OutputRows {
+  static void run(int64_t n, const float *p, const float *v, int64_t dvp, float *o) {
+    int64_t e = 0;
+    for (; e + C * W <= dvp; e += C * W) output_tile<Rows, C>(n, p, BK, v + e, dvp, o + e, dvp);
+    for (; e < dvp; e += W) output_tile<Rows, 1>(n, p, BK, v + e, dvp, o + e, dvp);
+  }
+};
+
+// One (batch, head, query range) task: K^T and V of the keys it can see packed once, then
+// its query blocks one by one.
+bool attend(const aotc_attention_shape &sh, const float *q, const float *k, const float *v,
+            const void *mask, float *out, int64_t b, int64_t h, int64_t i_begin, int64_t i_end) {
+  const int64_t d = sh.head_dim, dv = sh.v_dim, dvp = round_up(dv, W);
+  const int64_t hk = h / sh.group;
+  const int64_t kv_end = sh.causal ? std::min(sh.kv_len, i_end) : sh.kv_len;
+  const int64_t kpad = round_up(std::max<int64_t>(kv_end, 1), BK);
+  const int64_t words = d * kpad + kpad * dvp + BQ * d + BQ * BK + BQ * dvp + 2 * BQ;
+  float *mem = static_cast<float *>(std::aligned_alloc(64, round_up(words * 4, 64)));
+  if (mem == nullptr) return false;
+  float *kt = mem, *vp = kt + d * kpad, *qs = vp + kpad * dvp, *s = qs + BQ * d,
+        *o = s + BQ * BK, *mrow = o + BQ * dvp, *lrow = mrow + BQ;
+
+  // K^T [d, kpad] and V [kpad, dvp], zero beyond kv_end and dv
+  const float *kb = k + b * sh.k_strides[0] + hk * sh.k_strides[1];
+  const float *vb = v + b * sh.v_strides[0] + hk * sh.v_strides[1];
+  std::memset(kt, 0, sizeof(float) * d * kpad);
+  std::memset(vp, 0, sizeof(float) * kpad * dvp);
+  for (int64_t j = 0; j < kv_end; ++j) {
+    const float *kr = kb + j * sh.k_strides[2];
+    for (int64_t t = 0; t < d; ++t) kt[t * kpad + j] = kr[t * sh.k_strides[3]];
+    const float *vr = vb + j * sh.v_strides[2];
+    if (sh.v_strides[3] == 1)
+      std::memcpy(vp + j * dvp, vr, sizeof(float) * dv);
+    else
+      for (int64_t e = 0; e < dv; ++e) vp[j * dvp + e] = vr[e * sh.v_strides[3]];
+  }
+
+  const float scale = sh.scale;
+  const float *qb = q + b * sh.q_strides[0] + h * sh.q_strides[1];
+  const char *mb = static_cast<const char *>(mask);
+  for (int64_t i0 = i_begin; i0 < i_end; i0 += BQ) {
+    const int64_t rows = std::min(BQ, i_end - i0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *qr = qb + (i0 + r) * sh.q_strides[2];
+      for (int64_t t = 0; t < d; ++t) qs[r * d + t] = qr[t * sh.q_strides[3]] * scale;
+      mrow[r] = kNegInf;
+      lrow[r] = 0.0f;
+    }
+    std::memset(o, 0, sizeof(float) * rows * dvp);
+    const int64_t block_end = sh.causal ? std::min(kv_end, i0 + rows) : kv_end;
+    for (int64_t j0 = 0; j0 < block_end; j0 += BK) {
+      const int64_t cols = std::min(BK, block_end - j0);
+      // scores of the block: rows x BK
+      for (int64_t r = 0; r < rows; r += R) {
+        const int n = static_cast<int>(std::min<int64_t>(R, rows - r));
+        with_rows<ScoreRows>(n, d, qs + r * d, kt + j0, kpad, s + r * BK);
+      }
+      // mask, causal bound, and the online softmax of each row
+      for (int64_t r = 0; r < rows; ++r) {
+        float *sr = s + r * BK;
+        const int64_t i = i0 + r;
+        if (sh.mask_kind == AOTC_ATTENTION_MASK_ADD) {
+          const float *mr = reinterpret_cast<const float *>(mb) + b * sh.mask_strides[0] +
+                            h * sh.mask_strides[1] + i * sh.mask_strides[2] +
+                            j0 * sh.mask_strides[3];
+          for (int64_t j = 0; j < cols; ++j) sr[j] += mr[j * sh.mask_strides[3]];
+        } else if (sh.mask_kind == AOTC_ATTENTION_MASK_BOOL) {
+          const uint8_t *mr = reinterpret_cast<const uint8_t *>(mb) + b * sh.mask_strides[0] +
+                              h * sh.mask_strides[1] + i * sh.mask_strides[2] +
+                              j0 * sh.mask_strides[3];
+          const uint8_t when = static_cast<uint8_t>(sh.fill_when);
+          for (int64_t j = 0; j < cols; ++j)
+            sr[j] = (mr[j * sh.mask_strides[3]] != 0) == (when != 0) ? sh.fill : sr[j];
+        }
+        const int64_t visible = sh.causal ? std::min(cols, std::max<int64_t>(i + 1 - j0, 0)) : cols;
+        for (int64_t j = visible; j < BK; ++j) sr[j] = kNegInf;
+        V mx = vload(sr);
+        for (int64_t j = W; j < BK; j += W) mx = vmax(mx, vload(sr + j));
+        // (a NaN score may be lost from the max, but its exp below is NaN, so is the row)
+        const float m_new = std::max(mrow[r], hmax(mx));
+        if (m_new == kNegInf) {  // nothing visible in this row yet
+          std::memset(sr, 0, sizeof(float) * BK);
+          continue;
+        }
+        V sum = vset(0.0f);
+        for (int64_t j = 0; j < BK; j += W) {
+          const V p = vexp(vadd(vload(sr + j), vset(-m_new)));
+          vstore(sr + j, p);
+          sum = vadd(sum, p);
+        }
+        const float alpha = std::exp(mrow[r] - m_new);
+        lrow[r] = lrow[r] * alpha + hsum(sum);
+        mrow[r] = m_new;
+        if (alpha != 1.0f) {
+          const V av = vset(alpha);
+          for (int64_t e = 0; e < dvp; e += W) vstore(o + r * dvp + e, vmul(vload(o + r * dvp + e), av));
+        }
+      }
+      // o += p . v over the block's keys
+      for (int64_t r = 0; r < rows; r += R) {
+        const int n = static_cast<int>(std::min<int64_t>(R, rows - r));
+        with_rows<OutputRows>(n, cols, s + r * BK, vp + j0 * dvp, dvp, o + r * dvp);
+      }
+    }
+    // normalize; a row that saw no key is 0 (SDPA) or NaN (softmax of all -inf)
+    for (int64_t r = 0; r < rows; ++r) {
+      float *dst = out + ((b * sh.heads + h) * sh.q_len + i0 + r) * dv;
+      const float l = lrow[r];
+      if (l == 0.0f || mrow[r] == kNegInf) {
+        const float fill = sh.empty_rows_nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+        for (int64_t e = 0; e < dv; ++e) dst[e] = fill;
+        continue;
+      }
+      const float inv = 1.0f / l;
+      for (int64_t e = 0; e < dv; ++e) dst[e] = o[r * dvp + e] * inv;
+    }
+  }
+  std::free(mem);
+  return true;
+}
+
+}  // namespace
+
+extern "C" int aotc_attention_f32(const aotc_attention_shape *sh, const float *q, const float *k,
+                                  const float *v, const void *mask, float *out) {
+  const int64_t bh = sh->batch * sh->heads;
+  if (bh == 0 || sh->q_len == 0 || sh->v_dim == 0) return 0;
+  const int64_t q_blocks = (sh->q_len + BQ - 1) / BQ;
+  const double work = double(bh) * double(sh->q_len) * double(sh->kv_len) *
+                      double(sh->head_dim + sh->v_dim);
+  const bool parallel = work >= double(kParallelMin);
+  // enough query chunks per head to give every thread work; each chunk packs its own K, V
+  int64_t chunks = 1;
+#ifdef _OPENMP
+  if (parallel) {
+    const int64_t threads = omp_get_max_threads();
+    chunks = std::min(q_blocks, (threads + bh - 1) / bh);
+  }
+#endif
+  const int64_t per_chunk = (q_blocks + chunks - 1) / chunks * BQ;
+  int failed = 0;
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (parallel) reduction(| : failed)
+  for (int64_t t = 0; t < bh; ++t)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t i_begin = c * per_chunk;
+      const int64_t i_end = std::min(sh->q_len, i_begin + per_chunk);
+      if (i_begin < i_end && !attend(*sh, q, k, v, mask, out, t / sh->heads, t % sh->heads,
+                                     i_begin, i_end))
+        failed = 1;
+    }
+  return failed;
+}

@@ -1,0 +1,42 @@
+"""Special float values: signbit and copysign (the sign bit of -0.0 and -NaN counts, as
+PyTorch reads it), fmax/fmin (a NaN operand is ignored); half and integer operands."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+NAN, INF = float("nan"), float("inf")
+
+
+class Signs(torch.nn.Module):
+    def forward(self, a, b, i):
+        return torch.signbit(a), torch.copysign(a, b), torch.copysign(a, -2.0), \
+            torch.copysign(i, b), torch.signbit(i)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16, torch.bfloat16), ids=str)
+def test_signs_match_eager(dtype, compile_model):
+    a = torch.tensor([1.5, -0.0, 0.0, -NAN, NAN, -INF, INF, -3.25] * 5, dtype=dtype)
+    b = torch.tensor([-0.0, 0.0, -1.0, 2.0, -NAN, NAN, -INF, 1.0] * 5, dtype=dtype)
+    i = torch.tensor([-3, 0, 4, -1, 7, 0, -9, 2] * 5)
+    ep, model = compile_model(Signs(), (a, b, i))
+    got, want = model(a, b, i), ep.module()(a, b, i)
+    for g, w in zip(got, want):
+        # equal_nan compares NaN with NaN; the sign of each NaN is checked through signbit
+        torch.testing.assert_close(g, w, equal_nan=True)
+        if g.is_floating_point():
+            torch.testing.assert_close(torch.signbit(g), torch.signbit(w))
+
+
+class NanAware(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.fmax(a, b), torch.fmin(a, b), torch.maximum(a, b), torch.minimum(a, b)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
+def test_fmax_fmin_ignore_one_nan(dtype, compile_model):
+    a = torch.tensor([1.0, NAN, NAN, -INF, 2.0, -0.0] * 6, dtype=dtype)
+    b = torch.tensor([NAN, 3.0, NAN, 1.0, -5.0, 0.0] * 6, dtype=dtype)
+    ep, model = compile_model(NanAware(), (a, b))
+    for g, w in zip(model(a, b), ep.module()(a, b)):
+        torch.testing.assert_close(g, w, equal_nan=True)
