@@ -186,6 +186,110 @@ class ViTStyle(nn.Module):
         return self.head(self.encoder(t + a)[:, 0])
 
 
+# ---- Swin-style ------------------------------------------------------------------------------
+
+class WindowAttention(nn.Module):
+    """Multi-head attention inside each window, with a learned bias per relative offset
+    (a table read through a precomputed index) and an optional shift mask."""
+
+    def __init__(self, dim, heads, window):
+        super().__init__()
+        self.heads, self.window = heads, window
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.table = nn.Parameter(torch.randn((2 * window - 1) ** 2, heads) * 0.1)
+        coords = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window),
+                                            indexing="ij")).flatten(1)
+        rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + (window - 1)
+        self.register_buffer("index", rel[..., 0] * (2 * window - 1) + rel[..., 1],
+                             persistent=False)
+
+    def forward(self, x, mask):
+        # x: [windows*B, N, C]; mask: [windows, N, N] or None
+        bw, n, c = x.shape
+        q, k, v = self.qkv(x).view(bw, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        att = (q * (c // self.heads) ** -0.5) @ k.transpose(-2, -1)
+        bias = self.table[self.index.view(-1)].view(n, n, -1).permute(2, 0, 1)
+        att = att + bias.unsqueeze(0)
+        if mask is not None:
+            w = mask.shape[0]
+            att = att.view(bw // w, w, self.heads, n, n) + mask[None, :, None]
+            att = att.view(bw, self.heads, n, n)
+        out = (att.softmax(-1) @ v).transpose(1, 2).reshape(bw, n, c)
+        return self.proj(out)
+
+
+class SwinBlock(nn.Module):
+    def __init__(self, dim, heads, window, shift):
+        super().__init__()
+        self.window, self.shift = window, shift
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.attn = WindowAttention(dim, heads, window)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def _shift_mask(self, hp, wp, like):
+        # label each of the 3x3 regions the roll creates; pairs from different regions are masked
+        ws, s = self.window, self.shift
+        labels = like.new_zeros(hp, wp)
+        k = 0
+        for hs in ((0, -ws), (-ws, -s), (-s, None)):
+            for wsl in ((0, -ws), (-ws, -s), (-s, None)):
+                labels[hs[0]:hs[1], wsl[0]:wsl[1]] = k
+                k += 1
+        win = labels.view(hp // ws, ws, wp // ws, ws).permute(0, 2, 1, 3).reshape(-1, ws * ws)
+        diff = win.unsqueeze(1) - win.unsqueeze(2)
+        return diff.masked_fill(diff != 0, -100.0)
+
+    def forward(self, x):
+        b, h, w, c = x.shape
+        ws = self.window
+        y = self.norm1(x)
+        pad_h, pad_w = (ws - h % ws) % ws, (ws - w % ws) % ws
+        y = F.pad(y, (0, 0, 0, pad_w, 0, pad_h))
+        hp, wp = h + pad_h, w + pad_w
+        mask = None
+        if self.shift:
+            y = torch.roll(y, (-self.shift, -self.shift), (1, 2))
+            mask = self._shift_mask(hp, wp, y)
+        win = y.view(b, hp // ws, ws, wp // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+        win = self.attn(win.reshape(-1, ws * ws, c), mask)
+        y = win.view(b, hp // ws, wp // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+        y = y.reshape(b, hp, wp, c)
+        if self.shift:
+            y = torch.roll(y, (self.shift, self.shift), (1, 2))
+        x = x + y[:, :h, :w].contiguous()
+        return x + self.mlp(self.norm2(x))
+
+
+class PatchMerging(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.norm, self.reduce = nn.LayerNorm(4 * dim), nn.Linear(4 * dim, 2 * dim, bias=False)
+
+    def forward(self, x):
+        x = F.pad(x, (0, 0, 0, x.shape[2] % 2, 0, x.shape[1] % 2))
+        parts = [x[:, 0::2, 0::2], x[:, 1::2, 0::2], x[:, 0::2, 1::2], x[:, 1::2, 1::2]]
+        return self.reduce(self.norm(torch.cat(parts, -1)))
+
+
+class SwinStyle(nn.Module):
+    """Patch embedding, a regular and a shifted window block, patch merging, two more."""
+
+    def __init__(self, dim=32, window=4):
+        super().__init__()
+        self.patch, self.norm = nn.Conv2d(3, dim, 4, 4), nn.LayerNorm(dim)
+        self.stage1 = nn.Sequential(SwinBlock(dim, 2, window, 0),
+                                    SwinBlock(dim, 2, window, window // 2))
+        self.merge = PatchMerging(dim)
+        self.stage2 = nn.Sequential(SwinBlock(2 * dim, 4, window, 0),
+                                    SwinBlock(2 * dim, 4, window, window // 2))
+        self.head_norm, self.head = nn.LayerNorm(2 * dim), nn.Linear(2 * dim, 10)
+
+    def forward(self, x):
+        x = self.norm(self.patch(x).permute(0, 2, 3, 1))
+        x = self.stage2(self.merge(self.stage1(x)))
+        return self.head(self.head_norm(x).mean((1, 2)))
+
+
 # ---- speech front end -----------------------------------------------------------------------
 
 class SpeechFrontEnd(nn.Module):
@@ -273,6 +377,9 @@ ARCHITECTURES = {
                  [_image(1, 32), _image(5, 32)]),
     "vit": (ViTStyle, _image(2, 16), lambda: {"x": {0: Dim("b", max=16)}},
             [_image(1, 16), _image(5, 16)]),
+    # 56x56: 14x14 patches, padded to 16 for the windows; 7x7 after merging, padded to 8
+    "swin": (SwinStyle, _image(2, 56), lambda: {"x": {0: Dim("b", max=16)}},
+             [_image(1, 56), _image(5, 56)]),
     "unet": (UNetStyle, _image(2, 16), lambda: {"x": {0: Dim("b", max=16)}},
              [_image(1, 16), _image(3, 16)]),
     "speech_front_end": (SpeechFrontEnd, (torch.randn(2, 800),),

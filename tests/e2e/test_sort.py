@@ -51,3 +51,31 @@ def test_named_tuple_outputs_without_torch():
     assert type(out) is torch.return_types.sort and out.indices == 2  # torch is loaded here
     plain = pytree.named_tuple("torch.return_types.sort", ("values", "indices"), False)(1, 2)
     assert plain.values == 1 and plain.indices == 2 and tuple(plain) == (1, 2)
+
+
+class Medians(torch.nn.Module):
+    def forward(self, x):
+        return (torch.median(x, 1), torch.median(x, 0, keepdim=True), torch.nanmedian(x, 1),
+                torch.mode(x[2:], 1), torch.mode(x[2:], 0, keepdim=True), torch.median(x[2:]),
+                torch.nanmedian(x), torch.median(x[:, :4] * 0 + 1, 1))
+
+
+def _ties(rows, cols, seed=0):
+    """Small integers (many equal values), a NaN in row 0 and three in row 1."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, 4, (rows, cols), generator=g).float()
+    x[0, 3] = x[1, 0] = x[1, 4] = x[1, cols - 1] = float("nan")
+    return x
+
+
+def test_median_and_mode_tie_rules_match_eager(compile_model):
+    """Equal values: median reports the smallest position among the median's ties, mode the
+    position PyTorch's sort leaves last; median of a line with NaN is its first NaN. (mode
+    of a line with NaN is left out: PyTorch sorts it with a comparison that is not an order.)"""
+    rows = torch.export.Dim("rows", min=4, max=4096)
+    ep, model = compile_model(Medians(), (_ties(5, 9),), {"x": {0: rows}})
+    for n, cols in ((5, 9), (4, 9), (1500, 9)):
+        x = _ties(n, cols, seed=n)
+        ours, theirs = model(x), ep.module()(x)
+        assert type(ours[0]) is torch.return_types.median and type(ours[3]) is torch.return_types.mode
+        torch.testing.assert_close(ours, theirs, equal_nan=True, rtol=0, atol=0)

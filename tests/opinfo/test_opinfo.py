@@ -37,7 +37,7 @@ MILESTONE: dict[str, tuple] = {
     # views, slicing, cat
     "view": ALL, "reshape": ALL, "permute": ALL, "transpose": ALL, "expand": ALL,
     "squeeze": ALL, "squeeze.multiple": ALL, "unsqueeze": ALL, "narrow": ALL,
-    "__getitem__": ALL, "select": ALL, "cat": ALL,
+    "__getitem__": ALL, "select": ALL, "cat": ALL, "as_strided": ALL, "_chunk_cat": (F32, I64),
     # copies, conversions, creation
     "clone": ALL, "to": ALL, "float": ALL, "long": ALL, "bool": ALL,
     "full": ALL, "zeros": ALL, "ones": ALL, "arange": ALL,
@@ -75,6 +75,7 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.interpolate.nearest": (F32,), "nn.functional.interpolate.linear": (F32,),
     "nn.functional.interpolate.bilinear": (F32,), "nn.functional.interpolate.trilinear": (F32,),
     "nn.functional.upsample_nearest": (F32,), "nn.functional.upsample_bilinear": (F32,),
+    "nn.functional.interpolate.bicubic": (F32,), "nn.functional.grid_sample": (F32,),
     # scans
     "cumsum": ALL, "cumprod": (F32, I64), "logcumsumexp": (F32,), "cummax": ALL,
     "cummin": ALL,
@@ -87,7 +88,14 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.adaptive_max_pool2d": (F32,), "nn.functional.adaptive_max_pool3d": (F32,),
     # sorting and searching
     "sort": ALL, "argsort": ALL, "msort": (F32, I64), "topk": (F32, I64),
-    "kthvalue": (F32, I64), "searchsorted": (F32, I64),
+    "kthvalue": (F32, I64), "searchsorted": (F32, I64), "median": (F32, I64),
+    "nanmedian": (F32,), "mode": (F32, I64),
+    # special functions
+    "erfc": (F32,), "lgamma": (F32,), "digamma": (F32, I64), "polygamma.polygamma_n_1": (F32,),
+    "i0": (F32,), "special.i1e": (F32,), "special.ndtri": (F32,), "special.log_ndtr": (F32,),
+    "special.zeta": (F32,), "special.bessel_j0": (F32,), "special.bessel_y1": (F32,),
+    "special.modified_bessel_k0": (F32,), "special.airy_ai": (F32,),
+    "special.chebyshev_polynomial_t": (F32,), "special.hermite_polynomial_h": (F32,),
     # sign bits, NaN-ignoring extrema, diagonals, batch-summed products, .item()
     "signbit": (F32, I64), "copysign": (F32, I64), "fmax": (F32, I64), "fmin": (F32,),
     "diagonal": (F32, BOOL), "diag": (F32, I64), "diagonal_scatter": (F32,), "addbmm": (F32,),

@@ -49,6 +49,28 @@ class UnaryOp(enum.Enum):
     BITWISE_NOT = "bitwise_not"
     ISNAN = "isnan"
     SIGNBIT = "signbit"  # the sign bit of a float: true for -0.0 and -NaN too
+    # special functions (kernels/aotc_special.h); the value is the C++ name
+    ERFC = "erfc"
+    LGAMMA = "lgamma"
+    DIGAMMA = "digamma"
+    I0 = "i0"
+    I1 = "i1"
+    I0E = "i0e"
+    I1E = "i1e"
+    K0 = "k0"
+    K1 = "k1"
+    K0E = "k0e"
+    K1E = "k1e"
+    J0 = "j0"
+    J1 = "j1"
+    Y0 = "y0"
+    Y1 = "y1"
+    SPHERICAL_J0 = "spherical_j0"
+    ERFCX = "erfcx"
+    NDTR = "ndtr"
+    LOG_NDTR = "log_ndtr"
+    NDTRI = "ndtri"
+    AIRY_AI = "airy_ai"
 
 
 class BinaryOp(enum.Enum):
@@ -79,6 +101,22 @@ class BinaryOp(enum.Enum):
     LSHIFT = "lshift"  # integers: 0 for a shift outside [0, bits), as PyTorch
     RSHIFT = "rshift"  # arithmetic; a shift outside [0, bits) shifts by bits - 1
     GCD = "gcd"  # integers: the non-negative greatest common divisor, gcd(0, 0) = 0
+    ZETA = "zeta"  # Hurwitz zeta(x, q)
+    POLYGAMMA = "polygamma"  # polygamma(n, x)
+    CHEBYSHEV_T = "chebyshev_t"  # orthogonal polynomials (x, degree n)
+    CHEBYSHEV_U = "chebyshev_u"
+    HERMITE_H = "hermite_h"
+    HERMITE_HE = "hermite_he"
+    LAGUERRE_L = "laguerre_l"
+    LEGENDRE_P = "legendre_p"
+
+
+SPECIAL_UNARY = frozenset(UnaryOp(v) for v in (
+    "erfc", "lgamma", "digamma", "i0", "i1", "i0e", "i1e", "k0", "k1", "k0e", "k1e", "j0", "j1",
+    "y0", "y1", "spherical_j0", "erfcx", "ndtr", "log_ndtr", "ndtri", "airy_ai"))
+SPECIAL_BINARY = frozenset(BinaryOp(v) for v in (
+    "zeta", "polygamma", "chebyshev_t", "chebyshev_u", "hermite_h", "hermite_he", "laguerre_l",
+    "legendre_p"))
 
 
 COMPARISONS = frozenset(

@@ -258,6 +258,9 @@ class SortAlgorithm(enum.Enum):
     TOPK = 2  # the first `count`, sorted
     TOPK_UNSORTED = 3
     SELECT = 4  # the one element at `first`
+    MEDIAN = 5  # the lower median, ties to the smaller position; a line with NaN: its first NaN
+    NANMEDIAN = 6  # the lower median of the numbers of the line
+    MODE = 7  # the most frequent value (the smallest of equally frequent ones)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "aotc_abi.h"
+#include "aotc_special.h"
 
 namespace aotc {
 

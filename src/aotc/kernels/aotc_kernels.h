@@ -134,6 +134,9 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
 #define AOTC_SORT_TOPK 2
 #define AOTC_SORT_TOPK_UNSORTED 3
 #define AOTC_SORT_SELECT 4
+#define AOTC_SORT_MEDIAN 5
+#define AOTC_SORT_NANMEDIAN 6
+#define AOTC_SORT_MODE 7
 #define AOTC_SORT_DECLARE(suffix, T)                                                          \
   void aotc_argsort_##suffix(int32_t algorithm, int64_t outer, int64_t n, int64_t inner,      \
                              int64_t first, int64_t count, int32_t descending, const T *x,    \

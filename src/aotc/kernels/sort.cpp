@@ -4,6 +4,7 @@
 // stable sort, an unstable sort, a partial sort or selection for the first k (nth_element
 // and a sort of the rest when k is large), so that equal values come out in the order
 // PyTorch's CPU kernels give them, which run the same algorithms on the same comparisons.
+// median, nanmedian and mode pick one position per line with the rules of those kernels.
 
 #include "aotc_kernels.h"
 
@@ -32,6 +33,55 @@ template <typename T> struct Before {
     }
 };
 
+// (value, position) order, NaN above every number: a total order, so the element of a given
+// rank is the same whatever nth_element does with ties
+template <typename T> struct BeforeOrFirst {
+    const T *src;
+    int64_t stride;
+    bool operator()(int64_t a, int64_t b) const {
+        const T va = src[a * stride], vb = src[b * stride];
+        const bool na = is_nan(va), nb = is_nan(vb);
+        if (na || nb) return na == nb ? a < b : nb;
+        return va < vb || (va == vb && a < b);
+    }
+};
+
+// the position median (ignore_nan = false) or nanmedian reports for a line: the lower median
+// of the numbers, ties to the smaller position; for median a line with a NaN gives its first
+template <typename T>
+int64_t median_position(int64_t n, bool ignore_nan, const Before<T> &before,
+                        std::vector<int64_t> &pos) {
+    int64_t nans = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        if (is_nan(before.src[j * before.stride])) {
+            if (!ignore_nan) return j;
+            ++nans;
+        }
+    }
+    const int64_t k = nans == n ? 0 : (n - nans - 1) / 2;
+    std::nth_element(pos.begin(), pos.begin() + k, pos.end(),
+                     BeforeOrFirst<T>{before.src, before.stride});
+    return pos[k];
+}
+
+// the position mode reports: sort by value (introsort, as PyTorch), then the last position of
+// the first longest run of equal values (PyTorch compares NaN with `<`, which is no order and
+// may read outside the line in std::sort; here NaN ranks highest)
+template <typename T>
+int64_t mode_position(int64_t n, const Before<T> &before, std::vector<int64_t> &pos) {
+    std::sort(pos.begin(), pos.end(), before);
+    const auto value = [&](int64_t j) { return before.src[pos[j] * before.stride]; };
+    int64_t best = 0, best_count = 0, run = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        ++run;
+        if (j == n - 1 || value(j) != value(j + 1)) {
+            if (run > best_count) best = pos[j], best_count = run;
+            run = 0;
+        }
+    }
+    return best;
+}
+
 template <typename T>
 void order_line(int32_t algorithm, int64_t n, int64_t first, int64_t count, const Before<T> &before,
                 std::vector<int64_t> &pos) {
@@ -53,6 +103,13 @@ void order_line(int32_t algorithm, int64_t n, int64_t first, int64_t count, cons
             std::nth_element(begin, begin + count - 1, end, before);
             if (algorithm == AOTC_SORT_TOPK) std::sort(begin, begin + count - 1, before);
         }
+        break;
+    case AOTC_SORT_MEDIAN:
+    case AOTC_SORT_NANMEDIAN:
+        pos[first] = median_position(n, algorithm == AOTC_SORT_NANMEDIAN, before, pos);
+        break;
+    case AOTC_SORT_MODE:
+        pos[first] = mode_position(n, before, pos);
         break;
     default:  // AOTC_SORT_SELECT: the element at `first` in sorted order
         std::nth_element(begin, begin + first, end, before);

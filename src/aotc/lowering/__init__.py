@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     compress,
     conv,
     creation,
+    grid_sample,
     indexing,
     linalg,
     nn,
@@ -16,6 +17,7 @@ from . import (  # noqa: F401
     scan,
     scatter,
     sort,
+    special,
     unique,
     views,
 )

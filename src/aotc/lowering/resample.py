@@ -1,5 +1,5 @@
-"""Resampling: upsample nearest (1-3 dims) and linear/bilinear/trilinear, as PyTorch's CPU
-kernels compute them.
+"""Resampling: upsample nearest (1-3 dims), linear/bilinear/trilinear and bicubic, as
+PyTorch's CPU kernels compute them.
 
 Source positions follow torch's float32 arithmetic. Where that equals an exact integer
 formula (i // k, i * in // out) the index is affine index arithmetic; otherwise the
@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
-from ..ir.expr import Binary, BinaryOp, IndirectLoad, Load, Node, cast, constant, indirect_var
+from ..ir.expr import Binary, BinaryOp, Cast, IndirectLoad, Load, Node, cast, constant, indirect_var
 from ..ir.symbols import FloorDiv, index_vars
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
@@ -142,6 +143,76 @@ def _linear(ctx: LoweringContext, x: TensorValue, n: int, align_corners: bool,
     return ctx.pointwise(blend(0, []), out)
 
 
+CUBIC_A = F32(-0.75)
+
+
+def _cubic_tables(m: int, o: int, align_corners: bool, scale):
+    """(4 positions, 4 weights) per output, [o, 4] each: torch's HelperInterpCubic in float32
+    (source index without the clamp at 0, the Keys kernel with A = -0.75, taps clamped)."""
+    i = np.arange(o, dtype=F32)
+    if align_corners:
+        src = (F32(m - 1) / F32(o - 1) if o > 1 else F32(0)) * i
+    else:
+        src = _ratio(m, o, scale) * (i + F32(0.5)) - F32(0.5)
+    idx = np.minimum(np.floor(src).astype(np.int64), m - 1)
+    t = np.clip(src - idx.astype(F32), F32(0), F32(1)).astype(F32)
+    a = CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + F32(2)) * x - (a + F32(3))) * x * x + F32(1)
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - F32(5) * a) * x + F32(8) * a) * x - F32(4) * a
+
+    u = F32(1) - t
+    weights = np.stack([far(t + F32(1)), near(t), near(u), far(u + F32(1))], 1).astype(F32)
+    taps = np.clip(idx[:, None] + np.arange(-1, 3)[None, :], 0, m - 1)
+    return taps, weights
+
+
+def _bicubic(ctx: LoweringContext, x: TensorValue, align_corners: bool,
+             scales: list) -> TensorValue:
+    """sum_j wy_j * (sum_i wx_i * x[y_j, x_i]), accumulated in torch's order; the weights are
+    stored in x's dtype, as torch's weight tables are."""
+    out, d, lead = ctx.out_sizes, x.dtype, x.ndim - 2
+    if not d.is_floating:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"bicubic resize of {d.name}")
+    iv = index_vars(len(out))
+    tables = []
+    for k in range(2):
+        m, o = x.sizes[lead + k], out[lead + k]
+        if not (m.is_number and o.is_number):
+            raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                           "bicubic resize of a dynamic dim")
+        taps, weights = _cubic_tables(int(m), int(o), align_corners, scales[k])
+        tables.append(([ctx.constant(torch.from_numpy(taps[:, j].copy()), f"tap{k}_{j}")
+                        for j in range(4)],
+                       ctx.constant(torch.from_numpy(weights).to(_weight_dtype(x)),
+                                    f"cubic{k}")))
+
+    def blend(k: int, chosen: list) -> Node:
+        if k == 2:
+            return cast(_gather(ctx, x, chosen), d)
+        taps, w_t = tables[k]
+        total: Node | None = None
+        for j in range(4):
+            w = cast(w_t.load((iv[lead + k], j)), d)
+            term = Binary(BinaryOp.MUL, blend(k + 1, chosen + [taps[j]]), w, d)
+            total = term if total is None else Binary(BinaryOp.ADD, total, term, d)
+        assert total is not None
+        return total
+
+    return ctx.pointwise(blend(0, []), out)
+
+
+def _weight_dtype(x: TensorValue) -> torch.dtype:
+    """The dtype torch keeps resampling weights in: x's storage type (a half input arrives
+    here widened to float32, as every half op computes in float32)."""
+    stored = x.body.x.dtype if isinstance(x.body, Cast) else x.dtype
+    return getattr(torch, stored.name if stored in (DType.float16, DType.bfloat16)
+                   else x.dtype.name)
+
+
 def _register_nearest(n: int) -> None:
     packet = getattr(aten, f"upsample_nearest{n}d")
 
@@ -164,6 +235,16 @@ def _register_linear(n: int, name: str) -> None:
     @register_lowering(packet.default, family=FAMILY)
     def lower(ctx, x, output_size, align_corners, *scales):
         return _linear(ctx, x, n, bool(align_corners), _scales(n, output_size, None, *scales))
+
+
+@register_lowering(aten.upsample_bicubic2d.vec, family=FAMILY)
+def lower_bicubic_vec(ctx, x, output_size, align_corners, scale_factors):
+    return _bicubic(ctx, x, bool(align_corners), _scales(2, output_size, scale_factors))
+
+
+@register_lowering(aten.upsample_bicubic2d.default, family=FAMILY)
+def lower_bicubic(ctx, x, output_size, align_corners, *scales):
+    return _bicubic(ctx, x, bool(align_corners), _scales(2, output_size, None, *scales))
 
 
 for _n in (1, 2, 3):

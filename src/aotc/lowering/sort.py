@@ -1,5 +1,6 @@
-"""Sorting: sort, argsort, msort, topk and kthvalue as slices of one ArgSort template (the
-positions of each line in stable sorted order) plus a gather of the values; searchsorted and
+"""Sorting: sort, argsort, msort, topk, kthvalue, median, nanmedian and mode as slices of one
+ArgSort template (the positions of each line in sorted order, or the one position the op
+picks) plus a gather of the values; searchsorted and
 bucketize as the SearchSorted template. Ops returning (values, indices) keep that pair."""
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .common import dim_index
 from .context import LoweringContext, TensorValue
 from .indexing import read_indirect
 from .registry import register_lowering
+from .views import remap, reshape_index
 
 aten = torch.ops.aten
 FAMILY = "sort"
@@ -93,14 +95,54 @@ def lower_topk(ctx, x, k, dim=-1, largest=True, sorted=True):
     return gather_along(ctx, x, dim, pos), pos
 
 
-@register_lowering(aten.kthvalue.default, family=FAMILY)
-def lower_kthvalue(ctx, x, k, dim=-1, keepdim=False):
-    pos = positions(ctx, x, dim, k - 1, 1, False, SortAlgorithm.SELECT)
+def _one_per_line(ctx: LoweringContext, x: TensorValue, dim, keepdim, first,
+                  algorithm: SortAlgorithm) -> tuple[TensorValue, TensorValue]:
+    """(values, indices) of the one element per line that `algorithm` picks."""
+    pos = positions(ctx, x, dim, first, 1, False, algorithm)
     values = gather_along(ctx, x, dim, pos)
     if keepdim or x.ndim == 0:
         return values, pos
     d = dim_index(dim, x.ndim)
     return _drop(values, d), _drop(pos, d)
+
+
+@register_lowering(aten.kthvalue.default, family=FAMILY)
+def lower_kthvalue(ctx, x, k, dim=-1, keepdim=False):
+    return _one_per_line(ctx, x, dim, keepdim, k - 1, SortAlgorithm.SELECT)
+
+
+@register_lowering(aten.median.dim, family=FAMILY)
+def lower_median_dim(ctx, x, dim, keepdim=False):
+    return _one_per_line(ctx, x, dim, keepdim, 0, SortAlgorithm.MEDIAN)
+
+
+@register_lowering(aten.nanmedian.dim, family=FAMILY)
+def lower_nanmedian_dim(ctx, x, dim, keepdim=False):
+    return _one_per_line(ctx, x, dim, keepdim, 0, SortAlgorithm.NANMEDIAN)
+
+
+@register_lowering(aten.mode.default, family=FAMILY)
+def lower_mode(ctx, x, dim=-1, keepdim=False):
+    return _one_per_line(ctx, x, dim, keepdim, 0, SortAlgorithm.MODE)
+
+
+def _median_of_all(ctx: LoweringContext, x: TensorValue, algorithm: SortAlgorithm):
+    """The median of every element: one line of the flattened tensor, a 0-dim value."""
+    if x.ndim == 0:
+        return ctx.realize(x)
+    n = (numel(x.sizes),)
+    flat = remap(x, n, reshape_index(x.sizes, n))
+    return _one_per_line(ctx, flat, 0, False, 0, algorithm)[0]
+
+
+@register_lowering(aten.median.default, family=FAMILY)
+def lower_median(ctx, x):
+    return _median_of_all(ctx, x, SortAlgorithm.MEDIAN)
+
+
+@register_lowering(aten.nanmedian.default, family=FAMILY)
+def lower_nanmedian(ctx, x):
+    return _median_of_all(ctx, x, SortAlgorithm.NANMEDIAN)
 
 
 def _search(ctx: LoweringContext, boundaries: TensorValue, values: TensorValue, out_int32: bool,

@@ -10,9 +10,9 @@ import sympy
 import torch
 
 from ..dtypes import DType
-from ..errors import CompileError
+from ..errors import CompileError, UnsupportedOperatorError
 from ..ir.expr import Binary, BinaryOp, IndexValue, Node, Where, cast, constant, simplify_loads
-from ..ir.symbols import FloorDiv, ModIndex, contiguous_strides, index_vars, numel
+from ..ir.symbols import FloorDiv, ModIndex, contiguous_strides, index_vars, numel, surely_at_least
 from .common import dim_index
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
@@ -268,7 +268,7 @@ def _groups(old: list, new: list) -> list[tuple[int, int]]:
     i = j = 0
     while i < len(old) and j < len(new):
         pa, pb, ni, nj = old[i], new[j], 1, 1
-        while sympy.simplify(pa - pb) != 0:
+        while not _same_size(pa, pb):
             if _divides(pa, pb) and i + ni < len(old):
                 pa, ni = pa * old[i + ni], ni + 1
             elif _divides(pb, pa) and j + nj < len(new):
@@ -280,6 +280,15 @@ def _groups(old: list, new: list) -> list[tuple[int, int]]:
     if i < len(old) or j < len(new):
         out.append((len(old) - i, len(new) - j))
     return out
+
+
+def _same_size(a, b) -> bool:
+    """a == b for sizes; sympy.simplify (slow, and its first call imports much of sympy)
+    only when the expanded difference is not a polynomial (floor divisions, modulos)."""
+    if a == b:
+        return True
+    d = sympy.expand(a - b)
+    return d == 0 or (not d.is_polynomial() and sympy.simplify(d) == 0)
 
 
 def _divides(a, b) -> bool:
@@ -294,6 +303,10 @@ def _divides(a, b) -> bool:
 @register_lowering(aten.view.default, aten.reshape.default, aten._unsafe_view.default,
                    family=FAMILY)
 def lower_view(ctx, x, sizes):
+    # a -1 takes the size export inferred: the quotient of symbolic sizes often does not
+    # simplify (padded sizes such as `h + (4 - h % 4) % 4` over their window count)
+    if any(s == -1 for s in sizes) and len(ctx.out_sizes) == len(sizes):
+        sizes = [o if s == -1 else s for s, o in zip(sizes, ctx.out_sizes)]
     sizes = _infer_sizes(x, sizes)
     return remap(x, sizes, reshape_index(x.sizes, sizes))
 
@@ -375,3 +388,25 @@ def lower_roll(ctx, x, shifts, dims=()):
         back = (-int(shift)) % int(n) if n.is_number else abs(int(shift)) * n - int(shift)
         src[d] = ModIndex(src[d] + back, n)
     return remap(x, x.sizes, src)
+
+
+@register_lowering(aten.as_strided.default, family=FAMILY)
+def lower_as_strided(ctx, x, size, stride, storage_offset=None):
+    """A view with explicit strides into x's elements in row-major order: x's storage when x
+    is a whole buffer (an input, a weight, an op's result), which aotc keeps contiguous."""
+    if x.buffer_name() is None:
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       "as_strided of a view (its storage is another tensor's)")
+    size = [sympy.sympify(n) for n in size]
+    offset = sympy.sympify(storage_offset or 0)
+    last = offset + sum(((n - 1) * sympy.sympify(st) for n, st in zip(size, stride)), ZERO)
+    if not any(n == 0 for n in size) and not surely_at_least(numel(x.sizes), last + 1):
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       "as_strided whose view may reach past the tensor's "
+                                       f"{numel(x.sizes)} elements (last offset {last})")
+    iv = index_vars(len(size))
+    flat = offset + sum(
+        (iv[k] * sympy.sympify(st) for k, st in enumerate(stride)), ZERO)
+    src = [ModIndex(FloorDiv(flat, st), n) if k else FloorDiv(flat, st)
+           for k, (n, st) in enumerate(zip(x.sizes, contiguous_strides(x.sizes)))]
+    return remap(x, size, src)

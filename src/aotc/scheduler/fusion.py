@@ -16,6 +16,7 @@ import sympy
 from ..ir.binding import binding_buffers
 from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import (
+    SPECIAL_UNARY,
     IndirectLoad,
     Load,
     Node,
@@ -73,7 +74,7 @@ EXPENSIVE = frozenset({UnaryOp.EXP, UnaryOp.EXPM1, UnaryOp.LOG, UnaryOp.LOG1P, U
                        UnaryOp.TANH, UnaryOp.SIGMOID, UnaryOp.SIN, UnaryOp.COS, UnaryOp.SQRT,
                        UnaryOp.RSQRT, UnaryOp.TAN, UnaryOp.ASIN, UnaryOp.ACOS, UnaryOp.ATAN,
                        UnaryOp.SINH, UnaryOp.COSH, UnaryOp.ASINH, UnaryOp.ACOSH, UnaryOp.ATANH,
-                       UnaryOp.EXP2, UnaryOp.LOG2, UnaryOp.LOG10})
+                       UnaryOp.EXP2, UnaryOp.LOG2, UnaryOp.LOG10}) | SPECIAL_UNARY
 MAX_RECOMPUTE_OPS = 2
 
 

@@ -6,7 +6,7 @@ import math
 import struct
 
 from ...dtypes import DType
-from ...ir.expr import BinaryOp, UnaryOp
+from ...ir.expr import SPECIAL_BINARY, SPECIAL_UNARY, BinaryOp, UnaryOp
 
 _ROUND_TO = {DType.float16: "aotc::round_to_f16", DType.bfloat16: "aotc::round_to_bf16"}
 
@@ -42,6 +42,8 @@ def literal(value, dtype: DType) -> str:
 
 def unary(op: UnaryOp, x: str, dtype: DType) -> str:
     t = dtype.ctype
+    if op in SPECIAL_UNARY:
+        return f"aotc::special::{op.value}({x})"
     return {
         UnaryOp.NEG: f"-{x}",
         UnaryOp.EXP: f"aotc::exp({x})",
@@ -99,6 +101,8 @@ _CALL = {
 
 
 def binary(op: BinaryOp, a: str, b: str, dtype: DType) -> str:
+    if op in SPECIAL_BINARY:
+        return f"aotc::special::{op.value}({a}, {b})"
     if op in _INFIX:
         text = f"{a} {_INFIX[op]} {b}"
         # integer promotion in C++ widens small types: narrow back to the IR's dtype

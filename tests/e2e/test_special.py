@@ -1,0 +1,62 @@
+"""Special functions against eager over wide ranges: small and large arguments (series and
+asymptotic branches), negatives, zeros, poles and infinities."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+S = torch.special
+UNARY = {
+    "erfc": torch.erfc, "lgamma": torch.lgamma, "digamma": torch.digamma, "i0": torch.i0,
+    "i0e": S.i0e, "i1": S.i1, "i1e": S.i1e, "modified_bessel_i0": S.modified_bessel_i0,
+    "modified_bessel_i1": S.modified_bessel_i1, "modified_bessel_k0": S.modified_bessel_k0,
+    "modified_bessel_k1": S.modified_bessel_k1,
+    "scaled_modified_bessel_k0": S.scaled_modified_bessel_k0,
+    "scaled_modified_bessel_k1": S.scaled_modified_bessel_k1, "bessel_j0": S.bessel_j0,
+    "bessel_j1": S.bessel_j1, "bessel_y0": S.bessel_y0, "bessel_y1": S.bessel_y1,
+    "spherical_bessel_j0": S.spherical_bessel_j0, "erfcx": S.erfcx, "log_ndtr": S.log_ndtr,
+    "ndtr": S.ndtr,
+    "airy_ai": S.airy_ai,
+}
+
+
+class Special(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+def _points():
+    g = torch.Generator().manual_seed(0)
+    wide = torch.linspace(-60, 60, 481)
+    return torch.cat([wide, torch.randn(64, generator=g) * 3, torch.tensor(
+        [0.0, -0.0, 1e-6, -1e-6, 0.5, 1.0, 2.0, -2.0, 9.99, 10.01, 24.9, 25.1, 30.0, 88.0,
+         float("inf"), float("-inf"), float("nan")])])
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_special_matches_eager(compile_model, name):
+    x = _points()
+    ep, model = compile_model(Special(UNARY[name]), (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), equal_nan=True)
+
+
+class TwoArg(torch.nn.Module):
+    def forward(self, p, x, q):
+        return (S.ndtri(p), S.zeta(x, q), torch.polygamma(0, x), torch.polygamma(1, q),
+                torch.polygamma(3, q), S.zeta(x, 2.5))
+
+
+def test_ndtri_zeta_polygamma_match_eager(compile_model):
+    g = torch.Generator().manual_seed(1)
+    p = torch.cat([torch.rand(200, generator=g), torch.tensor([0.0, 1.0, 1e-30, 1 - 1e-7, 0.5,
+                                                               -0.1, 1.1])])
+    x = torch.cat([torch.rand(200, generator=g) * 20 - 5, torch.tensor([1.0, 2.0, 0.5, -3.0,
+                                                                        30.0, 1.5, 4.0])])
+    q = torch.cat([torch.rand(200, generator=g) * 20 - 10, torch.tensor([1.0, -2.0, 0.0, 0.1,
+                                                                         50.0, -2.5, 3.0])])
+    ep, model = compile_model(TwoArg(), (p, x, q))
+    torch.testing.assert_close(model(p, x, q), ep.module()(p, x, q), equal_nan=True)
