@@ -1,7 +1,10 @@
 """Freezing: subgraphs that read only weights (parameters, buffers, lifted constants) are
 evaluated once at compile time and become new constants (`freezing=True`, the default).
 
-Only the frontier of such a subgraph is stored; a subgraph that only moves a weight (views
+A tensor the program creates from constants alone (`x.new_zeros(16, 16)`: x gives only
+its dtype) and then writes into in place (`labels[a:b, c:d] = k`, as window attention
+builds its shift mask) folds too, when every reader the program keeps reads it before the
+writes. Only the frontier of such a subgraph is stored; a subgraph that only moves a weight (views
 the GEMM reads through strides anyway, same-dtype copies) is left alone, so its weight stays
 swappable. The weights a folded constant came from are recorded: swapping them later would
 not reach the folded value, so the runtime refuses it.
@@ -30,6 +33,38 @@ def _foldable(node: torch.fx.Node) -> bool:
     if torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
         return False
     return isinstance(node.meta.get("val"), torch.Tensor)
+
+
+# creation ops whose tensor arguments give only dtype and device (and, for *_like, a shape
+# that is static here): their value depends on no tensor's data
+_CREATIONS = ("aten::new_zeros", "aten::new_ones", "aten::new_full", "aten::zeros_like",
+              "aten::ones_like", "aten::full_like")
+
+
+def _static(val) -> bool:
+    return isinstance(val, torch.Tensor) and all(isinstance(d, int) for d in val.shape)
+
+
+def _created(node: torch.fx.Node):
+    """The value of a creation op with a static shape, evaluated with stand-ins for its
+    tensor arguments (whose data it does not read); None for any other node."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None or schema.name not in _CREATIONS or not _static(node.meta.get("val")):
+        return None
+    like = [n.meta.get("val") for n in node.all_input_nodes]
+    if not all(isinstance(v, torch.Tensor) for v in like):
+        return None
+    # new_*: only the dtype counts; *_like: the shape too, static since the result's is
+    shape = (lambda v: ()) if schema.name.startswith("aten::new_") else (lambda v: tuple(v.shape))
+    stand_in = {n: torch.zeros(shape(v), dtype=v.dtype) for n, v in zip(node.all_input_nodes, like)}
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: stand_in[n])
+    return node.target(*args, **kwargs)
+
+
+def _is_view(node: torch.fx.Node) -> bool:
+    schema = getattr(node.target, "_schema", None)
+    return bool(schema and schema.returns and schema.returns[0].alias_info is not None
+                and not schema.is_mutable)
 
 
 def _mutates_first(node: torch.fx.Node) -> bool:
@@ -62,6 +97,15 @@ def _moves_only(node: torch.fx.Node) -> bool:
 
 def plan_folding(ep: torch.export.ExportedProgram) -> tuple[dict, set]:
     """({frontier node: Folded}, {every node that folding removes from the program})."""
+    unsafe: set[torch.fx.Node] = set()  # created tensors whose writes must not fold
+    while True:
+        folded, removed, bad = _plan(ep, unsafe)
+        if not bad:
+            return folded, removed
+        unsafe |= bad
+
+
+def _plan(ep, unsafe: set) -> tuple[dict, set, set]:
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
     # a buffer the program updates is state, different on every call: never a constant
     mutated = {s.target for s in ep.graph_signature.output_specs
@@ -72,6 +116,9 @@ def plan_folding(ep: torch.export.ExportedProgram) -> tuple[dict, set]:
     values: dict[torch.fx.Node, torch.Tensor] = {}
     sources: dict[torch.fx.Node, frozenset[str]] = {}
     computes: dict[torch.fx.Node, bool] = {}  # whether a non-view op is on the way
+    root: dict[torch.fx.Node, torch.fx.Node] = {}  # the created tensor a view reads
+    writes: dict[torch.fx.Node, list[torch.fx.Node]] = {}  # created tensor -> its folded writes
+    order = {n: k for k, n in enumerate(ep.graph.nodes)}
     for node in ep.graph.nodes:
         if node.op == "placeholder":
             spec = specs.get(node.name)
@@ -81,8 +128,18 @@ def plan_folding(ep: torch.export.ExportedProgram) -> tuple[dict, set]:
             if isinstance(data, torch.Tensor):
                 values[node], sources[node], computes[node] = data, frozenset([spec.target]), False
         elif node.op == "call_function":
+            created = _created(node)
+            if created is not None:
+                values[node], sources[node], computes[node] = created, frozenset(), False
+                root[node] = node
+                continue
             inputs = node.all_input_nodes
-            if not inputs or not _foldable(node) or not all(n in values for n in inputs):
+            if not inputs or not all(n in values for n in inputs):
+                continue
+            base = root.get(node.args[0]) if node.args and isinstance(node.args[0], torch.fx.Node) \
+                else None
+            writes_created = _mutates_first(node) and base is not None and base not in unsafe
+            if not (_foldable(node) or writes_created):
                 continue
             args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
             with torch.no_grad():
@@ -92,9 +149,25 @@ def plan_folding(ep: torch.export.ExportedProgram) -> tuple[dict, set]:
             values[node] = out
             sources[node] = frozenset().union(*(sources[n] for n in inputs))
             computes[node] = not _moves_only(node) or any(computes[n] for n in inputs)
+            if writes_created:
+                writes.setdefault(base, []).append(node)
+                computes[node] = True
+            elif _is_view(node) and base is not None:
+                root[node] = base
     interior = {n for n in values if n.op == "call_function" and computes[n]}
     frontier = {n for n in interior if any(u not in interior for u in n.users)}
     removed = {n for n in interior if n not in frontier}
+    # a kept reader of a created tensor (or of a view of it) after a folded write would read
+    # it unwritten: such a tensor's writes stay in the program
+    bad = set()
+    for base, ws in writes.items():
+        first = min(order[w] for w in ws)
+        aliases = [n for n, r in root.items() if r is base]
+        for a in aliases:
+            for u in a.users:
+                if u not in interior and u not in ws and not (u in root and root[u] is base) \
+                        and order[u] > first:
+                    bad.add(base)
     folded = {n: Folded(values[n].detach().contiguous().clone(), tuple(sorted(sources[n])))
               for n in frontier}
-    return folded, removed
+    return folded, removed, bad
