@@ -51,6 +51,17 @@ CASES = {
     "transposed3d": (lambda: nn.ConvTranspose3d(2, 3, 3, stride=2), (1, 2, 3, 4, 3)),
     "unbatched": (lambda: nn.Conv2d(3, 4, 3), (3, 9, 9)),
     "large_threaded": (lambda: nn.Conv2d(32, 48, 3, padding=1), (2, 32, 30, 30)),
+    # output planes of 256 positions or more: the blocked direct kernel (AVX-512, AVX2)
+    "direct_7x7_s2_odd": (lambda: nn.Conv2d(3, 13, 7, stride=2, padding=3), (2, 3, 37, 41)),
+    "direct_dilated_no_bias": (lambda: nn.Conv2d(5, 7, 3, padding=2, dilation=2, bias=False),
+                               (1, 5, 17, 23)),
+    "direct_grouped_mixed_strides": (lambda: nn.Conv2d(6, 9, (3, 5), stride=(2, 3),
+                                                       padding=(1, 2), groups=3),
+                                     (2, 6, 40, 50)),
+    "direct_no_padding_channel_tail": (lambda: nn.Conv2d(8, 20, 3), (1, 8, 20, 21)),
+    "direct_stride3_dilated": (lambda: nn.Conv2d(4, 5, 3, stride=3, padding=1, dilation=3),
+                               (1, 4, 61, 59)),
+    "direct_conv1d": (lambda: nn.Conv1d(4, 6, 5, stride=2, padding=1), (2, 4, 701)),
     "small_planes_batched": (lambda: nn.Conv2d(64, 96, 3, padding=1, groups=2), (5, 64, 7, 7)),
 }
 

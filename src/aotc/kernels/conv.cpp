@@ -1,6 +1,8 @@
 // Single-precision convolution over 1-3 spatial dims (see aotc_kernels.h for the contract).
 //
-// Three paths, picked by shape:
+// Four paths, picked by shape:
+//   direct (AVX-512 and AVX2 builds; 1-D and 2-D, output planes of 256 positions or more):
+//     the blocked direct kernel of conv_direct.h over a phased, zero-padded input copy;
 //   depthwise (one input channel per group): a direct loop per output plane, each row
 //     accumulated tap by tap over unit-stride spans that the compiler vectorizes;
 //   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images;
@@ -13,6 +15,7 @@
 // Every path handles 1-D and 2-D as 3-D with leading unit dims.
 
 #include "aotc_kernels.h"
+#include "conv_direct.h"
 
 #include <algorithm>
 #include <vector>
@@ -213,9 +216,41 @@ void depthwise(const Geometry &g, const float *x, const float *w, const float *b
 // that the weights are packed once rather than once per image (a 7x7 plane is 49 columns).
 constexpr int64_t kSmallPlane = 256;
 
+#ifdef AOTC_CONV_DIRECT
+// The blocked direct kernel (conv_direct.h) for 1-D and 2-D convolutions with output
+// planes of at least kSmallPlane positions (on smaller ones the GEMM, which packs the
+// weights once for a whole row of output channels, is faster) whose phased input fits the
+// workspace sized for im2col; false when it does not apply.
+bool direct_plan(const Geometry &g, int64_t workspace, aotc_conv_direct::Plan &pl) {
+    if (g.in[0] != 1 || g.k[0] != 1 || g.out[0] != 1 || g.cig == 1 || is_pointwise(g) ||
+        g.out_plane < kSmallPlane)
+        return false;
+    pl = aotc_conv_direct::plan(g.cig, g.cog, g.in + 1, g.out + 1, g.k + 1, g.s + 1, g.p + 1,
+                                g.d + 1);
+    return aotc_conv_direct::buffer_size(pl) <= workspace;
+}
+#endif
+
+int64_t workspace_size(const Geometry &g);
+
 void forward(const Geometry &g, const float *x, const float *w, const float *bias, float *y,
              float *ws) {
     const int64_t kdim = g.cig * g.taps;
+#ifdef AOTC_CONV_DIRECT
+    aotc_conv_direct::Plan pl;
+    if (direct_plan(g, workspace_size(g), pl)) {
+        const bool threaded = g.cout * g.out_plane * kdim >= kParallelMin;
+        for (int64_t n = 0; n < g.batch; ++n)
+            for (int64_t gr = 0; gr < g.groups; ++gr) {
+                aotc_conv_direct::fill(pl, x + (n * g.cin + gr * g.cig) * g.in_plane, ws,
+                                       threaded);
+                aotc_conv_direct::run(pl, ws, w + gr * g.cog * kdim,
+                                      bias ? bias + gr * g.cog : nullptr, 0, 0.0f, 0.0f,
+                                      y + (n * g.cout + gr * g.cog) * g.out_plane, threaded);
+            }
+        return;
+    }
+#endif
     if (is_pointwise(g)) {  // y_n[Cog, P] = w[Cog, Cig] x_n[Cig, P] for every image at once
         for (int64_t gr = 0; gr < g.groups; ++gr)
             aotc_sgemm_batched(g.batch, g.cog, g.out_plane, kdim,
@@ -299,13 +334,19 @@ void transposed(const Geometry &g, const float *x, const float *w, const float *
 
 }  // namespace
 
-extern "C" int64_t aotc_sconv_workspace(const aotc_conv_shape *shape) {
-    const Geometry g = geometry(*shape);
-    if (shape->transposed) return g.cog * g.taps * g.in_plane;
+namespace {
+int64_t workspace_size(const Geometry &g) {
     if (g.cig == 1 || is_pointwise(g)) return 0;
     if (g.out_plane < kSmallPlane && g.batch > 1)  // every image's columns, and the result
         return (g.cig * g.taps + g.cog) * g.batch * g.out_plane;
     return g.cig * g.taps * g.out_plane;
+}
+}  // namespace
+
+extern "C" int64_t aotc_sconv_workspace(const aotc_conv_shape *shape) {
+    const Geometry g = geometry(*shape);
+    if (shape->transposed) return g.cog * g.taps * g.in_plane;
+    return workspace_size(g);
 }
 
 extern "C" void aotc_sconv(const aotc_conv_shape *shape, const float *x, const float *w,
