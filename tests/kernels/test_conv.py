@@ -89,6 +89,71 @@ def test_conv_matches_eager(compile_model, name, isa):
     torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
 
 
+ACTIVATIONS = {
+    "relu": F.relu,
+    "relu6": F.relu6,
+    "hardtanh": lambda y: F.hardtanh(y, -0.5, 0.5),
+    "clamp_min": lambda y: y.clamp(min=0.1),
+    "clamp_max": lambda y: y.clamp(max=0.2),
+}
+# (path of kernels/conv.cpp, activation): the activation fuses into every path
+FUSED = {
+    "direct_relu": (lambda: nn.Conv2d(5, 14, 3, stride=2, padding=1), (2, 5, 40, 33), "relu"),
+    "direct_relu6_no_bias": (lambda: nn.Conv2d(4, 7, 5, padding=2, bias=False), (1, 4, 19, 17),
+                             "relu6"),
+    "direct_clamp_max": (lambda: nn.Conv1d(3, 13, 3, padding=1), (2, 3, 300), "clamp_max"),
+    "depthwise_relu6": (lambda: nn.Conv2d(6, 6, 3, padding=1, groups=6), (2, 6, 9, 9), "relu6"),
+    "pointwise_hardtanh": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5), "hardtanh"),
+    "im2col_clamp_min": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9), "clamp_min"),
+    "transposed_relu": (lambda: nn.ConvTranspose2d(4, 3, 2, stride=2), (2, 4, 5, 5), "relu"),
+}
+
+
+@pytest.mark.parametrize("isa", runnable_isas())
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_fused_activation_matches_eager(compile_model, name, isa):
+    torch.manual_seed(0)
+    make, shape, act = FUSED[name]
+    conv = make()
+    x = torch.randn(shape)
+    ep, model = compile_model(Fn(lambda v: ACTIVATIONS[act](conv(v))), (x,),
+                              options={"isa": isa})
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
+def test_activation_fuses_into_the_convolution(compile_model):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                      nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU6())
+    x = torch.randn(1, 3, 20, 20)
+    ep, model = compile_model(m, (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+    program = compile_program(ep, host_target(), build=False).program
+    ops = [b.op for b in program.computed()]
+    assert [type(op).__name__ for op in ops] == ["Conv", "Conv"]
+    assert [(op.clamp_min, op.clamp_max) for op in ops] == [(0.0, None), (0.0, 6.0)]
+
+
+def test_activation_of_a_convolution_read_twice_stays_correct(compile_model):
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 4, 3, padding=1)
+    m = Fn(lambda x: (F.relu(conv(x)) + conv(x), F.relu(F.relu6(conv(x)))))
+    x = torch.randn(2, 3, 17, 17)
+    ep, model = compile_model(m, (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("isa", runnable_isas())
+def test_fused_activation_keeps_nan(compile_model, isa):
+    conv = nn.Conv2d(2, 3, 3, padding=1)
+    x = torch.randn(1, 2, 18, 18)
+    x[0, 1, 5, 7] = float("nan")
+    ep, model = compile_model(Fn(lambda v: F.relu6(conv(v))), (x,), options={"isa": isa})
+    got, want = model(x), ep.module()(x)
+    assert want.isnan().any()
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
 def test_dynamic_batch_and_image_size(compile_model):
     torch.manual_seed(0)
     m = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
@@ -142,7 +207,8 @@ def test_batch_norm_of_a_convolution_read_twice_stays_correct(compile_model):
 
 
 def test_same_result_every_run(compile_model):
-    """Threaded paths (im2col rows, depthwise planes, col2im channels) give one answer."""
+    """Threaded paths (direct tiles, im2col rows, depthwise planes, col2im channels) give one
+    answer."""
     torch.manual_seed(0)
     m = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.Conv2d(32, 32, 3, padding=1, groups=32),
                       nn.ConvTranspose2d(32, 8, 3, stride=2))

@@ -37,6 +37,8 @@ struct Geometry {
     int64_t batch, cin, cout, groups, cig, cog;
     int64_t in[3], out[3], k[3], s[3], p[3], d[3];
     int64_t in_plane, out_plane, taps;  // products of in, out, k
+    bool clamped;
+    float lo, hi;  // the clamp of a fused activation
 };
 
 Geometry geometry(const aotc_conv_shape &sh) {
@@ -45,6 +47,9 @@ Geometry geometry(const aotc_conv_shape &sh) {
     g.cin = sh.in_channels;
     g.cout = sh.out_channels;
     g.groups = sh.groups;
+    g.clamped = sh.clamped != 0;
+    g.lo = sh.clamp_min;
+    g.hi = sh.clamp_max;
     g.cig = sh.in_channels / sh.groups;
     g.cog = sh.out_channels / sh.groups;
     const int64_t lead = 3 - sh.ndim;
@@ -233,7 +238,8 @@ bool direct_plan(const Geometry &g, int64_t workspace, aotc_conv_direct::Plan &p
 
 int64_t workspace_size(const Geometry &g);
 
-void forward(const Geometry &g, const float *x, const float *w, const float *bias, float *y,
+// Returns whether the fused activation is already applied.
+bool forward(const Geometry &g, const float *x, const float *w, const float *bias, float *y,
              float *ws) {
     const int64_t kdim = g.cig * g.taps;
 #ifdef AOTC_CONV_DIRECT
@@ -245,10 +251,11 @@ void forward(const Geometry &g, const float *x, const float *w, const float *bia
                 aotc_conv_direct::fill(pl, x + (n * g.cin + gr * g.cig) * g.in_plane, ws,
                                        threaded);
                 aotc_conv_direct::run(pl, ws, w + gr * g.cog * kdim,
-                                      bias ? bias + gr * g.cog : nullptr, 0, 0.0f, 0.0f,
-                                      y + (n * g.cout + gr * g.cog) * g.out_plane, threaded);
+                                      bias ? bias + gr * g.cog : nullptr, g.clamped, g.lo,
+                                      g.hi, y + (n * g.cout + gr * g.cog) * g.out_plane,
+                                      threaded);
             }
-        return;
+        return true;
     }
 #endif
     if (is_pointwise(g)) {  // y_n[Cog, P] = w[Cog, Cig] x_n[Cig, P] for every image at once
@@ -258,7 +265,7 @@ void forward(const Geometry &g, const float *x, const float *w, const float *bia
                                x + gr * g.cig * g.in_plane, g.cin * g.in_plane, g.in_plane, 1,
                                y + gr * g.cog * g.out_plane, g.cout * g.out_plane, g.out_plane,
                                bias ? bias + gr * g.cog : nullptr, 0, 1, 0, 1.0f, 1.0f);
-        return;
+        return false;
     }
     if (g.out_plane < kSmallPlane && g.batch > 1) {
         // col[Cig*taps, N*P] for every image, one GEMM into res[Cog, N*P], then each image's
@@ -277,7 +284,7 @@ void forward(const Geometry &g, const float *x, const float *w, const float *bia
                               res + co * cols + (n + 1) * g.out_plane,
                               y + (n * g.cout + gr * g.cog + co) * g.out_plane);
         }
-        return;
+        return false;
     }
     for (int64_t n = 0; n < g.batch; ++n)
         for (int64_t gr = 0; gr < g.groups; ++gr) {
@@ -287,6 +294,7 @@ void forward(const Geometry &g, const float *x, const float *w, const float *bia
                        y + (n * g.cout + gr * g.cog) * g.out_plane, g.out_plane,
                        bias ? bias + gr * g.cog : nullptr, 1, 0, 1.0f, 1.0f);
         }
+    return false;
 }
 
 // y[co, i*s - p + t*d] += col[(co*taps + t) * in_plane + i] for one image and group,
@@ -353,7 +361,17 @@ extern "C" void aotc_sconv(const aotc_conv_shape *shape, const float *x, const f
                            const float *bias, float *y, float *workspace) {
     const Geometry g = geometry(*shape);
     if (g.batch <= 0 || g.cout <= 0 || g.out_plane <= 0) return;
-    if (shape->transposed) return transposed(g, x, w, bias, y, workspace);
-    if (g.cig == 1) return depthwise(g, x, w, bias, y);
-    forward(g, x, w, bias, y, workspace);
+    bool done = false;
+    if (shape->transposed)
+        transposed(g, x, w, bias, y, workspace);
+    else if (g.cig == 1)
+        depthwise(g, x, w, bias, y);
+    else
+        done = forward(g, x, w, bias, y, workspace);
+    if (g.clamped && !done) {  // the fused activation, as one pass over y
+        const int64_t total = g.batch * g.cout * g.out_plane;
+        const float lo = g.lo, hi = g.hi;
+#pragma omp parallel for if (total >= kParallelMin)
+        for (int64_t i = 0; i < total; ++i) y[i] = std::min(std::max(y[i], lo), hi);
+    }
 }

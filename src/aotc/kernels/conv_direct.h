@@ -143,7 +143,7 @@ inline void tile(const Plan &pl, const float *buf, const int64_t *offset, const 
 }
 
 // y[cog, ho, wo] (one image and group) from the phased input; w[cog, cig, kh, kw];
-// bias may be null; act: 0 none, else the result clamped to [lo, hi].
+// bias may be null; act: 0 none, else the result clamped to [lo, hi] (a NaN stays NaN).
 inline void run(const Plan &pl, const float *buf, const float *w, const float *bias, int act,
                 float lo, float hi, float *y, bool threaded) {
     std::vector<int64_t> offset(pl.taps);
@@ -182,7 +182,7 @@ inline void run(const Plan &pl, const float *buf, const float *w, const float *b
                 const V b = vset(bias && o < n_oc ? bias[oc0 + o] : 0.0f);
                 for (int j = 0; j < NV; ++j) {
                     V v = vadd(acc[o][j], b);
-                    if (act) v = vmin(vmax(v, vset(lo)), vset(hi));
+                    if (act) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
                     vstore(&out[o][j * L], v);
                 }
             }
