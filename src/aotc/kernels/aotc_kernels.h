@@ -44,6 +44,7 @@ void aotc_sgemm(int64_t M, int64_t N, int64_t K,
      other forward, prod(out_size) < 256, batch > 1:
                                    (Cig * prod(kernel) + Cog) * batch * prod(out_size)
      other forward:                              Cig * prod(kernel) * prod(out_size) (im2col)
+       (the direct kernel of 1-D/2-D convolutions uses its start for a padded input copy)
      transposed:                                 Cog * prod(kernel) * prod(in_size)  (col2im)
    With `clamped`, every result is then clamped to [clamp_min, clamp_max] (a fused ReLU,
    ReLU6 or hardtanh; an unbounded side is +-infinity).

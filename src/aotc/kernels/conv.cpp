@@ -3,8 +3,10 @@
 // Four paths, picked by shape:
 //   direct (AVX-512 and AVX2 builds; 1-D and 2-D, output planes of 256 positions or more):
 //     the blocked direct kernel of conv_direct.h over a phased, zero-padded input copy;
-//   depthwise (one input channel per group): a direct loop per output plane, each row
-//     accumulated tap by tap over unit-stride spans that the compiler vectorizes;
+//   depthwise (one input channel per group): on AVX-512 and AVX2 builds, 1-D and 2-D ones
+//     take the vector kernel of conv_direct.h (the same phased input, one channel at a
+//     time, 4 vectors of positions per tile); otherwise a direct loop per output plane,
+//     each row accumulated tap by tap over unit-stride spans that the compiler vectorizes;
 //   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images;
 //   the rest: im2col of one (image, group) into the workspace, then the GEMM
 //     (weights [Cog, Cig*K] times columns [Cig*K, out positions]); for small output
@@ -158,7 +160,18 @@ struct Acc16 {
 // unit-stride span without bounds checks; 16 outputs at a time accumulate in registers
 // over all taps. Rows carry 16 spare zeros, so the last block of a row may read past it;
 // those lanes are not stored.
-void depthwise(const Geometry &g, const float *x, const float *w, const float *bias, float *y) {
+// Returns whether the fused activation is already applied (the vector kernel of
+// conv_direct.h takes 1-D and 2-D ones on AVX-512 and AVX2 builds).
+bool depthwise(const Geometry &g, const float *x, const float *w, const float *bias, float *y) {
+#ifdef AOTC_CONV_DIRECT
+    if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1) {
+        const aotc_conv_direct::Plan pl =
+            aotc_conv_direct::plan(1, 1, g.in + 1, g.out + 1, g.k + 1, g.s + 1, g.p + 1, g.d + 1);
+        aotc_conv_direct::depthwise(pl, g.batch, g.cin, g.cog, x, w, bias, g.clamped, g.lo, g.hi,
+                                    y, g.batch * g.cout * g.out_plane * g.taps >= kParallelMin);
+        return true;
+    }
+#endif
     const int64_t work = g.batch * g.cout * g.out_plane * g.taps;
     const int64_t st = g.s[2];
     const int64_t pd = g.in[0] + 2 * g.p[0], ph = g.in[1] + 2 * g.p[1];
@@ -215,6 +228,7 @@ void depthwise(const Geometry &g, const float *x, const float *w, const float *b
                     }
             }
     }
+    return false;
 }
 
 // Output planes smaller than this take all images in one GEMM (columns side by side), so
@@ -365,7 +379,7 @@ extern "C" void aotc_sconv(const aotc_conv_shape *shape, const float *x, const f
     if (shape->transposed)
         transposed(g, x, w, bias, y, workspace);
     else if (g.cig == 1)
-        depthwise(g, x, w, bias, y);
+        done = depthwise(g, x, w, bias, y);
     else
         done = forward(g, x, w, bias, y, workspace);
     if (g.clamped && !done) {  // the fused activation, as one pass over y

@@ -89,36 +89,38 @@ inline Plan plan(int64_t cig, int64_t cog, const int64_t in[2], const int64_t ou
 // channel may read (those lanes are dropped).
 inline int64_t buffer_size(const Plan &pl) { return pl.cig * pl.chan + T + pl.ws + pl.chan; }
 
-// The phased, zero-padded copy of x[cig, h, w] into buf.
-inline void fill(const Plan &pl, const float *x, float *buf, bool threaded) {
+// The phased, zero-padded copy of one channel x[h, w] into dst (pl.chan floats).
+inline void fill_channel(const Plan &pl, const float *src, float *dst) {
     const int64_t plane = pl.hs * pl.ws;
-#pragma omp parallel for if (threaded)
-    for (int64_t ci = 0; ci < pl.cig; ++ci) {
-        float *dst = buf + ci * pl.chan;
-        std::fill(dst, dst + pl.chan, 0.0f);
-        const float *src = x + ci * pl.h * pl.w;
-        for (int64_t ih = 0; ih < pl.h; ++ih) {
-            const int64_t r = ih + pl.ph;
-            float *row = dst + (r % pl.sh) * pl.sw * plane + (r / pl.sh) * pl.ws;
-            const float *sr = src + ih * pl.w;
-            if (pl.sw == 1) {
-                std::copy(sr, sr + pl.w, row + pl.pw);
-                continue;
-            }
-            for (int64_t a = 0; a < pl.sw; ++a) {  // padded columns c = a + j*sw
-                float *pr = row + a * plane;
-                const int64_t first = a - pl.pw;   // the input column of j = 0
-                const int64_t j0 = first >= 0 ? 0 : (-first + pl.sw - 1) / pl.sw;
-                const int64_t j1 = (pl.w - first + pl.sw - 1) / pl.sw;
-                const float *sa = sr + first;
-                if (pl.sw == 2) {
-                    for (int64_t j = j0; j < j1; ++j) pr[j] = sa[2 * j];
-                } else {
-                    for (int64_t j = j0; j < j1; ++j) pr[j] = sa[j * pl.sw];
-                }
+    std::fill(dst, dst + pl.chan, 0.0f);
+    for (int64_t ih = 0; ih < pl.h; ++ih) {
+        const int64_t r = ih + pl.ph;
+        float *row = dst + (r % pl.sh) * pl.sw * plane + (r / pl.sh) * pl.ws;
+        const float *sr = src + ih * pl.w;
+        if (pl.sw == 1) {
+            std::copy(sr, sr + pl.w, row + pl.pw);
+            continue;
+        }
+        for (int64_t a = 0; a < pl.sw; ++a) {  // padded columns c = a + j*sw
+            float *pr = row + a * plane;
+            const int64_t first = a - pl.pw;   // the input column of j = 0
+            const int64_t j0 = first >= 0 ? 0 : (-first + pl.sw - 1) / pl.sw;
+            const int64_t j1 = (pl.w - first + pl.sw - 1) / pl.sw;
+            const float *sa = sr + first;
+            if (pl.sw == 2) {
+                for (int64_t j = j0; j < j1; ++j) pr[j] = sa[2 * j];
+            } else {
+                for (int64_t j = j0; j < j1; ++j) pr[j] = sa[j * pl.sw];
             }
         }
     }
+}
+
+// The phased, zero-padded copy of x[cig, h, w] into buf.
+inline void fill(const Plan &pl, const float *x, float *buf, bool threaded) {
+#pragma omp parallel for if (threaded)
+    for (int64_t ci = 0; ci < pl.cig; ++ci)
+        fill_channel(pl, x + ci * pl.h * pl.w, buf + ci * pl.chan);
     std::fill(buf + pl.cig * pl.chan, buf + buffer_size(pl), 0.0f);
 }
 
@@ -200,6 +202,67 @@ inline void run(const Plan &pl, const float *buf, const float *w, const float *b
                 q = end;
             }
         }
+}
+
+// Depthwise (one input channel per group, `mult` output channels each): every output
+// channel of every image on its own, one thread each, over the same phased input (of its
+// one channel, refilled per output channel) with DW_NV vectors of positions per tile.
+constexpr int DW_NV = 4;
+constexpr int DW_T = L * DW_NV;
+
+inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t mult,
+                      const float *x, const float *w, const float *bias, int act, float lo,
+                      float hi, float *y, bool threaded) {
+    std::vector<int64_t> offset(pl.taps);
+    const int64_t plane = pl.hs * pl.ws;
+    for (int64_t a = 0; a < pl.kh; ++a)
+        for (int64_t b = 0; b < pl.kw; ++b) {
+            const int64_t r = a * pl.dh, c = b * pl.dw;
+            offset[a * pl.kw + b] =
+                ((r % pl.sh) * pl.sw + c % pl.sw) * plane + (r / pl.sh) * pl.ws + c / pl.sw;
+        }
+    const int64_t out_plane = pl.ho * pl.wo, tiles = (pl.q + DW_T - 1) / DW_T;
+    const int64_t cout = channels * mult;
+#pragma omp parallel if (threaded)
+    {
+        // the last tile reads up to DW_T past the last valid position's run
+        std::vector<float> buf(pl.chan + DW_T + pl.ws + pl.chan);  // a zero tail
+        alignas(64) float out[DW_T];
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t n = 0; n < batch; ++n)
+            for (int64_t oc = 0; oc < cout; ++oc) {
+                fill_channel(pl, x + (n * channels + oc / mult) * pl.h * pl.w, buf.data());
+                const float *wc = w + oc * pl.taps;
+                const V b = vset(bias ? bias[oc] : 0.0f);
+                float *yc = y + (n * cout + oc) * out_plane;
+                for (int64_t tq = 0; tq < tiles; ++tq) {
+                    const int64_t q0 = tq * DW_T;
+                    V acc[DW_NV];
+                    for (int j = 0; j < DW_NV; ++j) acc[j] = b;
+                    const float *base = buf.data() + q0;
+                    for (int64_t t = 0; t < pl.taps; ++t) {
+                        const V wv = vset(wc[t]);
+                        const float *src = base + offset[t];
+                        for (int j = 0; j < DW_NV; ++j) acc[j] = vfma(wv, vload(src + j * L), acc[j]);
+                    }
+                    for (int j = 0; j < DW_NV; ++j) {
+                        V v = acc[j];
+                        if (act) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
+                        vstore(out + j * L, v);
+                    }
+                    const int64_t q1 = std::min(q0 + DW_T, pl.q);
+                    for (int64_t q = q0; q < q1;) {
+                        const int64_t oh = q / pl.ws, ow = q % pl.ws;
+                        const int64_t end = std::min(q1, oh * pl.ws + pl.ws);
+                        if (ow < pl.wo) {
+                            const int64_t cnt = std::min(end, oh * pl.ws + pl.wo) - q;
+                            std::copy(out + (q - q0), out + (q - q0) + cnt, yc + oh * pl.wo + ow);
+                        }
+                        q = end;
+                    }
+                }
+            }
+    }
 }
 
 }  // namespace aotc_conv_direct
