@@ -149,6 +149,65 @@ def test_activation_of_a_convolution_read_twice_stays_correct(compile_model):
     torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
 
 
+# (path, residual operand): y = relu(conv(x) + r) becomes one convolution
+RESIDUAL = {
+    "direct": (lambda: nn.Conv2d(6, 13, 3, padding=1), (2, 6, 19, 17)),
+    "direct_strided": (lambda: nn.Conv2d(4, 5, 5, stride=2, padding=2), (1, 4, 37, 35)),
+    "depthwise": (lambda: nn.Conv2d(7, 7, 3, padding=1, groups=7, bias=False), (2, 7, 11, 13)),
+    "pointwise": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5)),
+    "im2col": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9)),
+    "transposed": (lambda: nn.ConvTranspose2d(4, 3, 2, stride=2), (2, 4, 5, 5)),
+}
+
+
+@pytest.mark.parametrize("isa", runnable_isas())
+@pytest.mark.parametrize("name", sorted(RESIDUAL))
+def test_fused_residual_matches_eager(compile_model, name, isa):
+    torch.manual_seed(0)
+    make, shape = RESIDUAL[name]
+    conv = make()
+    x = torch.randn(shape)
+    r = torch.randn(conv(x).shape)
+    ep, model = compile_model(Fn(lambda v, s: (F.relu(conv(v) + s), s + conv(v * 2))), (x, r),
+                              options={"isa": isa})
+    torch.testing.assert_close(model(x, r), ep.module()(x, r), rtol=1e-4, atol=1e-4)
+
+
+def test_residual_block_is_one_convolution_per_conv(compile_model):
+    """conv -> bn -> relu -> conv -> bn, + x, relu: two convolutions, nothing else."""
+    torch.manual_seed(0)
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8),
+                                      nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1),
+                                      nn.BatchNorm2d(8))
+            for bn in (self.body[1], self.body[4]):
+                bn.running_var.uniform_(0.5, 2)
+                bn.running_mean.uniform_(-1, 1)
+
+        def forward(self, x):
+            return F.relu(self.body(x) + x)
+
+    x = torch.randn(2, 8, 20, 20)
+    ep, model = compile_model(Block(), (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+    program = compile_program(ep, host_target(), build=False).program
+    ops = [b.op for b in program.computed()]
+    assert [type(op).__name__ for op in ops] == ["Conv", "Conv"]
+    assert ops[0].residual is None and ops[1].residual is not None
+    assert (ops[1].clamp_min, ops[1].clamp_max) == (0.0, None)
+
+
+def test_residual_of_a_convolution_read_twice_stays_correct(compile_model):
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 3, 3, padding=1)
+    m = Fn(lambda x: (conv(x) + x, conv(x) * 2, F.relu(conv(x)) + x))
+    x = torch.randn(2, 3, 17, 17)
+    ep, model = compile_model(m, (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("isa", runnable_isas())
 def test_fused_activation_keeps_nan(compile_model, isa):
     conv = nn.Conv2d(2, 3, 3, padding=1)

@@ -46,7 +46,8 @@ void aotc_sgemm(int64_t M, int64_t N, int64_t K,
      other forward:                              Cig * prod(kernel) * prod(out_size) (im2col)
        (the direct kernel of 1-D/2-D convolutions uses its start for a padded input copy)
      transposed:                                 Cog * prod(kernel) * prod(in_size)  (col2im)
-   With `clamped`, every result is then clamped to [clamp_min, clamp_max] (a fused ReLU,
+   A non-null `residual` (contiguous, y's shape, not aliasing y) is added to every result;
+   with `clamped`, every result is then clamped to [clamp_min, clamp_max] (a fused ReLU,
    ReLU6 or hardtanh; an unbounded side is +-infinity).
    Multi-threaded with OpenMP; results do not depend on the thread count. */
 typedef struct {
@@ -56,6 +57,7 @@ typedef struct {
   int64_t transposed;
   int64_t clamped;
   float clamp_min, clamp_max;
+  const float *residual; /* an epilogue operand rather than a size: NULL for none */
 } aotc_conv_shape;
 
 int64_t aotc_sconv_workspace(const aotc_conv_shape *shape);

@@ -40,7 +40,8 @@ struct Geometry {
     int64_t in[3], out[3], k[3], s[3], p[3], d[3];
     int64_t in_plane, out_plane, taps;  // products of in, out, k
     bool clamped;
-    float lo, hi;  // the clamp of a fused activation
+    float lo, hi;           // the clamp of a fused activation
+    const float *residual;  // added before the clamp, or null
 };
 
 Geometry geometry(const aotc_conv_shape &sh) {
@@ -52,6 +53,7 @@ Geometry geometry(const aotc_conv_shape &sh) {
     g.clamped = sh.clamped != 0;
     g.lo = sh.clamp_min;
     g.hi = sh.clamp_max;
+    g.residual = sh.residual;
     g.cig = sh.in_channels / sh.groups;
     g.cog = sh.out_channels / sh.groups;
     const int64_t lead = 3 - sh.ndim;
@@ -167,7 +169,8 @@ bool depthwise(const Geometry &g, const float *x, const float *w, const float *b
     if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1) {
         const aotc_conv_direct::Plan pl =
             aotc_conv_direct::plan(1, 1, g.in + 1, g.out + 1, g.k + 1, g.s + 1, g.p + 1, g.d + 1);
-        aotc_conv_direct::depthwise(pl, g.batch, g.cin, g.cog, x, w, bias, g.clamped, g.lo, g.hi,
+        aotc_conv_direct::depthwise(pl, g.batch, g.cin, g.cog, x, w, bias, g.residual, g.clamped,
+                                    g.lo, g.hi,
                                     y, g.batch * g.cout * g.out_plane * g.taps >= kParallelMin);
         return true;
     }
@@ -264,10 +267,11 @@ bool forward(const Geometry &g, const float *x, const float *w, const float *bia
             for (int64_t gr = 0; gr < g.groups; ++gr) {
                 aotc_conv_direct::fill(pl, x + (n * g.cin + gr * g.cig) * g.in_plane, ws,
                                        threaded);
+                const int64_t at = (n * g.cout + gr * g.cog) * g.out_plane;
                 aotc_conv_direct::run(pl, ws, w + gr * g.cog * kdim,
-                                      bias ? bias + gr * g.cog : nullptr, g.clamped, g.lo,
-                                      g.hi, y + (n * g.cout + gr * g.cog) * g.out_plane,
-                                      threaded);
+                                      bias ? bias + gr * g.cog : nullptr,
+                                      g.residual ? g.residual + at : nullptr, g.clamped, g.lo,
+                                      g.hi, y + at, threaded);
             }
         return true;
     }
@@ -382,10 +386,14 @@ extern "C" void aotc_sconv(const aotc_conv_shape *shape, const float *x, const f
         done = depthwise(g, x, w, bias, y);
     else
         done = forward(g, x, w, bias, y, workspace);
-    if (g.clamped && !done) {  // the fused activation, as one pass over y
+    if ((g.clamped || g.residual) && !done) {  // the fused epilogue, as one pass over y
         const int64_t total = g.batch * g.cout * g.out_plane;
         const float lo = g.lo, hi = g.hi;
+        const float *res = g.residual;
 #pragma omp parallel for if (total >= kParallelMin)
-        for (int64_t i = 0; i < total; ++i) y[i] = std::min(std::max(y[i], lo), hi);
+        for (int64_t i = 0; i < total; ++i) {
+            const float v = res ? y[i] + res[i] : y[i];
+            y[i] = g.clamped ? std::min(std::max(v, lo), hi) : v;
+        }
     }
 }

@@ -124,8 +124,23 @@ inline void fill(const Plan &pl, const float *x, float *buf, bool threaded) {
     std::fill(buf + pl.cig * pl.chan, buf + buffer_size(pl), 0.0f);
 }
 
-// acc[o][j] over every input channel and tap for positions q0 + j*L + lane.
-inline void tile(const Plan &pl, const float *buf, const int64_t *offset, const float *wb,
+// dst[0, n) = src (+ res, then clamped to [lo, hi] with act) for the positions of a tile
+// whose clamp was left to here because of the residual.
+inline void store_run(const float *src, const float *res, int act, float lo, float hi,
+                      float *dst, int64_t n) {
+    if (!res) {
+        std::copy(src, src + n, dst);
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = src[i] + res[i];
+        dst[i] = act ? std::min(std::max(v, lo), hi) : v;
+    }
+}
+
+// acc[o][j] over every input channel and tap for positions q0 + j*L + lane. Always
+// inlined: as a call, the accumulators would live in memory rather than in registers.
+__attribute__((always_inline)) inline void tile(const Plan &pl, const float *buf, const int64_t *offset, const float *wb,
                  int64_t q0, V (&acc)[OCB][NV]) {
     for (int o = 0; o < OCB; ++o)
         for (int j = 0; j < NV; ++j) acc[o][j] = vzero();
@@ -145,9 +160,10 @@ inline void tile(const Plan &pl, const float *buf, const int64_t *offset, const 
 }
 
 // y[cog, ho, wo] (one image and group) from the phased input; w[cog, cig, kh, kw];
-// bias may be null; act: 0 none, else the result clamped to [lo, hi] (a NaN stays NaN).
-inline void run(const Plan &pl, const float *buf, const float *w, const float *bias, int act,
-                float lo, float hi, float *y, bool threaded) {
+// bias may be null; res (y's shape) is added when not null; act: 0 none, else the result
+// clamped to [lo, hi] (a NaN stays NaN).
+inline void run(const Plan &pl, const float *buf, const float *w, const float *bias,
+                const float *res, int act, float lo, float hi, float *y, bool threaded) {
     std::vector<int64_t> offset(pl.taps);
     const int64_t plane = pl.hs * pl.ws;
     for (int64_t a = 0; a < pl.kh; ++a)
@@ -184,7 +200,7 @@ inline void run(const Plan &pl, const float *buf, const float *w, const float *b
                 const V b = vset(bias && o < n_oc ? bias[oc0 + o] : 0.0f);
                 for (int j = 0; j < NV; ++j) {
                     V v = vadd(acc[o][j], b);
-                    if (act) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
+                    if (act && !res) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
                     vstore(&out[o][j * L], v);
                 }
             }
@@ -195,9 +211,11 @@ inline void run(const Plan &pl, const float *buf, const float *w, const float *b
                 const int64_t end = std::min(q1, oh * pl.ws + pl.ws);
                 if (ow < pl.wo) {
                     const int64_t n = std::min(end, oh * pl.ws + pl.wo) - q;
-                    for (int64_t o = 0; o < n_oc; ++o)
-                        std::copy(&out[o][q - q0], &out[o][q - q0] + n,
-                                  y + (oc0 + o) * pl.ho * pl.wo + oh * pl.wo + ow);
+                    for (int64_t o = 0; o < n_oc; ++o) {
+                        const int64_t at = (oc0 + o) * pl.ho * pl.wo + oh * pl.wo + ow;
+                        store_run(&out[o][q - q0], res ? res + at : nullptr, act, lo, hi,
+                                  y + at, n);
+                    }
                 }
                 q = end;
             }
@@ -211,8 +229,8 @@ constexpr int DW_NV = 4;
 constexpr int DW_T = L * DW_NV;
 
 inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t mult,
-                      const float *x, const float *w, const float *bias, int act, float lo,
-                      float hi, float *y, bool threaded) {
+                      const float *x, const float *w, const float *bias, const float *res,
+                      int act, float lo, float hi, float *y, bool threaded) {
     std::vector<int64_t> offset(pl.taps);
     const int64_t plane = pl.hs * pl.ws;
     for (int64_t a = 0; a < pl.kh; ++a)
@@ -235,6 +253,7 @@ inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t m
                 const float *wc = w + oc * pl.taps;
                 const V b = vset(bias ? bias[oc] : 0.0f);
                 float *yc = y + (n * cout + oc) * out_plane;
+                const float *rc = res ? res + (n * cout + oc) * out_plane : nullptr;
                 for (int64_t tq = 0; tq < tiles; ++tq) {
                     const int64_t q0 = tq * DW_T;
                     V acc[DW_NV];
@@ -247,7 +266,7 @@ inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t m
                     }
                     for (int j = 0; j < DW_NV; ++j) {
                         V v = acc[j];
-                        if (act) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
+                        if (act && !res) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
                         vstore(out + j * L, v);
                     }
                     const int64_t q1 = std::min(q0 + DW_T, pl.q);
@@ -256,7 +275,9 @@ inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t m
                         const int64_t end = std::min(q1, oh * pl.ws + pl.ws);
                         if (ow < pl.wo) {
                             const int64_t cnt = std::min(end, oh * pl.ws + pl.wo) - q;
-                            std::copy(out + (q - q0), out + (q - q0) + cnt, yc + oh * pl.wo + ow);
+                            const int64_t at = oh * pl.wo + ow;
+                            store_run(out + (q - q0), rc ? rc + at : nullptr, act, lo, hi,
+                                      yc + at, cnt);
                         }
                         q = end;
                     }

@@ -11,7 +11,7 @@ from ..ir.expr import Binary, BinaryOp, Constant, Node, Unary, UnaryOp, Where, c
 from ..ir.symbols import index_var
 from .common import operand, promote
 from .context import LoweringContext, TensorValue
-from .conv import fuse_clamp
+from .conv import fuse_clamp, fuse_residual
 from .registry import register_lowering
 
 aten = torch.ops.aten
@@ -102,6 +102,10 @@ def lower_add_sub(ctx, a, b, alpha=1):
     op = BinaryOp.SUB if ("sub" in ctx.target) else BinaryOp.ADD
     if "rsub" in ctx.target:
         a, b = b, a
+    if op is BinaryOp.ADD and alpha == 1 and "rsub" not in ctx.target:
+        fused = fuse_residual(ctx, a, b)
+        if fused is not None:
+            return fused
     d = promote(a, b)
     s = ctx.out_sizes
     rhs = operand(b, d, s)
