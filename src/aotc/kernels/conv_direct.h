@@ -138,10 +138,14 @@ inline void store_run(const float *src, const float *res, int act, float lo, flo
     }
 }
 
-// acc[o][j] over every input channel and tap for positions q0 + j*L + lane. Always
-// inlined: as a call, the accumulators would live in memory rather than in registers.
-__attribute__((always_inline)) inline void tile(const Plan &pl, const float *buf, const int64_t *offset, const float *wb,
-                 int64_t q0, V (&acc)[OCB][NV]) {
+// out[o][j*L + lane] for positions q0 + j*L + lane: the sum over every input channel and
+// tap in registers, plus bias[o] (OCB values), clamped to [lo, hi] when `clamp` (a NaN
+// stays NaN). The accumulators never leave this function, so they stay in registers
+// whether or not the compiler inlines it.
+inline void tile(const Plan &pl, const float *buf, const int64_t *offset, const float *wb,
+                 int64_t q0, const float *bias, bool clamp, float lo, float hi,
+                 float (&out)[OCB][T]) {
+    V acc[OCB][NV];
     for (int o = 0; o < OCB; ++o)
         for (int j = 0; j < NV; ++j) acc[o][j] = vzero();
     for (int64_t ci = 0; ci < pl.cig; ++ci) {
@@ -155,6 +159,14 @@ __attribute__((always_inline)) inline void tile(const Plan &pl, const float *buf
                 const V wv = vset(wt[o]);
                 for (int j = 0; j < NV; ++j) acc[o][j] = vfma(wv, xv[j], acc[o][j]);
             }
+        }
+    }
+    for (int o = 0; o < OCB; ++o) {
+        const V b = vset(bias[o]);
+        for (int j = 0; j < NV; ++j) {
+            V v = vadd(acc[o][j], b);
+            if (clamp) v = vmin(vset(hi), vmax(vset(lo), v));
+            vstore(&out[o][j * L], v);
         }
     }
 }
@@ -194,16 +206,10 @@ inline void run(const Plan &pl, const float *buf, const float *w, const float *b
             const int64_t oc0 = ob * OCB, n_oc = std::min<int64_t>(OCB, pl.cog - oc0);
             const int64_t q0 = tq * T;
             alignas(64) float out[OCB][T];
-            V acc[OCB][NV];
-            tile(pl, buf, offset.data(), wb.data() + ob * block_size, q0, acc);
-            for (int o = 0; o < OCB; ++o) {
-                const V b = vset(bias && o < n_oc ? bias[oc0 + o] : 0.0f);
-                for (int j = 0; j < NV; ++j) {
-                    V v = vadd(acc[o][j], b);
-                    if (act && !res) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
-                    vstore(&out[o][j * L], v);
-                }
-            }
+            float bias_block[OCB];
+            for (int o = 0; o < OCB; ++o) bias_block[o] = bias && o < n_oc ? bias[oc0 + o] : 0.0f;
+            tile(pl, buf, offset.data(), wb.data() + ob * block_size, q0, bias_block,
+                 act && !res, lo, hi, out);
             // the valid positions: row segments oh, ow in [0, wo)
             const int64_t q1 = std::min(q0 + T, pl.q);
             for (int64_t q = q0; q < q1;) {
