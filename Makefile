@@ -4,7 +4,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test venv lint bench fuzz clean
+.PHONY: demo test venv lint bench bench-quick fuzz clean
 
 venv: $(STAMP)
 
@@ -44,8 +44,18 @@ fuzz: $(STAMP)
 lint: $(STAMP)
 	$(VPY) -m ruff check src tests benchmarks examples
 
-bench: $(STAMP)
+# the peers (ONNX Runtime, OpenVINO, the ONNX exporter) come with the bench extra
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): $(STAMP)
+	$(VPY) -m pip install -q -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(VPY) benchmarks/run.py
+
+bench-quick: $(BENCH_STAMP)
+	$(VPY) benchmarks/run.py --quick
 
 clean:
 	rm -rf $(VENV) build examples/model.pt2

@@ -1,6 +1,6 @@
-"""The benchmark suite: small networks shaped like real models, restricted to what aotc
-compiles today (float32 linear/matmul/bmm, pointwise ops and activations, softmax, layer norm,
-reductions, views, cat). Convolutional networks are in CNN (cnn_models.py), run by name.
+"""The benchmark suite: float32 networks shaped like real models (MLPs, transformer layers
+from transformer_models.py, CNNs from cnn_models.py at 224 x 224). Component benchmarks and
+single CNN blocks are listed apart and run by name.
 
 Each entry of SUITE is a Benchmark: a name, a constructor for the nn.Module, and a function
 returning the example inputs. Weights and inputs come from fixed seeds, so every process that
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from cnn_models import BasicBlock, InvertedResidual, MobileNetV2, ResNet18
+from transformer_models import BertLayer, LlamaBlock, TinyLM
 
 
 class ReadmeModel(torch.nn.Module):
@@ -154,6 +155,20 @@ SUITE = [
               "encoder block (dim 256, 4 heads, MLP 1024, aten.layer_norm), 1 x 128 tokens"),
     Benchmark("transformer2_s128", SmallTransformer, lambda: (torch.randn(1, 128, 256),),
               "2 encoder blocks + norm + head 256->64 (primitive layer norm), 1 x 128 tokens"),
+    Benchmark("mlp4096_b64", lambda: GeluMLP((1024, 4096, 4096, 1024)),
+              lambda: (torch.randn(64, 1024),), "GELU MLP 1024->4096->4096->1024, batch 64"),
+    Benchmark("resnet18_224", ResNet18, lambda: (torch.randn(1, 3, 224, 224),),
+              "ResNet-18-shaped network, 1 x 3 x 224 x 224"),
+    Benchmark("mobilenetv2_224", MobileNetV2, lambda: (torch.randn(1, 3, 224, 224),),
+              "MobileNetV2-shaped network (depthwise convs), 1 x 3 x 224 x 224"),
+    Benchmark("bert_layer_s128", BertLayer, lambda: (torch.randn(1, 128, 768),),
+              "BERT-base encoder layer (768, 12 heads, MLP 3072, post-norm), 1 x 128 tokens"),
+    Benchmark("llama_block_s256", LlamaBlock, lambda: (torch.randn(1, 256, 512),),
+              "LLaMA-style block (RMSNorm, rotary, causal GQA 8 q / 2 kv heads, SiLU-gated MLP "
+              "512->1408), 1 x 256 tokens"),
+    Benchmark("lm2_v5000", TinyLM, lambda: (torch.randint(0, 5000, (1, 128)),),
+              "2-layer causal LM (vocab 5000, dim 256, 4 heads, MLP 1024, tied head), "
+              "1 x 128 tokens"),
 ]
 
 # Pieces of the models above, one operator family each, to see where time goes. Not run by
@@ -171,7 +186,7 @@ COMPONENTS = [
               "softmax attention core of encoder_s128: 4 heads x 128 tokens x 64"),
 ]
 
-# Convolutional networks (cnn_models.py). Not run by default: name them with --models.
+# Single CNN blocks (cnn_models.py). Not run by default: name them with --models.
 CNN = [
     Benchmark("resnet_block_b1", lambda: BasicBlock(64, 64), lambda: (torch.randn(1, 64, 56, 56),),
               "ResNet basic block: two 3x3 convs + batch norm + ReLU, residual; 64 x 56 x 56"),
@@ -182,10 +197,6 @@ CNN = [
               "MobileNetV2 inverted residual: 1x1 expand x6, 3x3 depthwise, 1x1; 32 x 28 x 28"),
     Benchmark("mobilenet_block_b4", lambda: InvertedResidual(32, 32),
               lambda: (torch.randn(4, 32, 28, 28),), "the same block at batch 4"),
-    Benchmark("resnet18_224", ResNet18, lambda: (torch.randn(1, 3, 224, 224),),
-              "ResNet-18-shaped network, 1 x 3 x 224 x 224"),
-    Benchmark("mobilenetv2_224", MobileNetV2, lambda: (torch.randn(1, 3, 224, 224),),
-              "MobileNetV2-shaped network, 1 x 3 x 224 x 224"),
 ]
 
 BY_NAME = {b.name: b for b in SUITE + COMPONENTS + CNN}

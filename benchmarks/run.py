@@ -1,30 +1,32 @@
-"""Benchmark aotc against eager PyTorch and AOTInductor on the suite in models.py.
+"""Benchmark aotc against eager PyTorch, AOTInductor, ONNX Runtime and OpenVINO on the
+suite in models.py, at 1 thread and at all cores.
 
     python benchmarks/run.py                     # full run: writes benchmarks/RESULTS.md
     python benchmarks/run.py --quick             # fewer reps, no AOTInductor; prints only
-    python benchmarks/run.py --models readme_b8,encoder_s128 --threads 1 --out /tmp/r.md
+    python benchmarks/run.py --models readme_b8,encoder_s128 --threads 1 --peers ort --out /tmp/r.md
 
-The parent process exports every model, compiles it with aotc and with AOTInductor
-(freezing on) and records both compile times. Each thread count is then timed in a fresh
-worker subprocess started with OMP_NUM_THREADS=n, which also calls torch.set_num_threads(n)
-and loads the aotc package with num_threads=n, so eager, AOTInductor and aotc run with the
-same number of threads. The worker checks aotc (and AOTInductor) against eager with
-torch.testing.assert_close, then times the three round-robin: one batch of iterations of
-each, repeated R times, so that drift in machine load hits all three alike.
+The parent process exports every model and compiles it with aotc and with each peer
+(peers.py), recording the compile times. Timing runs in fresh worker subprocesses, one per
+(thread count, peer): each starts with OMP_NUM_THREADS=n, calls torch.set_num_threads(n),
+loads the aotc package with num_threads=n and the peer with n threads, checks aotc and the
+peer against eager, then times the three round-robin (one batch of iterations of each,
+repeated R times) so that drift in machine load hits all three alike. One peer per process:
+runtimes whose idle threads spin after a call steal cores from whichever runtime runs next,
+so several peers in one process would distort each other at more than one thread.
 
 Builds go under build/bench/ (ignored): private aotc and inductor caches, cleared before
 compiling so that compile times are cold (a warm-up compile of a tiny model pays the one-time
-costs, reported separately), and the AOTInductor packages, cached by model name and torch
-version so that re-runs do not recompile them (their recorded compile times are reused).
+costs, reported separately), the ONNX and OpenVINO files, and the AOTInductor packages, cached
+by model name and torch version so that re-runs do not recompile them (their recorded compile
+times are reused).
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import json
-import math
+import logging
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -32,15 +34,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BUILD = ROOT / "build" / "bench"
 AOTC_CACHE = BUILD / "aotc-cache"
-AOTI_DIR = BUILD / "aoti"
 INDUCTOR_CACHE = BUILD / "inductor-cache"
-NOTES_MARKER = "<!-- notes below are kept when run.py rewrites this file -->"
 
 # private compiler caches (they are wiped for cold compiles), chosen before aotc or
 # torch._inductor read them
@@ -51,8 +52,10 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 import models  # noqa: E402
+import peers  # noqa: E402
+import report  # noqa: E402
 
-IMPLS = ("eager", "aoti", "aotc")
+PEER_TOLERANCE = {"rtol": 1e-4, "atol": 1e-4}
 
 
 # ----------------------------------------------------------------------------- compiling
@@ -60,12 +63,6 @@ IMPLS = ("eager", "aoti", "aotc")
 def export(model: torch.nn.Module, inputs: tuple) -> torch.export.ExportedProgram:
     with torch.no_grad():
         return torch.export.export(model.eval(), inputs)
-
-
-def timed(fn, *args, **kwargs):
-    t0 = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - t0
 
 
 def tiny_program():
@@ -78,7 +75,7 @@ def warmup(compile_fn) -> float:
     """Seconds to compile a tiny model: the one-time costs every later compile reuses
     (aotc's shared kernel objects; inductor's precompiled headers and runtime)."""
     with tempfile.TemporaryDirectory(dir=BUILD) as tmp:
-        return timed(compile_fn, tiny_program(), package_path=os.path.join(tmp, "tiny.pt2"))[1]
+        return peers.timed(compile_fn, tiny_program(), package_path=os.path.join(tmp, "t.pt2"))[1]
 
 
 def aotc_compile(ep, package_path):
@@ -87,87 +84,80 @@ def aotc_compile(ep, package_path):
     return aotc.compile_and_package(ep, package_path=package_path)
 
 
-def aoti_compile(ep, package_path):
-    # compile with as many threads as cores: inductor then emits `#pragma omp parallel`
-    # without a fixed thread count, so the package follows OMP_NUM_THREADS at run time
-    torch.set_num_threads(os.cpu_count() or 1)
-    return torch._inductor.aoti_compile_and_package(ep, package_path=package_path,
-                                                    inductor_configs={"freezing": True})
+def quiet_exporters() -> None:
+    """torch.onnx and OpenVINO's converter log and warn per model; keep the run readable."""
+    warnings.filterwarnings("ignore")
+    for name in ("torch.onnx", "torch._dynamo", "torch.export", "onnxscript"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
-def aoti_cached(name: str):
-    """Compile seconds recorded with a cached AOTI package of this torch version, or None."""
-    stamp = AOTI_DIR / f"{name}.json"
-    if (AOTI_DIR / f"{name}.pt2").exists() and stamp.exists():
-        info = json.loads(stamp.read_text())
-        if info.get("torch") == torch.__version__:
-            return info["compile_s"]
-    return None
-
-
-def compile_aoti(name: str, ep) -> tuple[str, float, bool]:
-    """(package path, compile seconds, whether it came from an earlier run's cache)."""
-    path = AOTI_DIR / f"{name}.pt2"
-    cached = aoti_cached(name)
-    if cached is not None:
-        return str(path), cached, True
-    AOTI_DIR.mkdir(parents=True, exist_ok=True)
-    out, seconds = timed(aoti_compile, ep, str(path))
-    (AOTI_DIR / f"{name}.json").write_text(
-        json.dumps({"torch": torch.__version__, "compile_s": seconds}))
-    return out, seconds, False
-
-
-def compile_all(benches, with_aoti: bool, meta: dict) -> list[dict]:
+def compile_all(benches, peer_names: list[str], meta: dict) -> list[dict]:
     """Export and compile every benchmark; warm-up compile times go into meta."""
+    quiet_exporters()
     # cold builds: nothing from earlier runs (AOTI packages themselves stay cached)
     shutil.rmtree(AOTC_CACHE, ignore_errors=True)
     meta["aotc_warmup_s"] = warmup(aotc_compile)
-    if with_aoti and any(aoti_cached(b.name) is None for b in benches):
+    if "aoti" in peer_names and not all(peers.aoti_is_cached(BUILD / "aoti", b.name)
+                                        for b in benches):
         shutil.rmtree(INDUCTOR_CACHE, ignore_errors=True)
-        meta["aoti_warmup_s"] = warmup(aoti_compile)
+        meta["aoti_warmup_s"] = warmup(peers.aoti_compile)
     entries = []
     for bench in benches:
         model, inputs = bench.build()
         ep = export(model, inputs)
-        entry = {"name": bench.name}
+        entry: dict = {"name": bench.name, "peers": {}, "peer_errors": {}}
         try:
             path = BUILD / "aotc" / f"{bench.name}.pt2"
             path.parent.mkdir(parents=True, exist_ok=True)
-            entry["aotc"], entry["aotc_compile_s"] = timed(aotc_compile, ep, str(path))
+            entry["aotc"], entry["aotc_compile_s"] = peers.timed(aotc_compile, ep, str(path))
         except Exception as e:  # report and go on: one failure must not hide the rest
             entry["aotc_error"] = f"{type(e).__name__}: {e}"
-        if with_aoti:
-            entry["aoti"], entry["aoti_compile_s"], entry["aoti_cached"] = \
-                compile_aoti(bench.name, ep)
+        for peer in peer_names:
+            try:
+                entry["peers"][peer] = peers.compile_peer(peer, BUILD, bench.name, model, inputs, ep)
+            except Exception as e:
+                entry["peer_errors"][peer] = f"{type(e).__name__}: {e}"
         log(f"compiled {bench.name}: aotc {entry.get('aotc_compile_s', float('nan')):.2f} s, "
-            f"aoti {entry.get('aoti_compile_s', float('nan')):.2f} s"
-            + (" (cached)" if entry.get("aoti_cached") else ""))
+            + ", ".join(f"{p} {i['compile_s']:.2f} s" + (" (cached)" if i.get("cached") else "")
+                        for p, i in entry["peers"].items())
+            + "".join(f", {p} FAILED" for p in entry["peer_errors"]))
         entries.append(entry)
     return entries
 
 
 # ----------------------------------------------------------------------------- timing
 
-def load_impls(entry: dict, threads: int) -> tuple[dict, tuple]:
-    """({name: callable} for every implementation available for this entry, its inputs)."""
+def load_impls(entry: dict, threads: int, peer: str | None) -> tuple[dict, tuple, dict]:
+    """({name: callable} for eager, aotc and the peer where each loads, the inputs,
+    {name: why it did not load})."""
     import aotc
 
     model, inputs = models.BY_NAME[entry["name"]].build()
-    fns = {"eager": model}
-    if entry.get("aoti"):
-        fns["aoti"] = torch._inductor.aoti_load_package(entry["aoti"])
+    fns, errors = {"eager": model}, {}
     if entry.get("aotc"):
         fns["aotc"] = aotc.load_package(entry["aotc"], num_threads=threads)
-    return fns, inputs
+    if peer and peer in entry["peers"]:
+        try:
+            fns[peer] = peers.load_peer(peer, entry["peers"][peer]["artifact"], threads)
+        except Exception as e:
+            errors[peer] = f"load failed: {type(e).__name__}: {e}"
+    elif peer:
+        errors[peer] = entry["peer_errors"].get(peer, "not compiled")
+    return fns, inputs, errors
 
 
-def check_outputs(fns: dict, inputs: tuple) -> None:
+def check_outputs(fns: dict, inputs: tuple) -> dict:
+    """Drop every implementation whose outputs differ from eager's; {name: the mismatch}."""
     ref = fns["eager"](*inputs)
-    for name in ("aotc", "aoti"):
-        if name in fns:
-            torch.testing.assert_close(fns[name](*inputs), ref,
-                                       msg=lambda m, n=name: f"{n} vs eager: {m}")
+    errors = {}
+    for name in [n for n in fns if n != "eager"]:
+        tolerance = {} if name == "aotc" else PEER_TOLERANCE
+        try:
+            torch.testing.assert_close(fns[name](*inputs), ref, **tolerance)
+        except Exception as e:
+            errors[name] = "mismatch vs eager: " + " ".join(str(e).split())[:300]
+            del fns[name]
+    return errors
 
 
 def per_iter_ms(fn, inputs, iters: int) -> float:
@@ -231,39 +221,47 @@ def measure_quietest(fns: dict, inputs: tuple, spec: dict) -> dict:
 
 
 def worker(spec_path: str) -> None:
-    """Time every entry of the spec at one thread count; write results next to the spec."""
+    """Time every entry of the spec at one thread count against one peer; write the results
+    next to the spec."""
     spec = json.loads(Path(spec_path).read_text())
-    threads = spec["threads"]
+    threads, peer = spec["threads"], spec["peer"]
     torch.set_num_threads(threads)
+    quiet_exporters()
     results = []
     with torch.inference_mode():
         for entry in spec["entries"]:
-            res = {"name": entry["name"]}
+            res: dict = {"name": entry["name"], "reps": spec["reps"]}
             try:
-                fns, inputs = load_impls(entry, threads)
-                check_outputs(fns, inputs)
-                res.update(measure_quietest(fns, inputs, spec))
+                fns, inputs, errors = load_impls(entry, threads, peer)
+                errors.update(check_outputs(fns, inputs))
+                res["errors"] = errors
+                if len(fns) > 1:
+                    measured = measure_quietest(fns, inputs, spec)
+                    res["timed"] = {n: measured.pop(n)["median_ms"] for n in fns}
+                    res.update(measured)
             except Exception as e:
-                res["error"] = f"{type(e).__name__}: {e}"
+                res["errors"] = {"run": f"{type(e).__name__}: {e}"}
             results.append(res)
-            log(f"[{threads} thread(s)] {entry['name']}: " + (res.get("error") or "  ".join(
-                f"{n} {res[n]['median_ms']:.4f} ms" for n in IMPLS if n in res)))
-    Path(spec["result"]).write_text(json.dumps({"threads": threads,
-                                                "torch_threads": torch.get_num_threads(),
+            log(f"[{threads} thread(s), {peer or 'no peer'}] {entry['name']}: "
+                + "  ".join(f"{n} {v:.4f} ms" for n, v in res.get("timed", {}).items())
+                + "".join(f"  {n}: {v[:120]}" for n, v in res["errors"].items()))
+    Path(spec["result"]).write_text(json.dumps({"threads": threads, "peer": peer,
                                                 "results": results}))
 
 
-def run_threads(entries: list[dict], threads: int, args) -> dict:
+def run_worker(entries: list[dict], threads: int, peer: str | None, args) -> dict:
     """Run the worker in a fresh process with OMP_NUM_THREADS=threads."""
-    runnable = [e for e in entries if "aotc" in e]
+    runnable = [e for e in entries if "aotc" in e or e["peers"]]
     with tempfile.TemporaryDirectory(dir=BUILD) as tmp:
         spec = Path(tmp) / "spec.json"
         result = Path(tmp) / "result.json"
         spec.write_text(json.dumps({
-            "threads": threads, "reps": args.reps, "batch_ms": args.batch_ms,
+            "threads": threads, "peer": peer, "reps": args.reps, "batch_ms": args.batch_ms,
             "wait_idle": args.wait_idle, "retries": args.retries, "noise_pct": args.noise_pct,
             "entries": runnable, "result": str(result)}))
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        if args.gomp_spincount is not None:
+            env["GOMP_SPINCOUNT"] = str(args.gomp_spincount)
         subprocess.run([sys.executable, __file__, "--worker", str(spec)], env=env, check=True)
         return json.loads(result.read_text())
 
@@ -300,153 +298,6 @@ def wait_for_idle(max_wait_s: float, busy_below: float = 0.10) -> float:
     return time.perf_counter() - start
 
 
-# ----------------------------------------------------------------------------- report
-
-def geomean(xs: list[float]) -> float:
-    xs = [x for x in xs if x and math.isfinite(x)]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
-
-
-def fmt(x, digits=3) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "—"
-    return f"{x:.{digits}f}"
-
-
-def ms(x) -> str:
-    if x is None:
-        return "—"
-    return f"{x:.4f}" if x < 0.1 else f"{x:.3f}" if x < 10 else f"{x:.2f}"
-
-
-def ratio(res: dict, a: str, b: str):
-    if a in res and b in res:
-        return res[a]["median_ms"] / res[b]["median_ms"]
-    return None
-
-
-def table(run: dict, entries: dict) -> list[str]:
-    lines = [f"### {run['threads']} thread(s)", "",
-             "| model | eager ms | AOTI ms | aotc ms | aotc/eager | aotc/AOTI "
-             "| compile s aotc | compile s AOTI | iters × reps | spread % | other load % |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
-    vs_eager, vs_aoti = [], []
-    for res in run["results"]:
-        e = entries[res["name"]]
-        if "error" in res:
-            error = res["error"].replace("|", "/").replace("\n", " ")[:160]
-            lines.append(f"| {res['name']} | error: {error} ||||||||||")
-            continue
-        r_e, r_a = ratio(res, "aotc", "eager"), ratio(res, "aotc", "aoti")
-        vs_eager.append(r_e)
-        vs_aoti.append(r_a)
-        tries = f" (try {res['attempts']})" if res["attempts"] > 1 else ""
-        lines.append(
-            f"| {res['name']} | {ms(res['eager']['median_ms'])} "
-            f"| {ms(res.get('aoti', {}).get('median_ms'))} | {ms(res['aotc']['median_ms'])} "
-            f"| {fmt(r_e)} | {fmt(r_a)} | {fmt(e.get('aotc_compile_s'), 2)} "
-            f"| {fmt(e.get('aoti_compile_s'), 1)} | {res['iters']} × {run['reps']}{tries} "
-            f"| {res['noise_pct']:.0f} | {fmt(res.get('background_pct'), 0)} |")
-    lines.append(f"| **geomean** | | | | **{fmt(geomean(vs_eager))}** "
-                 f"| **{fmt(geomean(vs_aoti))}** | | | | | |")
-    return lines + [""]
-
-
-def cpu_facts() -> dict:
-    facts = {"cores": os.cpu_count(), "model": platform.processor() or platform.machine(),
-             "flags": []}
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return facts
-    for line in info.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "model name":
-            facts["model"] = value.strip()
-        elif key.strip() == "flags":
-            facts["flags"] = sorted(f for f in value.split()
-                                    if f in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl",
-                                             "avx512_vnni", "avx512_bf16", "amx_tile"))
-            break
-    return facts
-
-
-def source_revision() -> str:
-    """The checkout's commit, and whether src/ differs from it (read-only git calls)."""
-    def git(*cmd):
-        return subprocess.run(["git", "--no-optional-locks", *cmd], cwd=ROOT,
-                              capture_output=True, text=True)
-    head = git("rev-parse", "--short", "HEAD")
-    if head.returncode != 0:
-        return "unknown (not a git checkout)"
-    dirty = git("diff", "--quiet", "HEAD", "--", "src").returncode != 0
-    return head.stdout.strip() + (" with uncommitted changes under src/" if dirty else "")
-
-
-def header(args, meta: dict) -> list[str]:
-    import aotc
-
-    cpu = cpu_facts()
-    return [
-        "# aotc benchmark results", "",
-        f"- command: `{meta['command']}`",
-        f"- date: {meta['date']} (total wall time {meta['wall_s']:.0f} s)",
-        f"- machine: {cpu['cores']} logical cores, {cpu['model']}; "
-        f"flags: {', '.join(cpu['flags']) or 'n/a'}; {platform.system()} {platform.release()}",
-        f"- load average (1 min) at start / end: {meta['load'][0]:.2f} / {meta['load'][1]:.2f}",
-        f"- torch {torch.__version__}, aotc {aotc.__version__} at {meta['revision']}, "
-        f"Python {platform.python_version()}",
-        f"- timing: {args.reps} interleaved reps per implementation; each rep is one batch of "
-        f"~{args.batch_ms:.0f} ms of back-to-back calls; table cells are medians of the "
-        "per-call time over reps. 'spread %': the largest interquartile range of the three "
-        "implementations relative to its median; 'other load %': CPU the rest of the machine "
-        "used while the model was timed (this machine is shared). Before each model the "
-        f"worker waits up to {args.wait_idle:.0f} s for an idle machine, and an attempt whose "
-        f"spread exceeds {args.noise_pct:.0f}% is retried up to {args.retries} time(s), "
-        "keeping the attempt with the smallest spread ('try k').",
-        "- threads: every thread count runs in a fresh process with OMP_NUM_THREADS=n and "
-        "torch.set_num_threads(n); aotc packages are loaded with num_threads=n. One package "
-        "per model and compiler serves every thread count.",
-        "- compile: wall time of a cold compile of the model, after a warm-up compile of a "
-        "tiny model that pays the one-time costs (aotc: building the shared kernel objects, "
-        f"{meta['aotc_warmup_s']:.1f} s this run; AOTI: "
-        + (f"{meta['aoti_warmup_s']:.1f} s this run" if "aoti_warmup_s" in meta
-           else "not needed this run") + "). AOTI is `aoti_compile_and_package(ep, "
-        "inductor_configs={'freezing': True})`, compiled once with as many threads as cores"
-        + ("; its packages (and compile times) were cached from an earlier run for: "
-           + ", ".join(meta["aoti_cached"]) if meta["aoti_cached"] else "") + ".",
-        "- eager: the nn.Module under torch.inference_mode. Ratios: lower is better for aotc.",
-        "",
-    ]
-
-
-def models_section(benches) -> list[str]:
-    return ["## Models", ""] + [f"- `{b.name}`: {b.description}" for b in benches] + [""]
-
-
-def kept_notes(path: Path) -> list[str]:
-    if path.exists():
-        text = path.read_text()
-        if NOTES_MARKER in text:
-            return [NOTES_MARKER + text.split(NOTES_MARKER, 1)[1].rstrip("\n")]
-    return [NOTES_MARKER, "", "## Notes", "", "(none yet)"]
-
-
-def report(args, meta, benches, entries, runs, out: Path | None) -> str:
-    by_name = {e["name"]: e for e in entries}
-    lines = header(args, meta) + models_section(benches) + ["## Results", ""]
-    for run in runs:
-        run["reps"] = args.reps
-        lines += table(run, by_name)
-    failed = [e for e in entries if "aotc_error" in e]
-    if failed:
-        lines += ["## aotc compile failures", ""]
-        lines += [f"- `{e['name']}`: {e['aotc_error']}" for e in failed] + [""]
-    if out is not None:
-        lines += kept_notes(out)
-    return "\n".join(lines) + "\n"
-
-
 # ----------------------------------------------------------------------------- main
 
 def log(msg: str) -> None:
@@ -456,28 +307,43 @@ def log(msg: str) -> None:
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
-                   help="fewer reps, shorter batches, skip AOTInductor; prints unless --out")
-    p.add_argument("--models", default="", help="comma-separated names (default: all)")
-    p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+                   help="fewer reps, shorter batches, no AOTInductor unless named in --peers; "
+                        "prints unless --out")
+    p.add_argument("--models", default="", help="comma-separated names (default: the suite)")
+    p.add_argument("--threads", default=f"1,{os.cpu_count() or 1}",
+                   help="comma-separated thread counts (default: 1 and all cores)")
+    p.add_argument("--peers", default=None,
+                   help="comma-separated peers among aoti,ort,openvino (default: all; "
+                        "ort,openvino with --quick; empty: eager and aotc only)")
     p.add_argument("--out", default=None,
                    help="markdown output (default: benchmarks/RESULTS.md for full runs)")
     p.add_argument("--reps", type=int, default=None, help="round-robin repetitions")
     p.add_argument("--batch-ms", type=float, default=None, help="target ms per timed batch")
     p.add_argument("--wait-idle", type=float, default=None,
                    help="seconds to wait at most for an idle machine before timing each model "
-                        "(default 20; 0 with --quick)")
+                        "(default 2; 0 with --quick)")
     p.add_argument("--retries", type=int, default=None,
-                   help="re-time a model whose spread exceeds --noise-pct (default 2; 0 quick)")
+                   help="re-time a model whose spread exceeds --noise-pct (default 0)")
     p.add_argument("--noise-pct", type=float, default=15.0,
                    help="spread (IQR/median, %%) above which a timing attempt is retried")
+    p.add_argument("--gomp-spincount", type=int, default=None,
+                   help="GOMP_SPINCOUNT for the timing workers (default: libgomp's own); the "
+                        "workers import torch first, so eager, AOTI and aotc share one libgomp "
+                        "and all take it")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    args.reps = args.reps or (5 if args.quick else 21)
-    args.batch_ms = args.batch_ms or (15.0 if args.quick else 50.0)
+    args.reps = args.reps or (5 if args.quick else 11)
+    args.batch_ms = args.batch_ms or (15.0 if args.quick else 40.0)
     if args.wait_idle is None:
-        args.wait_idle = 0.0 if args.quick else 20.0
+        args.wait_idle = 0.0 if args.quick else 2.0
     if args.retries is None:
-        args.retries = 0 if args.quick else 2
+        args.retries = 0
+    if args.peers is None:
+        args.peers = "ort,openvino" if args.quick else ",".join(peers.PEERS)
+    args.peer_list = [p for p in args.peers.split(",") if p]
+    unknown = [p for p in args.peer_list if p not in peers.PEERS]
+    if unknown:
+        raise SystemExit(f"unknown peer(s) {unknown}; known: {list(peers.PEERS)}")
     if args.out is None and not args.quick:
         args.out = str(HERE / "RESULTS.md")
     return args
@@ -498,17 +364,22 @@ def main(argv=None) -> None:
         return worker(args.worker)
     start = time.perf_counter()
     meta = {"command": command_line(), "load": [os.getloadavg()[0]],
-            "revision": source_revision(),
+            "revision": report.source_revision(ROOT),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     BUILD.mkdir(parents=True, exist_ok=True)
+    missing = {p: why for p in args.peer_list if (why := peers.available(p))}
+    for p, why in missing.items():
+        log(f"skipping {p}: {why}")
+    meta["peers"] = [p for p in args.peer_list if p not in missing]
     benches = models.select(args.models)
-    entries = compile_all(benches, not args.quick, meta)
-    meta["aoti_cached"] = [e["name"] for e in entries if e.get("aoti_cached")]
-    runs = [run_threads(entries, int(n), args) for n in args.threads.split(",")]
+    entries = compile_all(benches, meta["peers"], meta)
+    runs = {}
+    for n in (int(t) for t in args.threads.split(",")):
+        runs[n] = {p: run_worker(entries, n, p, args) for p in meta["peers"] or [None]}
     meta["load"].append(os.getloadavg()[0])
     meta["wall_s"] = time.perf_counter() - start
     out = Path(args.out) if args.out else None
-    text = report(args, meta, benches, entries, runs, out)
+    text = report.render(args, meta, benches, entries, runs, out)
     if out is not None:
         out.write_text(text)
         log(f"wrote {out}")

@@ -22,6 +22,7 @@ from .package.filelike import is_filelike
 from .package.format import FORMAT_VERSION, ModelFiles
 from .passes.pipeline import Compiled, compile_program
 from .runtime.abi import ABI_VERSION
+from .scheduler.prepack import pack_panels
 
 log = logging.getLogger("aotc.perf")
 
@@ -67,7 +68,10 @@ def pack_weights(program: Program) -> tuple[bytes, list[dict]]:
     table = []
     for c, (offset, nbytes) in zip(program.constants, constant_layout(program)):
         t = c.data
-        raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        if c.packing is not None:  # in the GEMM kernel's panel layout for the target
+            raw = pack_panels(t.reshape(-1).numpy(), c.packing).tobytes()
+        else:
+            raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
         if len(raw) != nbytes:
             raise CompileError(f"constant {c.fqn} holds {len(raw)} bytes; its buffer needs {nbytes}")
         blob.extend(b"\0" * (offset - len(blob)))
@@ -76,6 +80,8 @@ def pack_weights(program: Program) -> tuple[bytes, list[dict]]:
                  "offset": offset, "nbytes": nbytes}
         if c.folded_from:
             entry["folded_from"] = list(c.folded_from)
+        if c.packing is not None:  # what the bytes hold; a loader packs a swapped value alike
+            entry["packing"] = {"layout": "gemm_b_panels", **asdict(c.packing)}
         table.append(entry)
         blob.extend(raw)
     return bytes(blob), table

@@ -18,7 +18,7 @@ ARTIFACTS = {
     "perf": "compile time per stage, build cache hits",
 }
 # pipeline stage -> the artifact that shows its result
-STAGE_ARTIFACT = {"import": "ir", "dce": "ir", "fuse": "fusion", "group": "schedule",
+STAGE_ARTIFACT = {"import": "ir", "dce": "ir", "fuse": "fusion", "prepack": "ir", "group": "schedule",
                   "plan": "schedule", "codegen": "code"}
 _HANDLER_NAME = "aotc-stderr"
 

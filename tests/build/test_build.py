@@ -68,7 +68,7 @@ def test_debug_dir_dumps_every_stage(exported, tmp_path):
     aotc.compile_and_package(exported, package_path=tmp_path / "m.pt2",
                              options={"debug_dir": str(tmp_path / "dbg")})
     names = sorted(p.name for p in (tmp_path / "dbg" / "model").iterdir())
-    assert names == ["00_import.txt", "01_dce.txt", "02_fuse.txt", "03_group.txt", "04_plan.txt",
-                     "05_codegen.cpp", "06_build.txt"]
-    cpp = (tmp_path / "dbg" / "model" / "05_codegen.cpp").read_text()
-    assert "aten.relu.default" in cpp and "aotc_sgemm_batched" in cpp
+    assert names == ["00_import.txt", "01_dce.txt", "02_fuse.txt", "03_prepack.txt",
+                     "04_group.txt", "05_plan.txt", "06_codegen.cpp", "07_build.txt"]
+    cpp = (tmp_path / "dbg" / "model" / "06_codegen.cpp").read_text()
+    assert "aten.relu.default" in cpp and "aotc_sgemm_prepacked" in cpp

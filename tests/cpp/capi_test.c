@@ -114,6 +114,31 @@ static void check_constants(aotc_loader *l) {
   int all_half = rc == AOTC_OK;
   for (int i = 0; i < 8; ++i) all_half = all_half && y[i] == 0.5f;
   expect(all_half, "zero fc2 gives sigmoid(0) = 0.5 everywhere", &e);
+
+  /* fc1.weight may be stored packed for the GEMM: the library packs the new value. With
+     fc1 picking x[:, 2] into hidden unit 3 and fc2 reading only that unit, y = sigmoid(relu(
+     x[:, 2])): 0.5 where x[:, 2] <= 0, and ordered as x[:, 2] is elsewhere. */
+  float w1[16 * 10] = {0}, b1[16] = {0}, w2[16] = {0}, x[8 * 10];
+  w1[3 * 10 + 2] = 1.0f;
+  w2[3] = 1.0f;
+  int64_t w1_sizes[2] = {16, 10}, w1_strides[2] = {10, 1}, b1_sizes[1] = {16};
+  aotc_tensor all[4] = {{w1, w1_sizes, w1_strides, 2, AOTC_FLOAT32},
+                        {b1, b1_sizes, b_strides, 1, AOTC_FLOAT32},
+                        {w2, w_sizes, w_strides, 2, AOTC_FLOAT32},
+                        {&bias, b_sizes, b_strides, 1, AOTC_FLOAT32}};
+  const char *all_names[4] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+  rc = aotc_loader_load_constants(l, all_names, all, 4, 1, &e);
+  expect(rc == AOTC_OK, "load_constants of every weight", &e);
+  rc = run_batch(l, 8, y, &e);
+  fill(x, 8 * 10);
+  int picked = rc == AOTC_OK;
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) {
+      const float xi = x[i * 10 + 2], xj = x[j * 10 + 2];
+      picked = picked && ((xi <= 0.0f) == (y[i] == 0.5f)) &&
+               (xi <= 0.0f || xj <= 0.0f || (xi > xj) == (y[i] > y[j]));
+    }
+  expect(picked, "a swapped fc1.weight is packed as the package stores it", &e);
 }
 
 static void check_describe(aotc_loader *l) {
@@ -134,7 +159,9 @@ static void check_describe(aotc_loader *l) {
        symbols[0].max == 1024 && strcmp(symbols[0].name, inputs[0].dims[0]) == 0;
   expect(ok, "symbol range", NULL);
   ok = aotc_loader_constants(l, &constants, &n_const, &e) == 0 && n_const == 4 &&
-       strcmp(constants[0].name, "fc1.weight") == 0 && constants[0].nbytes == 640 &&
+       strcmp(constants[0].name, "fc1.weight") == 0 && constants[0].ndim == 2 &&
+       constants[0].sizes[0] == 16 && constants[0].sizes[1] == 10 &&
+       constants[0].nbytes >= 640 && /* a GEMM weight may be stored packed (padded panels) */
        constants[1].offset % 64 == 0;
   expect(ok, "constants table", NULL);
   ok = aotc_loader_metadata(l, &keys, &values, &n_meta, &e) == 0;

@@ -2,6 +2,10 @@
 // runtime. Tensors travel in a small raw format: a text line "dtype ndim size..." and the
 // bytes. Prints the specs, metadata and constant names.
 // usage: run_model package.pt2 model_name out_dir in0.raw [in1.raw ...] [--threads N] [--buffer]
+//        [--calls N]
+// --calls N (a model with state): N calls, then each state buffer to state<k>.raw; then
+// reset_buffers and one call (reset<j>.raw); then set_buffer of the saved values and one
+// call (restored<j>.raw).
 #include <aotc/aotc.hpp>
 
 #include <atomic>
@@ -55,15 +59,17 @@ bool same(const std::vector<aotc::Tensor> &a, const std::vector<aotc::Tensor> &b
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    std::cerr << "usage: run_model package.pt2 model_name out_dir inputs... [--threads N] [--buffer]\n";
+    std::cerr << "usage: run_model package.pt2 model_name out_dir inputs... [--threads N] [--buffer] "
+                 "[--calls N]\n";
     return 2;
   }
   std::vector<aotc::Tensor> inputs;
-  int threads = 0;
+  int threads = 0, calls = 1;
   bool from_buffer = false;
   for (int k = 4; k < argc; ++k) {
     if (std::strcmp(argv[k], "--threads") == 0 && k + 1 < argc) threads = std::atoi(argv[++k]);
     else if (std::strcmp(argv[k], "--buffer") == 0) from_buffer = true;
+    else if (std::strcmp(argv[k], "--calls") == 0 && k + 1 < argc) calls = std::atoi(argv[++k]);
     else inputs.push_back(read_tensor(argv[k]));
   }
   try {
@@ -79,9 +85,28 @@ int main(int argc, char **argv) {
       std::cout << "symbol " << s.name << " [" << s.min << ", " << s.max << "]\n";
     for (const std::string &c : loader.constant_names()) std::cout << "constant " << c << "\n";
     std::cout << "model_name " << loader.metadata().at("model_name") << "\n";
-    const std::vector<aotc::Tensor> outputs = loader.run(inputs);
+    std::vector<aotc::Tensor> outputs = loader.run(inputs);
+    for (int c = 1; c < calls; ++c) outputs = loader.run(inputs);
+    const std::string dir = argv[3];
     for (size_t j = 0; j < outputs.size(); ++j)
-      write_tensor(std::string(argv[3]) + "/out" + std::to_string(j) + ".raw", outputs[j]);
+      write_tensor(dir + "/out" + std::to_string(j) + ".raw", outputs[j]);
+    if (calls > 1) {  // the state after the calls; reset; set back
+      const std::vector<std::string> names = loader.buffer_names();
+      std::vector<aotc::Tensor> saved;
+      for (size_t k = 0; k < names.size(); ++k) {
+        std::cout << "buffer " << names[k] << "\n";
+        saved.push_back(loader.get_buffer(names[k]));
+        write_tensor(dir + "/state" + std::to_string(k) + ".raw", saved.back());
+      }
+      loader.reset_buffers();
+      std::vector<aotc::Tensor> again = loader.run(inputs);
+      for (size_t j = 0; j < again.size(); ++j)
+        write_tensor(dir + "/reset" + std::to_string(j) + ".raw", again[j]);
+      for (size_t k = 0; k < names.size(); ++k) loader.set_buffer(names[k], saved[k]);
+      again = loader.run(inputs);
+      for (size_t j = 0; j < again.size(); ++j)
+        write_tensor(dir + "/restored" + std::to_string(j) + ".raw", again[j]);
+    }
     if (threads > 0) {  // one loader, several threads: every call must match the first
       std::atomic<int> mismatches{0};
       std::vector<std::thread> pool;
@@ -92,6 +117,11 @@ int main(int argc, char **argv) {
         });
       for (std::thread &t : pool) t.join();
       std::cout << "threads " << threads << " mismatches " << mismatches.load() << "\n";
+      if (calls > 1) {  // a model with state: every call of every thread counted once
+        const std::vector<std::string> names = loader.buffer_names();
+        for (size_t k = 0; k < names.size(); ++k)
+          write_tensor(dir + "/threaded" + std::to_string(k) + ".raw", loader.get_buffer(names[k]));
+      }
     }
   } catch (const aotc::InputError &e) {
     std::cout << "InputError: " << e.what() << "\n";

@@ -3,6 +3,7 @@ two inputs and tuple outputs, several models in one package, threads, errors, ld
 and AddressSanitizer runs that include the error paths."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import zipfile
@@ -13,14 +14,14 @@ import torch
 from cpp_builds import example_input
 
 import aotc
+from aotc.runtime import wait_policy
+from aotc.runtime.abi import ABI_VERSION
 from models import ReadmeModel
 
 ASAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:halt_on_error=1"}
 
 
 def run(cmd, cwd=None, env=None, timeout=120) -> subprocess.CompletedProcess:
-    import os
-
     return subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=dict(os.environ, **(env or {})))
 
@@ -196,6 +197,66 @@ def test_models_of_one_package_by_name(test_programs, two_models, tmp_path, flag
     assert proc.returncode == 4 and "has no model named 'three'; it holds ['mlp', 'two']" in proc.stdout
 
 
+class CountCalls(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("total", torch.zeros(3))
+
+    def forward(self, x):
+        self.count.add_(1)
+        self.total[1:] += x[1:]
+        return x * self.count, self.total.clone()
+
+
+def test_state_from_cpp(test_programs, tmp_path):
+    """buffer_names, get_buffer, reset_buffers and set_buffer of the C++ API, against eager."""
+    x = torch.tensor([1.0, 2.0, -1.0])
+    ep = torch.export.export(CountCalls(), (x,))
+    package = aotc.compile_and_package(ep, package_path=tmp_path / "state.pt2")
+    proc, outs = run_model(test_programs, package, "model", [x.numpy()], tmp_path, "--calls", "5",
+                           "--threads", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "buffer count\nbuffer total" in proc.stdout
+    eager = ep.module()
+    for _ in range(5):
+        want = eager(x)
+    for got, w in zip(outs, want):
+        np.testing.assert_allclose(got, w.numpy())
+    out = tmp_path / "out-model"
+    assert int(read_raw(out / "state0.raw")) == 5
+    np.testing.assert_allclose(read_raw(out / "state1.raw"), eager.total.numpy())
+    for j, w in enumerate(CountCalls()(x)):  # after reset_buffers: a first call
+        np.testing.assert_allclose(read_raw(out / f"reset{j}.raw"), w.numpy())
+    for j, w in enumerate(eager(x)):  # the saved state set back: the sixth call
+        np.testing.assert_allclose(read_raw(out / f"restored{j}.raw"), w.numpy())
+    # two runners share the loader's one state: 100 calls from two threads all count, once
+    assert int(read_raw(out / "threaded0.raw")) == 6 + 100
+    np.testing.assert_allclose(read_raw(out / "threaded1.raw"), [0.0, 2.0 * 106, -1.0 * 106])
+
+
+class RowsWithPositiveSum(torch.nn.Module):
+    def forward(self, x):
+        s = x.sum(1)
+        y = x[s > 0]
+        return s, y * 2, torch.unique(y.round())
+
+
+def test_sizes_bound_during_the_run_from_cpp(test_programs, tmp_path):
+    """Outputs sized by a count that a reduction decides: the C++ loader sizes them through
+    aotc_output_sizes (which runs the kernels up to the count) and matches eager."""
+    ep = torch.export.export(RowsWithPositiveSum(), (torch.randn(7, 3),))
+    package = aotc.compile_and_package(ep, package_path=tmp_path / "dd.pt2")
+    for seed, shift in enumerate((-9.0, 0.0, 0.5, 9.0)):
+        x = torch.randn(7, 3, generator=torch.Generator().manual_seed(seed)) + shift
+        proc, outs = run_model(test_programs, package, "model", [x.numpy()], tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        want = ep.module()(x)
+        assert len(outs) == len(want)
+        for got, w in zip(outs, want):
+            np.testing.assert_allclose(got, w.numpy(), rtol=1e-6, atol=1e-6)
+
+
 def test_one_loader_from_several_threads(test_programs, plain_example, tmp_path):
     proc, outs = run_model(test_programs, plain_example / "model.pt2", "model",
                            [example_input(64)], tmp_path, "--threads", "4")
@@ -242,6 +303,21 @@ def test_foreign_model_library_is_refused(test_programs, plain_example, tmp_path
                                                                           weights)})
     proc, _ = run_model(test_programs, package, "model", [example_input(2)], tmp_path)
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "model library ABI version 1; this runtime speaks 3" in proc.stdout
+    assert f"model library ABI version 1; this runtime speaks {ABI_VERSION}" in proc.stdout
     with pytest.raises(aotc.PackageError, match="ABI version 1"):
         aotc.load_package(package)
+
+
+@pytest.mark.parametrize("env, spin", [({}, wait_policy.SPIN_COUNT),
+                                       ({"OMP_WAIT_POLICY": "passive"}, "0"),
+                                       ({"GOMP_SPINCOUNT": "12345"}, "12345")],
+                         ids=["runtime", "user-policy", "user-spin"])
+def test_wait_policy_as_the_python_runtime(test_programs, plain_example, tmp_path, env, spin):
+    # libgomp prints the settings it took when it loads (with the model library)
+    clean = {k: v for k, v in os.environ.items() if k not in wait_policy.USER_VARIABLES}
+    files = [write_raw(tmp_path / "in0.raw", example_input(8))]
+    proc = subprocess.run([str(test_programs / "run_model"), str(plain_example / "model.pt2"),
+                           "model", str(tmp_path), *files], capture_output=True, text=True,
+                          timeout=120, env={**clean, **env, "OMP_DISPLAY_ENV": "verbose"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(rf"^\s*GOMP_SPINCOUNT = '{spin}'", proc.stderr, re.MULTILINE), proc.stderr

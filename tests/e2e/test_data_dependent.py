@@ -3,7 +3,6 @@ back at their true size (several fill ratios, all-false included), downstream op
 that size; OpInfo's samples; and from a numpy-only process."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from numpy_only import run_without_torch
@@ -65,27 +64,3 @@ def test_selections_at_several_fill_ratios(tmp_path):
         want = ep.module()(*(torch.from_numpy(a) for a in args))
         for o, w in zip(outs, want):
             torch.testing.assert_close(torch.from_numpy(o), w)
-
-
-class MaskOfProduct(torch.nn.Module):
-    def forward(self, x, w):
-        return torch.nonzero(x @ w > 0)
-
-
-def test_mask_not_computed_from_inputs_is_refused():
-    from aotc.frontend.importer import import_program
-
-    ep = torch.export.export(MaskOfProduct(), (torch.randn(3, 4), torch.randn(4, 2)))
-    with pytest.raises(aotc.UnsupportedOperatorError, match="nonzero.*computed pointwise"):
-        import_program(ep)
-
-
-def test_large_selection_is_the_same_every_run(tmp_path):
-    ep = torch.export.export(Selections(), _inputs(0.5, 0))
-    model = aotc.load_package(aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2"))
-    x = torch.rand(6, 5) - 0.5
-    mask = torch.tensor([True, False, True, True, False, True])
-    first = model(x, mask)
-    for _ in range(10):
-        assert all(torch.equal(a, b) for a, b in zip(model(x, mask), first))
-    assert np.array_equal(first[0].numpy(), torch.nonzero(x > 0).numpy())

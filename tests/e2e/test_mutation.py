@@ -98,7 +98,7 @@ def test_kv_cache_decode_loop_updates_the_cache_in_place(tmp_path):
     module = DecodeStep().eval()
     with torch.no_grad():
         ep, path = _compile(module, _decode_args(), tmp_path)
-    source = (tmp_path / "debug" / "model" / "05_codegen.cpp").read_text()
+    source = (tmp_path / "debug" / "model" / "06_codegen.cpp").read_text()
     assert "memcpy(in[" not in source  # no copy of either cache per step
     model = aotc.load_package(path)
     _, k_ours, v_ours, _ = _decode_args()
@@ -152,3 +152,37 @@ def test_parameter_update_is_refused_with_its_source_line():
         ep = torch.export.export(ScaleWeight(), (torch.randn(2),))
     with pytest.raises(CompileError, match=r"test_mutation.py.*p_weight.*read-only"):
         import_program(ep)
+
+
+class ReshapeInPlace(torch.nn.Module):
+    """In-place ops that change a local's shape, not its data: later readers see the view."""
+
+    def forward(self, x):
+        y = x * 2
+        view = y[0]  # a view taken before: its data is y's, whatever y's shape becomes
+        y.unsqueeze_(0)
+        y.transpose_(1, 2)
+        z = y.sum((0, 1)).t_()
+        z.add_(1)
+        return y + 1, z, view
+
+
+def test_shape_changing_in_place_ops_on_locals(compile_model):
+    x = torch.randn(3, 4, 5)
+    ep, model = compile_model(ReshapeInPlace(), (x,))
+    for _ in range(2):
+        x = torch.randn(3, 4, 5)
+        for got, want in zip(model(x), ep.module()(x)):
+            torch.testing.assert_close(got, want)
+
+
+class SqueezeInput(torch.nn.Module):
+    def forward(self, x):
+        x.squeeze_(0)
+        return x + 1
+
+
+def test_shape_changing_in_place_op_on_an_input_is_refused(tmp_path):
+    ep = torch.export.export(SqueezeInput(), (torch.randn(1, 4),))
+    with pytest.raises(CompileError, match="squeeze_.*changes the shape of its target 'x'"):
+        aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")

@@ -1,6 +1,7 @@
 """Registered buffers updated in place are model state: each loaded model keeps its own
-copy across calls, readable and settable from Python; a KV cache held as state is updated
-in its own memory, step by step as eager updates it."""
+copy across calls (shared by its runners, whose calls take turns), readable and settable
+from Python; a KV cache held as state is updated in its own memory, step by step as eager
+updates it."""
 from __future__ import annotations
 
 import json
@@ -61,8 +62,45 @@ def test_counter_after_five_calls(tmp_path, functional):
         model.set_buffer("total", torch.zeros(4))
     with pytest.raises(KeyError, match="not a buffer the model updates"):
         model.get_buffer("missing")
-    with pytest.raises(ValueError, match="num_runners=1"):
-        aotc.load_package(path, num_runners=2)
+
+
+def test_state_is_the_loaded_models_with_several_runners(tmp_path):
+    """With num_runners > 1 the model objects share the loaded model's one state, and calls
+    from several threads run one at a time: each sees every earlier call's update, so the
+    counts the calls return are 1..n, each once, whichever runner served it."""
+    import threading
+
+    ep, path = _package(CountCalls(), (torch.randn(3),), tmp_path)
+    model = aotc.load_package(path, num_runners=3)
+    seen, failures = [], []
+
+    def call():
+        try:
+            for _ in range(10):
+                out, _ = model(torch.ones(3))
+                seen.append(int(out[0]))
+        except Exception as e:  # reported below: a thread's exception is otherwise lost
+            failures.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    assert sorted(seen) == list(range(1, 41)) and int(model.get_buffer("count")) == 40
+    torch.testing.assert_close(model.get_buffer("total"), torch.tensor([0.0, 40.0, 40.0]))
+    eager = ep.module()  # the same calls in eager, in one thread
+    for _ in range(40):
+        eager(torch.ones(3))
+    torch.testing.assert_close(model.get_buffer("total"), eager.total)
+    model.set_buffer("count", torch.tensor(100))
+    assert int(model(torch.ones(3))[0][0]) == 101
+    params = {k: v for k, v in ep.state_dict.items() if k not in ("count", "total")}
+    model.load_constants(params, check_full_update=False)  # new model objects, same state
+    assert int(model(torch.ones(3))[0][0]) == 102
+    model.reset_buffers()
+    assert int(model(torch.ones(3))[0][0]) == 1
 
 
 class CachedDecoder(torch.nn.Module):
@@ -90,7 +128,7 @@ class CachedDecoder(torch.nn.Module):
 def test_kv_cache_state_decode_loop(tmp_path):
     torch.manual_seed(0)
     ep, path = _package(CachedDecoder().eval(), (torch.randn(2, 8), torch.tensor([0])), tmp_path)
-    source = (tmp_path / "debug" / "model" / "05_codegen.cpp").read_text()
+    source = (tmp_path / "debug" / "model" / "06_codegen.cpp").read_text()
     assert re.search(r"memcpy\(m->state\[\d", source) is None  # rows go in place, no copy
     model, eager = aotc.load_package(path), ep.module()
     from aotc.runtime.state import state_array
@@ -111,7 +149,7 @@ def test_kv_cache_state_decode_loop(tmp_path):
 SCRIPT = BLOCK_TORCH + textwrap.dedent("""
     import numpy as np
     from aotc.runtime import load_package
-    model = load_package(sys.argv[1])
+    model = load_package(sys.argv[1], num_runners=int(sys.argv[4]))
     folder = sys.argv[2]
     for step in range(int(sys.argv[3])):
         out = model(np.load(f"{folder}/x_{step}.npy"), np.array([step], dtype=np.int64))
@@ -122,14 +160,16 @@ SCRIPT = BLOCK_TORCH + textwrap.dedent("""
 """)
 
 
-def test_state_from_a_numpy_only_process(tmp_path):
+@pytest.mark.parametrize("runners", [1, 3])
+def test_state_from_a_numpy_only_process(tmp_path, runners):
     torch.manual_seed(0)
     ep, path = _package(CachedDecoder().eval(), (torch.randn(2, 8), torch.tensor([0])), tmp_path)
     eager, steps = ep.module(), 6
     xs = [torch.randn(2, 8) for _ in range(steps)]
     for k, x in enumerate(xs):
         np.save(tmp_path / f"x_{k}.npy", x.numpy())
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, path, str(tmp_path), str(steps)],
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, path, str(tmp_path), str(steps),
+                           str(runners)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"torch_loaded": False}
@@ -161,7 +201,7 @@ def test_cache_row_at_an_int_position(tmp_path):
                              dynamic_shapes={"k": None, "pos": torch.export.Dim.DYNAMIC})
     path = aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2",
                                     options={"debug_dir": str(tmp_path / "debug")})
-    source = (tmp_path / "debug" / "model" / "05_codegen.cpp").read_text()
+    source = (tmp_path / "debug" / "model" / "06_codegen.cpp").read_text()
     assert re.search(r"memcpy\(m->state\[\d", source) is None  # the row goes in place
     model, eager = aotc.load_package(path), ep.module()
     for step in range(2, 15):  # export's guards leave out 0, 1 and 15

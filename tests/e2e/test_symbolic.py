@@ -104,22 +104,6 @@ def test_item_drives_a_narrow(tmp_path):
     assert [(o[0].shape, o[1].item()) for o in got] == [((2, 3), 2), ((6, 3), 6)]
 
 
-class ItemOfSum(torch.nn.Module):
-    def forward(self, x):
-        n = (x > 0).sum().item()
-        torch._check(n >= 0)
-        torch._check(n <= x.shape[0])
-        return x[:n]
-
-
-def test_item_of_a_reduction_is_refused():
-    from aotc.frontend.importer import import_program
-
-    ep = torch.export.export(ItemOfSum(), (torch.randn(8),))
-    with pytest.raises(aotc.CompileError, match=r"\.item\(\) at test_symbolic.py.*reduction"):
-        import_program(ep)
-
-
 class ScaleByItem(torch.nn.Module):
     def forward(self, x, t):
         return x * t.item()

@@ -3,6 +3,7 @@
 import ctypes
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,18 @@ def _build(out_dir: Path, march: str) -> ctypes.CDLL:
         [ptr, i64, i64, i64, f32, f32]
     lib.aotc_sgemm.restype = None
     lib.aotc_sgemm.argtypes = [i64] * 3 + [ptr, i64, i64] * 2 + [ptr, i64] + [ptr, i64, i64, f32, f32]
+    lib.aotc_sgemm_packed_layout.restype = None
+    lib.aotc_sgemm_packed_layout.argtypes = [ctypes.POINTER(i64)] * 2
+    lib.aotc_sgemm_packed_floats.restype = i64
+    lib.aotc_sgemm_packed_floats.argtypes = [i64, i64]
+    lib.aotc_sgemm_pack_b.restype = None
+    lib.aotc_sgemm_pack_b.argtypes = [i64, i64, ptr, i64, i64, ptr]
+    lib.aotc_sgemm_prepacked.restype = None
+    lib.aotc_sgemm_prepacked.argtypes = [i64] * 4 + [ptr, i64, i64, i64] + [ptr, ptr, i64, i64] + \
+        [ptr, i64, i64, i64, f32, f32, ptr]
+    lib.aotc_sgemm_fused.restype = None
+    lib.aotc_sgemm_fused.argtypes = [i64] * 4 + [ptr, i64, i64, i64] * 2 + [ptr, i64, i64] + \
+        [ptr, i64, i64, i64, f32, f32, ptr]
     return lib
 
 
@@ -92,8 +105,15 @@ def _view(buf, offset, shape, strides):
         buf[offset:], shape=shape, strides=[s * buf.itemsize for s in strides]).astype(np.float64)
 
 
+def aligned_floats(n: int) -> np.ndarray:
+    """n NaN floats, 64-byte aligned (the packed layout's contract)."""
+    raw = np.full(n + 16, np.nan, np.float32)
+    start = (-raw.ctypes.data) % 64 // 4
+    return raw[start:start + n]
+
+
 def run_case(lib, batch, M, N, K, *, a_t=False, b_t=False, shared_b=False, bias=None,
-             alpha=1.0, beta=1.0, ldc_pad=3, use_batched=True, seed=0):
+             alpha=1.0, beta=1.0, ldc_pad=3, use_batched=True, seed=0, prepacked=False):
     rng = np.random.default_rng(seed)
     # A: [batch, M, K] row-major, or stored transposed as [batch, K, M].
     A = rng.standard_normal(batch * M * K).astype(np.float32)
@@ -119,7 +139,17 @@ def run_case(lib, batch, M, N, K, *, a_t=False, b_t=False, shared_b=False, bias=
     C = np.full(batch * sc_batch + 7, SENTINEL, dtype=np.float32)
 
     bias_ptr = bias_buf.ctypes.data if bias is not None else None
-    if use_batched:
+    if prepacked:  # B packed once by the kernel's packer, shared by the batch
+        assert shared_b
+        packed = aligned_floats(lib.aotc_sgemm_packed_floats(K, N))
+        lib.aotc_sgemm_pack_b(K, N, B.ctypes.data, *sb[1:], packed.ctypes.data)
+        saved = B.copy()
+        B[:] = np.nan  # the call must not read the unpacked B
+        lib.aotc_sgemm_prepacked(batch, M, N, K, A.ctypes.data, *sa, packed.ctypes.data,
+                                 C.ctypes.data, sc_batch, ldc, bias_ptr, *sbias, alpha, beta,
+                                 None)
+        B[:] = saved
+    elif use_batched:
         lib.aotc_sgemm_batched(batch, M, N, K, A.ctypes.data, *sa, B.ctypes.data, *sb,
                                C.ctypes.data, sc_batch, ldc, bias_ptr, *sbias, alpha, beta)
     else:
@@ -251,6 +281,10 @@ def test_thread_counts(lib, threads):
         run_case(lib, 1, 7, 999, 64, bias="row")
         run_case(lib, 3, 40, 70, 90, shared_b=True, bias="col")
         run_case(lib, 9, 30, 20, 50, a_t=True, bias=None)
+        # tall C: the team packs B once, shared (per matrix, or once for a shared B)
+        run_case(lib, 1, 400, 45, 300, b_t=True, bias="row")
+        run_case(lib, 3, 250, 33, 70, bias="full")
+        run_case(lib, 3, 250, 33, 70, a_t=True, shared_b=True, bias="col")
     finally:
         gomp.omp_set_num_threads(before)
 
@@ -258,3 +292,134 @@ def test_thread_counts(lib, threads):
 @pytest.mark.parametrize("b_t", [False, True])
 def test_portable_fallback(lib_portable, b_t):
     run_case(lib_portable, 2, 13, 31, 257, b_t=b_t, bias="full_t", alpha=0.5, beta=2.0)
+
+
+# Prepacked B: the kernel's own packer, then products that read only the packed panels.
+PACKED_SHAPES = [(1, 1, 1), (1, 33, 300), (3, 17, 7), (5, 64, 257), (12, 32, 256), (13, 31, 513),
+                 (40, 100, 1030), (64, 48, 300), (150, 70, 20)]
+
+
+@pytest.mark.parametrize("M,N,K", PACKED_SHAPES)
+@pytest.mark.parametrize("b_t", [False, True])
+def test_prepacked(any_lib, M, N, K, b_t):
+    for case, bias in enumerate(["row", None, "col", "full_t"]):
+        run_case(any_lib, 1, M, N, K, b_t=b_t, a_t=bool(case % 2), shared_b=True, bias=bias,
+                 alpha=(1.0, 0.5)[case % 2], beta=(1.0, -2.0)[case % 2], seed=case,
+                 prepacked=True)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_prepacked_batched_and_threaded(lib, threads):
+    gomp = ctypes.CDLL("libgomp.so.1")
+    before = gomp.omp_get_max_threads()
+    gomp.omp_set_num_threads(threads)
+    try:
+        run_case(lib, 3, 37, 45, 300, shared_b=True, bias="full", prepacked=True)
+        run_case(lib, 1, 157, 203, 130, b_t=True, shared_b=True, bias="row", prepacked=True)
+        run_case(lib, 2, 9, 20, 0, shared_b=True, bias="row", beta=1.5, prepacked=True)
+    finally:
+        gomp.omp_set_num_threads(before)
+
+
+@pytest.mark.parametrize("march", ["x86-64-v4", "x86-64-v3", "x86-64"])
+@pytest.mark.parametrize("K,N,b_t", [(1, 1, False), (7, 33, True), (300, 70, False),
+                                     (513, 48, True)])
+def test_pack_layout_matches_the_compiler(builds, march, K, N, b_t):
+    """The compiler writes packed weights into the package (scheduler/prepack.py); the
+    kernel packs swapped ones at run time: both must produce the same bytes, in the
+    layout of the build's own panel width."""
+    from aotc.build.toolchain import Target
+    from aotc.ir.nodes import PackedGemmB
+    from aotc.scheduler.prepack import KC, pack_panels, panel_width
+
+    lib = builds(march)
+    nr, kc = i64(), i64()
+    lib.aotc_sgemm_packed_layout(ctypes.byref(nr), ctypes.byref(kc))
+    assert (nr.value, kc.value) == (panel_width(Target("cpu", march, "")), KC)
+    rng = np.random.default_rng(K * N)
+    data = rng.standard_normal(K * N + 5).astype(np.float32)
+    sb_k, sb_n = (1, K) if b_t else (N, 1)
+    packing = PackedGemmB(K, N, 5, sb_k, sb_n, nr.value, kc.value)
+    ours = aligned_floats(lib.aotc_sgemm_packed_floats(K, N))
+    assert ours.size == packing.floats()
+    lib.aotc_sgemm_pack_b(K, N, data[5:].ctypes.data, sb_k, sb_n, ours.ctypes.data)
+    np.testing.assert_array_equal(ours, pack_panels(data, packing))
+
+
+# A fused epilogue: the kernel calls it on each finished block of C.
+EPILOGUE_FN = ctypes.CFUNCTYPE(None, ptr, ctypes.POINTER(f32), i64, i64, i64, i64, i64)
+
+
+class Epilogue(ctypes.Structure):
+    _fields_ = [("fn", EPILOGUE_FN), ("ctx", ptr)]
+
+
+def run_fused(lib, batch, M, N, K, *, b_t=False, prepacked=False, bias="row", seed=0):
+    """C = f(A @ B + bias) with f(v, row, col) = 3v + row - 2col applied by the epilogue;
+    every element must pass through it exactly once, after its whole sum."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((batch, M, K)).astype(np.float32)
+    B = rng.standard_normal((N, K) if b_t else (K, N)).astype(np.float32)  # shared by the batch
+    sb = (1, K) if b_t else (N, 1)
+    bias_buf = rng.standard_normal(N).astype(np.float32)
+    C = np.full((batch, M, N), SENTINEL, np.float32)
+    seen = np.zeros((batch * M, N), np.int64)
+    lock = threading.Lock()
+
+    errors: list[BaseException] = []
+
+    def apply(ctx, c, ldc, row, col, rows, cols):
+        try:  # ctypes would only print what a callback raises
+            block = np.ctypeslib.as_array(c, shape=((rows - 1) * ldc + cols,))
+            with lock:
+                seen[row:row + rows, col:col + cols] += 1
+            for r in range(rows):
+                line = block[r * ldc:r * ldc + cols]
+                line[:] = 3 * line + (row + r) - 2 * (col + np.arange(cols))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    ep = Epilogue(EPILOGUE_FN(apply), None)
+    bias_ptr = bias_buf.ctypes.data if bias else None
+    if prepacked:
+        packed = aligned_floats(lib.aotc_sgemm_packed_floats(K, N))
+        lib.aotc_sgemm_pack_b(K, N, B.ctypes.data, *sb, packed.ctypes.data)
+        lib.aotc_sgemm_prepacked(batch, M, N, K, A.ctypes.data, M * K, K, 1, packed.ctypes.data,
+                                 C.ctypes.data, M * N, N, bias_ptr, 0, 0, 1, 1.0, 1.0,
+                                 ctypes.byref(ep))
+    else:
+        lib.aotc_sgemm_fused(batch, M, N, K, A.ctypes.data, M * K, K, 1, B.ctypes.data, 0, *sb,
+                             C.ctypes.data, M * N, N, bias_ptr, 0, 0, 1, 1.0, 1.0,
+                             ctypes.byref(ep))
+    w = (B.T if b_t else B).astype(np.float64)
+    ref = A.astype(np.float64) @ w + (bias_buf if bias else 0.0)
+    rows = np.arange(batch * M).reshape(batch, M, 1)
+    ref = 3 * ref + rows - 2 * np.arange(N)
+    assert not errors, errors
+    np.testing.assert_array_equal(seen, 1)
+    np.testing.assert_allclose(C, ref, rtol=1e-4, atol=1e-4 * np.sqrt(max(K, 1)) * 4)
+
+
+@pytest.mark.parametrize("M,N,K", [(1, 40, 300), (5, 7, 3), (13, 31, 257), (40, 100, 600),
+                                   (150, 70, 20), (9, 20, 0)])
+@pytest.mark.parametrize("b_t,prepacked", [(False, False), (True, False), (True, True)])
+def test_fused_epilogue(any_lib, M, N, K, b_t, prepacked):
+    """Every path (few rows in place, packed tiles, K slices, K = 0) finishes each element
+    once, the epilogue seeing its whole sum and bias, at its own row and column."""
+    for batch in (1, 3):
+        run_fused(any_lib, batch, M, N, K, b_t=b_t, prepacked=prepacked, bias="row" if K % 2
+                  else None, seed=M + K)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_fused_epilogue_threaded(lib, threads):
+    gomp = ctypes.CDLL("libgomp.so.1")
+    before = gomp.omp_get_max_threads()
+    gomp.omp_set_num_threads(threads)
+    try:
+        run_fused(lib, 1, 400, 45, 300, b_t=True)  # the team shares one packed B
+        run_fused(lib, 3, 250, 33, 70)
+        run_fused(lib, 2, 64, 200, 513, b_t=True, prepacked=True)
+        run_fused(lib, 1, 7, 999, 64)
+    finally:
+        gomp.omp_set_num_threads(before)

@@ -120,13 +120,18 @@ class MaskedUpdate(torch.nn.Module):
         return y
 
 
-def test_boolean_mask_update_with_many_values_is_refused():
-    from aotc.errors import UnsupportedOperatorError
-    from aotc.frontend.importer import import_program
+def test_boolean_mask_update_with_many_values(tmp_path):
+    """A mask computed from the data selects as many positions as there are values: each
+    selected position takes the next value, in order; another count is an input error."""
+    import aotc
 
-    ep = torch.export.export(MaskedUpdate(), (torch.tensor([1.0, 2.0]), torch.ones(2)))
-    with pytest.raises(UnsupportedOperatorError, match="index_put.*data-dependent number"):
-        import_program(ep)
+    ep = torch.export.export(MaskedUpdate(), (torch.tensor([1.0, -2.0, 3.0]), torch.ones(2)))
+    model = aotc.load_package(aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2"))
+    for x in (torch.tensor([1.0, -2.0, 3.0]), torch.tensor([-1.0, 5.0, 6.0])):
+        values = torch.tensor([7.0, 8.0])
+        torch.testing.assert_close(model(x, values), ep.module()(x, values))
+    with pytest.raises(aotc.InputError, match="mask selects a number of positions other than"):
+        model(torch.tensor([1.0, 2.0, 3.0]), torch.ones(2))
 
 
 def test_region_write_prints_its_writes():

@@ -1,5 +1,5 @@
 """Special float values: signbit and copysign (the sign bit of -0.0 and -NaN counts, as
-PyTorch reads it), fmax/fmin (a NaN operand is ignored); half and integer operands."""
+PyTorch reads it), fmax/fmin (a NaN operand is ignored), gcd/lcm of zeros and negatives."""
 from __future__ import annotations
 
 import pytest
@@ -40,3 +40,17 @@ def test_fmax_fmin_ignore_one_nan(dtype, compile_model):
     ep, model = compile_model(NanAware(), (a, b))
     for g, w in zip(model(a, b), ep.module()(a, b)):
         torch.testing.assert_close(g, w, equal_nan=True)
+
+
+class Divisors(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.gcd(a, b), torch.lcm(a, b)
+
+
+@pytest.mark.parametrize("dtype", (torch.int64, torch.int32, torch.int16), ids=str)
+def test_gcd_lcm_of_zeros_and_negatives(dtype, compile_model):
+    a = torch.tensor([0, 0, 12, -12, 7, -9, 1, 30], dtype=dtype)
+    b = torch.tensor([0, 5, -18, -8, 0, 6, -1, 45], dtype=dtype)
+    ep, model = compile_model(Divisors(), (a, b))
+    for g, w in zip(model(a, b), ep.module()(a, b)):
+        torch.testing.assert_close(g, w)

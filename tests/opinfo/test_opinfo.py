@@ -91,7 +91,11 @@ MILESTONE: dict[str, tuple] = {
     # sign bits, NaN-ignoring extrema, diagonals, batch-summed products, .item()
     "signbit": (F32, I64), "copysign": (F32, I64), "fmax": (F32, I64), "fmin": (F32,),
     "diagonal": (F32, BOOL), "diag": (F32, I64), "diagonal_scatter": (F32,), "addbmm": (F32,),
-    "cdist": (F32,), "item": (F32, I64, BOOL), "linspace": (F32, I64, F16), "logspace": (F32, I64),
+    "cdist": (F32,), "aminmax": (F32, I64), "native_batch_norm": (F32,), "item": (F32, I64, BOOL),
+    "linspace": (F32, I64, F16), "logspace": (F32, I64), "gcd": (I64,), "lcm": (I64,),
+    "meshgrid.variadic_tensors": (F32,), "quantile": (F32,), "scatter_reduce.sum": (F32, I64),
+    "scatter_reduce.prod": (F32,), "scatter_reduce.mean": (F32, I64), "scatter_reduce.amax": (F32,),
+    "scatter_reduce.amin": (I64,),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset

@@ -9,7 +9,9 @@ import pytest
 import torch
 
 import aotc
+from aotc.ir.nodes import PackedGemmB
 from aotc.package.format import PackageReader
+from aotc.scheduler.prepack import pack_panels
 from models import ReadmeModel
 
 
@@ -51,7 +53,11 @@ def test_weights_are_mapped_aligned_and_equal_the_state_dict(package):
     raw = np.frombuffer(data, np.uint8)
     for c in meta["constants"]:
         value = np.frombuffer(raw[c["offset"]:c["offset"] + c["nbytes"]], np.float32)
-        np.testing.assert_array_equal(value.reshape(c["sizes"]), ep.state_dict[c["name"]].detach().numpy())
+        expected = ep.state_dict[c["name"]].detach().numpy()
+        if "packing" in c:  # a GEMM weight, stored in the kernel's panel layout
+            packing = PackedGemmB(**{k: v for k, v in c["packing"].items() if k != "layout"})
+            expected = pack_panels(expected, packing)
+        np.testing.assert_array_equal(value.reshape(expected.shape), expected)
     reader.close()
 
 
@@ -122,3 +128,20 @@ def test_default_package_path_is_a_temp_file(package):
     model = aotc.load_package(path)
     x = torch.randn(2, 10)
     torch.testing.assert_close(model(x), ep.module()(x))
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("offset", 10 ** 6, r"constants\[0\].packing.*reading inside the constant's 160 values"),
+    ("sb_k", -1, r"constants\[0\].packing.*reading inside"),
+    ("nr", 8, r"constants\[0\].nbytes"),
+    ("layout", "other", r"constants\[0\].packing.layout"),
+])
+def test_packed_layouts_are_checked(package, tmp_path, field, value, message):
+    """A packed weight's record must describe bytes inside the value it was packed from."""
+    from damage import apply
+
+    _, path = package
+    bad = tmp_path / "bad.pt2"
+    apply(path, bad, [("field", ("constants", 0, "packing", field), value)])
+    with pytest.raises(aotc.PackageError, match=message):
+        aotc.load_package(bad)

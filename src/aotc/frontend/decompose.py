@@ -39,7 +39,7 @@ def decompose_node(op, node: torch.fx.Node) -> torch.fx.GraphModule | None:
         for k, t in zip(tensor_pos, ts):
             vals[k] = t
         args, kwargs = pytree.tree_unflatten(vals, spec)
-        return fn(*args, **kwargs)
+        return _tuples(fn(*args, **kwargs))
 
     fake_mode = next((t.fake_mode for t in tensors if isinstance(t, FakeTensor)), None)
     if fake_mode is None:
@@ -57,6 +57,15 @@ def _plain(value):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _tuples(value):
+    """Named tuples made plain (aminmax's, native_batch_norm's): traced, their constructor
+    would become a node of its own."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(map(_tuples, value)) if type(value) in (tuple, list) \
+            else tuple(map(_tuples, value))
     return value
 
 

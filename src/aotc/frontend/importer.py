@@ -16,6 +16,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from ..dtypes import COMPUTABLE, DType
 from ..errors import AotcError, CompileError, UnsupportedOperatorError
+from ..ir.expr import cast
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..ir.symbols import UNBOUNDED_BELOW
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
@@ -25,6 +26,7 @@ from ..lowering.registry import Decompose
 from .control import COND, LOOPS, WHILE, import_cond, import_while
 from .decompose import decompose_node, tensor_args
 from .freezing import Folded, plan_folding
+from .guards import add_assertion, import_input_guards
 from .mutation import base_buffer, update_in_place
 from .source import user_source
 from .symbolic import ITEM_OPS, import_item, import_symbolic_int, symbolic_output
@@ -71,7 +73,8 @@ def meta_dtype(val, what: str = "a tensor") -> DType:
 
 
 # Shape and metadata assertions that export inserts: the generated input checks already
-# guarantee what they assert, so they compile to nothing.
+# guarantee what they assert, so they compile to nothing (an _assert_scalar's condition is
+# recorded and checked at run time, frontend/guards.py).
 MAX_DECOMPOSITION_DEPTH = 16  # a decomposition that keeps producing itself stops here
 SHAPE_ASSERTIONS = frozenset({
     "aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
@@ -165,6 +168,11 @@ class Importer:
 
     def import_call(self, node: torch.fx.Node) -> None:
         val = node.meta.get("val")
+        if str(node.target) == "aten._assert_scalar.default" and not self.guards:
+            condition = self.arg(node.args[0])
+            if isinstance(condition, sympy.Basic):  # a torch._check the ranges may not imply
+                add_assertion(self.program, condition, _assertion_text(node))
+            return
         if str(node.target) in SHAPE_ASSERTIONS:
             return
         if node.target is operator.getitem:
@@ -186,6 +194,12 @@ class Importer:
         if node.target in ITEM_OPS:  # a float or bool .item() used as a value: a 0-dim tensor
             t = self.arg(node.args[0])
             self.env[node] = TensorValue((), t.dtype, t.load((0,) * t.ndim))
+            if isinstance(val, torch.SymBool):  # export's Eq(u0, 1): u0 is the value as 0/1
+                e = to_sympy(val)
+                if isinstance(e, sympy.Eq) and e.args[0].is_Symbol and e.args[1] == 1:
+                    as_int = TensorValue((), DType.int64, cast(self.env[node].body, DType.int64))
+                    import_item(self.program, as_int, e.args[0],
+                                user_source(node.meta.get("stack_trace")) or node.name)
             return
         if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat, int, float, bool)):
             value = to_sympy(val)  # shape arithmetic: its value is the expression
@@ -292,8 +306,13 @@ class Importer:
                 "place; aotc keeps parameters and lifted constants read-only (registered "
                 "buffers may change: they become model state)")
         result = self.env[node]
+        if _metadata_only(node.target) and (root is None or root.kind is BufferKind.COMPUTED):
+            # x.squeeze_() on a local: x is now that view of the same data; no value changes
+            self.env[target] = self.env[node] = result
+            return
         if isinstance(result, TensorValue) and result.sizes != value.sizes:
-            raise CompileError(f"{node.target}: in-place result changes the shape of its target")
+            raise CompileError(f"{node.target} at {where}: in-place result changes the shape of "
+                               f"its target '{target.name}', an input or buffer")
         self.env[node] = update_in_place(self.context(node, node.target), self.env, value,
                                          result, fresh)
 
@@ -365,6 +384,15 @@ def _update_source(program: Program, spec) -> str:
     return found[0]
 
 
+_METADATA_ONLY = frozenset({"squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_",
+                            "swapaxes_", "as_strided_"})
+
+
+def _metadata_only(op) -> bool:
+    """In-place ops that change a tensor's shape or strides, never its data."""
+    return getattr(op, "_opname", None) in _METADATA_ONLY
+
+
 _SCALAR_OUTPUTS = {"SymIntArgument": "int", "SymFloatArgument": "float", "SymBoolArgument": "bool"}
 
 
@@ -404,7 +432,16 @@ def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
         elif node.op not in ("placeholder", "output"):
             raise CompileError(f"unsupported FX node kind {node.op} ({node.name})")
     imp.import_outputs()
+    import_input_guards(imp.program, list(getattr(ep, "_guards_code", None) or ()))
     return imp.program
+
+
+def _assertion_text(node) -> str:
+    """What an _assert_scalar node checks, in the user's words where the graph has them."""
+    message = node.args[1] if len(node.args) > 1 and isinstance(node.args[1], str) else ""
+    where = user_source(node.meta.get("stack_trace"))
+    text = message.removeprefix("Runtime assertion failed for expression ") or node.name
+    return f"the check {text.split(' on node ')[0]}" + (f" at {where}" if where else "")
 
 
 def _mutated_arg(op) -> int | None:
@@ -422,10 +459,16 @@ def _functional_variant(op, node):
     base = name[:-1] if name.endswith("_") else None
     packet = getattr(torch.ops.aten, base, None) if base else None
     overload = op._overloadname
-    if packet is None or overload not in packet.overloads():
-        raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),
-                                       "in-place op without a functional variant")
-    return getattr(packet, overload)
+    if packet is not None and overload in packet.overloads():
+        return getattr(packet, overload)
+    # the same arguments under another overload name (transpose_.default, transpose.int)
+    names = [a.name for a in op._schema.arguments]
+    for other in (packet.overloads() if packet is not None else ()):
+        candidate = getattr(packet, other)
+        if [a.name for a in candidate._schema.arguments] == names:
+            return candidate
+    raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),
+                                   "in-place op without a functional variant")
 
 
 def is_view(op) -> bool:

@@ -15,6 +15,7 @@ from ..ir.expr import (
     Cast,
     Constant,
     IndexValue,
+    Load,
     Node,
 )
 from ..ir.nodes import Buffer, BufferKind, InputSpec, Program
@@ -38,16 +39,18 @@ def import_symbolic_int(program: Program, name: str, symbol: sympy.Symbol) -> sy
 
 def import_item(program: Program, value: TensorValue, symbol: sympy.Expr, where: str
                 ) -> sympy.Expr:
-    """`value.item()` as the symbol export gave it, bound at run time from the inputs."""
+    """`value.item()` as the symbol export gave it: bound with the inputs when it is
+    computed pointwise from them, else right after the kernel computing it (ir/binding.py)."""
     if not symbol.is_Symbol:
         return symbol  # export already knows it as an expression of other symbols
-    body = over_inputs(program, value.load((0,) * value.ndim))
-    if body is None:
-        raise CompileError(f".item() at {where} reads a reduction, a kernel, a constant or an "
-                           "indexed read; aotc binds .item() values computed pointwise from "
-                           "the inputs")
-    body = cast_int(body)
-    program.item_symbols[symbol] = body
+    element = value.load((0,) * value.ndim)
+    body = over_inputs(program, element)
+    if body is None:  # a reduction, a matmul, a constant: a 0-dim buffer read during the run
+        ctx = LoweringContext(program, f"item_{symbol.name}", "item", (), DType.int64)
+        name = ctx.pointwise(cast_int(element), ()).buffer_name()
+        assert name is not None
+        body = Load(name, (), DType.int64)
+    program.item_symbols[symbol] = cast_int(body)
     program.symbols.setdefault(symbol, (-(2**62), None))
     return symbol
 

@@ -78,6 +78,7 @@ class BinaryOp(enum.Enum):
     ATAN2 = "atan2"
     LSHIFT = "lshift"  # integers: 0 for a shift outside [0, bits), as PyTorch
     RSHIFT = "rshift"  # arithmetic; a shift outside [0, bits) shifts by bits - 1
+    GCD = "gcd"  # integers: the non-negative greatest common divisor, gcd(0, 0) = 0
 
 
 COMPARISONS = frozenset(

@@ -7,13 +7,14 @@ Views never become buffers: lowering folds them into the index of each Load.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
 import sympy
 
 from ..dtypes import DType
-from .expr import Node
+from .expr import IndirectLoad, Load, Node, loads, transform
 
 
 class ReduceType(enum.Enum):
@@ -67,6 +68,9 @@ class Template:
       - `workspace()`: bytes of scratch it needs while it runs (the memory plan gives it an
         arena slot that is free again as soon as the kernel returns);
       - `describe()`: its one-line text form for IR dumps;
+      - `with_epilogue(source, body)`: the template with a pointwise consumer of its result
+        applied to each value as the kernel finishes it (fusion offers every such
+        consumer; a template that cannot apply one returns None);
       - its emitter, the C++ call into the shipped kernel, is registered by template class
         in codegen/cpp/templates.py (how, kept apart from what).
     """
@@ -80,6 +84,11 @@ class Template:
     def describe(self) -> str:
         raise NotImplementedError
 
+    def with_epilogue(self, source: str, body: Node) -> Template | None:
+        """This template followed by `body`, a pointwise body over its output's index that
+        reads its result as Load(source, identity index); None when the kernel has no room."""
+        return None
+
 
 def format_operand(o: Operand) -> str:
     return f"{o.buffer}+{o.offset} strides=({', '.join(str(s) for s in o.strides)})"
@@ -90,7 +99,11 @@ class Gemm(Template):
     """out[b, m, n] = alpha * sum_k a[b, m, k] * b[b, k, n] + beta * bias[b, m, n].
 
     Operands carry (batch, rows, cols) strides; the output is contiguous (batch, M, N)
-    (a 2-D output simply has batch 1).
+    (a 2-D output simply has batch 1). With `b_packed`, b names a constant stored in the
+    kernel's panel layout (its ConstantSpec.packing says how), shared by the whole batch.
+    An `epilogue` is a pointwise body over the output's index (i0, ..., i{n-1} of the
+    buffer's sizes), reading the product (with its bias) as Load(epilogue_source, identity):
+    each output element holds its value instead, computed as the kernel finishes a tile.
     """
 
     a: Operand
@@ -102,14 +115,40 @@ class Gemm(Template):
     k: sympy.Expr
     alpha: float = 1.0
     beta: float = 1.0
+    b_packed: bool = False
+    epilogue: Node | None = None
+    epilogue_source: str = ""
 
     def reads(self) -> tuple[str, ...]:
-        return tuple(o.buffer for o in (self.a, self.b, self.bias) if o is not None)
+        names = [o.buffer for o in (self.a, self.b, self.bias) if o is not None]
+        if self.epilogue is not None:
+            names += [ld.buffer for ld in loads(self.epilogue)
+                      if ld.buffer != self.epilogue_source]
+        return tuple(dict.fromkeys(names))
+
+    def with_epilogue(self, source: str, body: Node) -> Gemm | None:
+        """A float32 body without data-dependent loads, after any epilogue already fused."""
+        if body.dtype is not DType.float32 or any(isinstance(ld, IndirectLoad)
+                                                  for ld in loads(body)):
+            return None
+        if self.epilogue is None:
+            return dataclasses.replace(self, epilogue=body, epilogue_source=source)
+        earlier = self.epilogue
+
+        def leaf(x: Node) -> Node:  # the result it reads is the earlier epilogue's
+            return earlier if isinstance(x, Load) and x.buffer == source else x
+        return dataclasses.replace(self, epilogue=transform(body, leaf))
 
     def describe(self) -> str:
         bias = f" + {self.beta}*{format_operand(self.bias)}" if self.bias else ""
+        b = f"packed {self.b.buffer}" if self.b_packed else format_operand(self.b)
+        then = ""
+        if self.epilogue is not None:
+            from .printer import format_expr  # the printer imports this module
+
+            then = f", then {format_expr(self.epilogue)} of {self.epilogue_source}"
         return (f"gemm[{self.batch}x{self.m}x{self.n}x{self.k}] "
-                f"{self.alpha}*{format_operand(self.a)} @ {format_operand(self.b)}{bias}")
+                f"{self.alpha}*{format_operand(self.a)} @ {b}{bias}{then}")
 
 
 SMALL_PLANE = 256  # kSmallPlane of kernels/conv.cpp: smaller output planes batch all images
@@ -388,12 +427,33 @@ class InputSpec:
     buffer: str
 
 
+@dataclass(frozen=True)
+class PackedGemmB:
+    """A constant stored as the B [k, n] of GEMMs in the kernel's panel layout (kernels/
+    aotc_kernels.h): element (k, n) of B is the constant's flat element offset + k*sb_k +
+    n*sb_n; nr and kc are the panel width and slice depth of the build's micro-kernel."""
+
+    k: int
+    n: int
+    offset: int
+    sb_k: int
+    sb_n: int
+    nr: int
+    kc: int
+
+    def floats(self) -> int:
+        """aotc_sgemm_packed_floats: k rows of n padded to whole panels."""
+        return self.k * -(-self.n // self.nr) * self.nr
+
+
 @dataclass
 class ConstantSpec:
     fqn: str  # fully-qualified name in the state dict (or the lifted constant's name)
     buffer: str
     data: object  # host array (numpy) of the value, frozen at compile time
     folded_from: tuple[str, ...] = ()  # weights a folded constant was computed from (freezing)
+    # stored prepacked for the GEMM (scheduler/prepack.py); the buffer keeps the user's sizes
+    packing: PackedGemmB | None = None
 
 
 @dataclass
@@ -431,6 +491,9 @@ class Program:
     # buffer computed inside torch.cond branches -> the guards it runs under (ir/control.py)
     guards: dict[str, tuple] = field(default_factory=dict)
     loops: list = field(default_factory=list)  # ir.control.Loop, in program order
+    # conditions over shape symbols that export recorded beyond their ranges (a
+    # torch._check, an input guard), each with what it is: the run checks every one
+    assertions: list[tuple[sympy.Basic, str]] = field(default_factory=list)
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

@@ -243,6 +243,18 @@ template <typename T> inline T sign(T x) { return T((T(0) < x) - (x < T(0))); }
 // internal error on vectorized std::signbit after a bfloat16 widening.
 template <typename T> inline bool signbit(T x) { return std::copysign(T(1), x) < T(0); }
 
+// Euclid's algorithm on magnitudes, as PyTorch's gcd: never negative, gcd(0, 0) = 0.
+template <typename T> inline T gcd(T a, T b) {
+  a = a < 0 ? T(-a) : a;
+  b = b < 0 ? T(-b) : b;
+  while (a != 0) {
+    T c = a;
+    a = T(b % a);
+    b = c;
+  }
+  return b;
+}
+
 template <typename T> inline T round_half_even(T x) { return std::nearbyint(x); }
 
 template <typename T> inline T ipow(T base, T exp) {

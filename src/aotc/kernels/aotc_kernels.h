@@ -24,6 +24,26 @@ void aotc_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K,
                         const float *bias, int64_t sbias_batch, int64_t sbias_m, int64_t sbias_n,
                         float alpha, float beta);
 
+/* A fused epilogue: fn(ctx, c, ldc, row, col, rows, cols) rewrites a finished block of C in
+   place: rows x cols values at c (row stride ldc), whose first element is output row `row`
+   (b*M + m: the rows of every matrix of the batch counted in order) and column `col`. It is
+   called once per element, on blocks that hold their whole sum and bias term; blocks never
+   overlap, and several threads may run it at once (on different blocks). */
+typedef void (*aotc_gemm_epilogue_fn)(const void *ctx, float *c, int64_t ldc, int64_t row,
+                                      int64_t col, int64_t rows, int64_t cols);
+typedef struct {
+  aotc_gemm_epilogue_fn fn;
+  const void *ctx;
+} aotc_gemm_epilogue;
+
+/* aotc_sgemm_batched, then `epilogue` (may be NULL) on each finished block of C. */
+void aotc_sgemm_fused(int64_t batch, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t sa_batch, int64_t sa_m, int64_t sa_k,
+                      const float *B, int64_t sb_batch, int64_t sb_k, int64_t sb_n,
+                      float *C, int64_t sc_batch, int64_t ldc,
+                      const float *bias, int64_t sbias_batch, int64_t sbias_m, int64_t sbias_n,
+                      float alpha, float beta, const aotc_gemm_epilogue *epilogue);
+
 /* batch == 1 convenience */
 void aotc_sgemm(int64_t M, int64_t N, int64_t K,
                 const float *A, int64_t sa_m, int64_t sa_k,
@@ -31,6 +51,27 @@ void aotc_sgemm(int64_t M, int64_t N, int64_t K,
                 float *C, int64_t ldc,
                 const float *bias, int64_t sbias_m, int64_t sbias_n,
                 float alpha, float beta);
+
+/* Prepacked weights. A constant B [K, N] (element (k, n) at B + k*sb_k + n*sb_n) is packed
+   once, into aotc_sgemm_packed_floats(K, N) floats (64-byte aligned), in the panel layout
+   of this build's micro-kernel: K cut into near-equal slices of at most kc rows
+   (kc_slice = ceil(K / ceil(K / kc))); slice by slice, N cut into panels nr columns wide
+   (the last one zero padded), each panel k-major:
+     packed[pc * round_up(N, nr) + q * nr * kc_this + (k - pc) * nr + j] = B(k, q*nr + j)
+   where pc is the slice's first row and kc_this its depth. nr and kc depend on the ISA the
+   kernel is compiled for (aotc_sgemm_packed_layout): a packed weight is only valid for a
+   build with the same pair. aotc_sgemm_prepacked is aotc_sgemm_fused with such a B,
+   shared by every matrix of the batch. */
+void aotc_sgemm_packed_layout(int64_t *nr, int64_t *kc);
+int64_t aotc_sgemm_packed_floats(int64_t K, int64_t N);
+void aotc_sgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t sb_k, int64_t sb_n,
+                       float *packed);
+void aotc_sgemm_prepacked(int64_t batch, int64_t M, int64_t N, int64_t K,
+                          const float *A, int64_t sa_batch, int64_t sa_m, int64_t sa_k,
+                          const float *packed_b, float *C, int64_t sc_batch, int64_t ldc,
+                          const float *bias, int64_t sbias_batch, int64_t sbias_m,
+                          int64_t sbias_n, float alpha, float beta,
+                          const aotc_gemm_epilogue *epilogue);
 
 /* Convolution over 1, 2 or 3 spatial dims, single precision, NC[D][H]W contiguous.
    Forward:    y[n, g*Cog + co, o] = bias[g*Cog + co]

@@ -1,4 +1,5 @@
-// Batched SGEMM with a fused bias (see aotc_kernels.h for the contract).
+// Batched SGEMM with a fused bias and an optional fused epilogue, B packed per call
+// or prepacked once (see aotc_kernels.h for the contract).
 //
 // Structure (BLIS-style):
 //   for each NC-wide column block of C            (B block stays in L3)
@@ -6,16 +7,21 @@
 //       for each MC-tall row block                pack A[MC x KC] into MR-tall panels (L2)
 //         for each NR column panel, MR row panel  micro-kernel: MR x NR tile in registers
 // Packed panels are zero padded, so the micro-kernel never branches on its
-// inner loop. The tile shapes and micro-kernels live in gemm_microkernels.h:
-// 12x32 with masked edge tiles for AVX-512, 6x16 for AVX2, where partial tiles
-// (like all tiles of the portable build) go through a local tile instead.
+// inner loop. Packing lives in gemm_packing.h, the tile shapes and micro-kernels
+// in gemm_microkernels.h:
+// 12x32 for AVX-512 and 6x16 for AVX2, both with masked edge tiles of as few rows
+// as they need; the portable build's tiles go through a local tile instead.
 // For small M, all of A is packed once and B is packed in narrow chunks; with
 // AVX-512, up to 32 rows skip packing altogether (dot products against a
 // transposed weight, register strips of a row-major B).
-// Threads split the batch, or split C of each matrix into a tm x tn grid.
+// A prepacked B skips its packing (and, with few rows, is read front to back).
+// Threads split the batch, or split C of each matrix into a tm x tn grid; a team
+// that splits the rows packs B once, shared. The epilogue runs on each finished
+// tile (on the last K slice), while the tile is in L1.
 
 #include "aotc_kernels.h"
 #include "gemm_microkernels.h"
+#include "gemm_packing.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -35,6 +41,7 @@ constexpr int64_t NC = 2048;
 // KC x 256 chunks (256 KiB) that are consumed while still in L2.
 constexpr int64_t A_RESIDENT_MAX = 256 * 1024;  // floats
 constexpr int64_t NC_SMALL_M = 256;
+constexpr int64_t C_RESIDENT_MAX = 64 * 1024;  // floats of C kept in L2 across K slices
 // Below this much work per thread, forking costs more than it saves.
 constexpr double kMinFlopsPerThread = 4.0e5;
 
@@ -48,7 +55,35 @@ struct Problem {
     float *C; int64_t sc_batch, ldc;
     const float *bias; int64_t sbias_batch, sbias_m, sbias_n;
     float alpha, beta;
+    const float *packed_b = nullptr;  // B already in the packed layout (shared by the batch)
+    const aotc_gemm_epilogue *post = nullptr;  // applied to each finished block of C
+    int64_t row_base = 0;  // output row of matrix 0's first row (a batch run one at a time)
 };
+
+// The fused epilogue over rows [m0, m0 + rows) x cols [n0, n0 + cols) of C_b, once they
+// hold their whole sum and bias.
+inline void finish(const Problem &p, int64_t b, int64_t m0, int64_t n0, int64_t rows, int64_t cols) {
+    if (p.post && rows > 0 && cols > 0)
+        p.post->fn(p.post->ctx, p.C + b * p.sc_batch + m0 * p.ldc + n0, p.ldc,
+                   p.row_base + b * p.M + m0, n0, rows, cols);
+}
+
+// The K slices of the packed layout: near-equal, at most KC deep, so no slice is a sliver.
+inline int64_t k_slice(int64_t K) { return ceil_div(K, ceil_div(K, KC)); }
+
+// Where the packed panels of B's K slice starting at pc, columns from j0 (a multiple of
+// NR), begin in the layout of aotc_sgemm_pack_b: slice after slice, each slice's NR-wide
+// panels side by side, each panel k-major.
+inline const float *packed_panels(const float *packed, int64_t K, int64_t N, int64_t pc,
+                                  int64_t j0) {
+    return packed + pc * round_up(N, NR) + j0 * std::min(k_slice(K), K - pc);
+}
+
+// Element (k, n) of a packed B.
+inline float packed_at(const float *packed, int64_t K, int64_t N, int64_t k, int64_t n) {
+    const int64_t kcb = k_slice(K), pc = k / kcb * kcb;
+    return packed_panels(packed, K, N, pc, n / NR * NR)[(k - pc) * NR + n % NR];
+}
 
 // Element-wise store of an MR x NR tile (row stride NR); handles partial tiles
 // and any bias strides.
@@ -65,124 +100,12 @@ void store_tile(const float *tile, int64_t mr, int64_t nr, float *c, int64_t ldc
     }
 }
 
-#if AOTC_GEMM_AVX2
-// The first `rows` rows of an MR-row panel of a row-major A: register
-// transposes of 8x8 and 4x4 blocks rather than one strided store per element
-// (that took an eighth of the time of 128x128x64 products).
-void pack_a_rows(const float *src, int64_t sa_m, int64_t rows, int64_t kc, float *dst) {
-    int64_t i = 0;
-    for (; i + 8 <= rows; i += 8)
-        for (int64_t k = 0; k + 8 <= kc; k += 8) {
-            __m256 r[8];
-            for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + (i + j) * sa_m + k);
-            transpose8(r);
-            for (int j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (k + j) * MR + i, r[j]);
-        }
-    for (; i + 4 <= rows; i += 4)
-        for (int64_t k = 0; k + 4 <= kc; k += 4) {
-            __m128 r0 = _mm_loadu_ps(src + i * sa_m + k), r1 = _mm_loadu_ps(src + (i + 1) * sa_m + k);
-            __m128 r2 = _mm_loadu_ps(src + (i + 2) * sa_m + k), r3 = _mm_loadu_ps(src + (i + 3) * sa_m + k);
-            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-            _mm_storeu_ps(dst + k * MR + i, r0);
-            _mm_storeu_ps(dst + (k + 1) * MR + i, r1);
-            _mm_storeu_ps(dst + (k + 2) * MR + i, r2);
-            _mm_storeu_ps(dst + (k + 3) * MR + i, r3);
-        }
-    // what the blocks left over: the k tails, and rows past the last group of 4
-    for (int64_t r = 0; r < rows; ++r) {
-        const int64_t done = r < rows / 8 * 8 ? kc / 8 * 8 : r < i ? kc / 4 * 4 : 0;
-        for (int64_t k = done; k < kc; ++k) dst[k * MR + r] = src[r * sa_m + k];
-    }
-}
-#endif
-
-// Pack rows [0, mc) x cols [0, kc) of A (already offset to the block origin)
-// into MR-row panels laid out k-major: dst[p*MR*kc + k*MR + i].
-void pack_a(const float *A, int64_t sa_m, int64_t sa_k, int64_t mc, int64_t kc, float *dst) {
-    for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
-        const int64_t mr = std::min(MR, mc - i0);
-        const float *src = A + i0 * sa_m;
-        if (mr < MR) std::memset(dst, 0, sizeof(float) * MR * kc);
-        if (mr == MR && sa_m == 1) {
-            for (int64_t k = 0; k < kc; ++k)
-                for (int64_t i = 0; i < MR; ++i) dst[k * MR + i] = src[k * sa_k + i];
-#if AOTC_GEMM_AVX2
-        } else if (sa_k == 1) {
-            pack_a_rows(src, sa_m, mr, kc, dst);
-#endif
-        } else {  // walk each row along k: the usual row-major case streams
-            for (int64_t i = 0; i < mr; ++i)
-                for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = src[i * sa_m + k * sa_k];
-        }
-    }
-}
-
-#if AOTC_GEMM_AVX2
-// Columns [0, ncols) x k in [0, kc8) of an NR-column panel of a transposed
-// weight (each column of B is a contiguous row of [N, K]), both multiples of
-// 8: 8x8 register transposes. Rows a multiple of 2 KiB apart (K = 1024, 3072, ...)
-// crowd into few L1 sets, so with NR = 32 taking 8 floats at a time from each
-// of the panel's rows keeps missing (pack 3x slower at K = 1024); those rows
-// are first copied 16 at a time, front to back, into a small staging block
-// with padded rows. Other strides, and the 16 rows of an AVX2 panel, measured
-// faster transposed straight from B.
-void pack_b_transposed(const float *src, int64_t sb_n, int64_t ncols, int64_t kc8, float *dst) {
-    const auto transpose_from = [&](const float *rows, int64_t ld, int64_t nrows, float *out) {
-        for (int64_t k0 = 0; k0 < kc8; k0 += 8)
-            for (int64_t h = 0; h < nrows; h += 8) {
-                __m256 r[8];
-                for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(rows + (h + j) * ld + k0);
-                transpose8(r);
-                for (int k = 0; k < 8; ++k) _mm256_store_ps(out + (k0 + k) * NR + h, r[k]);
-            }
-    };
-    if (NR < 32 || sb_n % 512 != 0) return transpose_from(src, sb_n, ncols, dst);
-    constexpr int64_t G = 16, LS = KC + 16;  // padded rows spread over the L1 sets
-    alignas(32) float stage[G * LS];
-    for (int64_t g = 0; g < ncols; g += G) {
-        const int64_t rows = std::min(G, ncols - g);
-        for (int64_t j = 0; j < rows; ++j)
-            std::memcpy(stage + j * LS, src + (g + j) * sb_n, sizeof(float) * kc8);
-        transpose_from(stage, LS, rows, dst + g);
-    }
-}
-#endif
-
-// Pack rows [0, kc) x cols [0, nc) of B into NR-column panels laid out
-// k-major: dst[q*NR*kc + k*NR + j].
-void pack_b(const float *B, int64_t sb_k, int64_t sb_n, int64_t kc, int64_t nc, float *dst) {
-    int64_t j0 = 0;
-    if (sb_n == 1) {  // row-major B: read each row of the block once, front to back,
-        j0 = nc / NR * NR;  // rather than hopping between rows for every panel
-        for (int64_t k = 0; k < kc; ++k)
-            for (int64_t j = 0; j < j0; j += NR)
-                std::memcpy(dst + j * kc + k * NR, B + k * sb_k + j, sizeof(float) * NR);
-    }
-    for (dst += j0 * kc; j0 < nc; j0 += NR, dst += NR * kc) {
-        const int64_t nr = std::min(NR, nc - j0);
-        const float *src = B + j0 * sb_n;
-        if (nr < NR) std::memset(dst, 0, sizeof(float) * NR * kc);
-        int64_t k0 = 0, j8 = 0;  // [0, k0) x [0, j8) is packed already
-#if AOTC_GEMM_AVX2
-        if (sb_k == 1) {  // transposed weight [N, K]
-            k0 = kc / 8 * 8;
-            j8 = nr / 8 * 8;
-            pack_b_transposed(src, sb_n, j8, k0, dst);
-        }
-#endif
-        if (std::abs(sb_k) < std::abs(sb_n)) {  // columns are the contiguous direction
-            for (int64_t j = 0; j < nr; ++j)
-                for (int64_t k = j < j8 ? k0 : 0; k < kc; ++k) dst[k * NR + j] = src[j * sb_n + k * sb_k];
-        } else {
-            for (int64_t k = 0; k < kc; ++k)
-                for (int64_t j = k < k0 ? j8 : 0; j < nr; ++j) dst[k * NR + j] = src[k * sb_k + j * sb_n];
-        }
-    }
-}
-
-// Multiply packed A (mc x kc) by packed B (kc x nc) into C at the block origin.
+// Multiply packed A (mc x kc) by packed B (kc x nc) into C at the block origin; with
+// `post` (the last K slice), apply it to each tile while the tile is still in L1: the
+// block's origin is output row `row0`, column `col0`.
 void macro_kernel(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const float *Bp,
-                  float *C, int64_t ldc, const Epilogue &block) {
+                  float *C, int64_t ldc, const Epilogue &block,
+                  const aotc_gemm_epilogue *post = nullptr, int64_t row0 = 0, int64_t col0 = 0) {
     const bool fast_bias = !block.bias || block.sbn == 0 || block.sbn == 1;
     alignas(64) float tile[MR * NR];
     for (int64_t jr = 0; jr < nc; jr += NR) {
@@ -193,21 +116,18 @@ void macro_kernel(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const flo
             if (e.bias) e.bias += ir * e.sbm + jr * e.sbn;
             const float *a = Ap + ir * kc, *b = Bp + jr * kc;
             float *c = C + ir * ldc + jr;
-#if AOTC_GEMM_AVX512
-            if (fast_bias) {
-                kernel_tile(kc, a, b, c, ldc, mr, nr, e);
-                continue;
-            }
-#elif AOTC_GEMM_AVX2
-            if (mr == MR && nr == NR && fast_bias) {
-                kernel_full(kc, a, b, c, ldc, e);
-                continue;
+#if AOTC_GEMM_AVX2
+            if (fast_bias) kernel_tile(kc, a, b, c, ldc, mr, nr, e);
+            else {
+                compute_tile(kc, a, b, tile);
+                store_tile(tile, mr, nr, c, ldc, e);
             }
 #else
             (void)fast_bias;
-#endif
             compute_tile(kc, a, b, tile);
             store_tile(tile, mr, nr, c, ldc, e);
+#endif
+            if (post) post->fn(post->ctx, c, ldc, row0 + ir, col0 + jr, mr, nr);
         }
     }
 }
@@ -235,11 +155,14 @@ void naive_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0
     for (int64_t m = m0; m < m1; ++m)
         for (int64_t n = n0; n < n1; ++n) {
             double s = 0.0;
-            for (int64_t k = 0; k < p.K; ++k) s += double(A[m * p.sa_m + k * p.sa_k]) * B[k * p.sb_k + n * p.sb_n];
+            for (int64_t k = 0; k < p.K; ++k)
+                s += double(A[m * p.sa_m + k * p.sa_k]) *
+                     (p.packed_b ? packed_at(p.packed_b, p.K, p.N, k, n) : B[k * p.sb_k + n * p.sb_n]);
             float v = p.alpha * float(s);
             if (p.bias) v += p.beta * p.bias[b * p.sbias_batch + m * p.sbias_m + n * p.sbias_n];
             p.C[b * p.sc_batch + m * p.ldc + n] = v;
         }
+    finish(p, b, m0, n0, m1 - m0, n1 - n0);
 }
 
 #if AOTC_GEMM_AVX512
@@ -339,21 +262,30 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
     if (m0 >= m1 || n0 >= n1) return;
 #if AOTC_GEMM_AVX512
     const int64_t rows = m1 - m0;
-    if (rows <= FEW_ROWS && p.sa_k == 1 && p.sb_k == 1 && p.K >= DOT_MIN_K_PER_ROW * rows)
-        return dot_rows_range(p, b, m0, m1, n0, n1);
-    if (rows <= FEW_ROWS && p.sb_n == 1 && (!p.bias || p.sbias_n == 0 || p.sbias_n == 1))
-        return axpy_range(p, b, m0, m1, n0, n1);
+    if (p.packed_b) {  // the in-place paths below read B unpacked
+    } else if (rows <= FEW_ROWS && p.sa_k == 1 && p.sb_k == 1 && p.K >= DOT_MIN_K_PER_ROW * rows) {
+        dot_rows_range(p, b, m0, m1, n0, n1);
+        return finish(p, b, m0, n0, m1 - m0, n1 - n0);
+    } else if (rows <= FEW_ROWS && p.sb_n == 1 && (!p.bias || p.sbias_n == 0 || p.sbias_n == 1)) {
+        axpy_range(p, b, m0, m1, n0, n1);
+        return finish(p, b, m0, n0, m1 - m0, n1 - n0);
+    }
 #endif
     // Split K and M into near-equal blocks so no block is a sliver.
-    const int64_t kcb = ceil_div(p.K, ceil_div(p.K, KC));
+    const int64_t kcb = k_slice(p.K);
     const int64_t mcb = round_up(ceil_div(m1 - m0, ceil_div(m1 - m0, MC)), MR);
     // When this thread's rows fit one M block and all of their packed A fits
     // in L2, pack A once and walk N in narrow chunks, so each packed B chunk is
     // consumed from L2 instead of round-tripping through L3/memory (small M).
     const bool a_resident = m1 - m0 <= mcb && mcb * p.K <= A_RESIDENT_MAX;
-    const int64_t ncb = std::min(round_up(a_resident ? NC_SMALL_M : NC, NR), round_up(n1 - n0, NR));
+    // A prepacked B is already laid out K slice by K slice: with few rows, walking all of
+    // this thread's columns per slice reads it front to back (a GEMV streams the weight
+    // once) while the rows of C being summed stay in L2.
+    const bool stream_b = p.packed_b && a_resident && (m1 - m0) * (n1 - n0) <= C_RESIDENT_MAX;
+    const int64_t ncb = stream_b ? round_up(n1 - n0, NR)
+        : std::min(round_up(a_resident ? NC_SMALL_M : NC, NR), round_up(n1 - n0, NR));
     const int64_t a_size = round_up(mcb * (a_resident ? p.K : kcb), 16);
-    float *buf = tls_scratch.get(static_cast<size_t>(a_size + ncb * kcb));
+    float *buf = tls_scratch.get(static_cast<size_t>(a_size + (p.packed_b ? 0 : ncb * kcb)));
     if (!buf) return naive_range(p, b, m0, m1, n0, n1);
     float *Ap = buf, *Bp = buf + a_size;
 
@@ -367,13 +299,17 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
         const int64_t nc = std::min(ncb, n1 - jc);
         for (int64_t pc = 0; pc < p.K; pc += kcb) {
             const int64_t kc = std::min(kcb, p.K - pc);
-            pack_b(B + pc * p.sb_k + jc * p.sb_n, p.sb_k, p.sb_n, kc, nc, Bp);
+            const float *panels = Bp;
+            if (p.packed_b) panels = packed_panels(p.packed_b, p.K, p.N, pc, jc);
+            else pack_b(B + pc * p.sb_k + jc * p.sb_n, p.sb_k, p.sb_n, kc, nc, Bp);
             for (int64_t ic = m0; ic < m1; ic += mcb) {
                 const int64_t mc = std::min(mcb, m1 - ic);
                 if (!a_resident) pack_a(A + ic * p.sa_m + pc * p.sa_k, p.sa_m, p.sa_k, mc, kc, Ap);
                 Epilogue e{p.alpha, p.beta, pc > 0, nullptr, p.sbias_m, p.sbias_n};
                 if (pc == 0 && bias) e.bias = bias + ic * p.sbias_m + jc * p.sbias_n;
-                macro_kernel(mc, nc, kc, a_resident ? Ap + pc * mcb : Ap, Bp, C + ic * p.ldc + jc, p.ldc, e);
+                const bool last = pc + kc >= p.K;
+                macro_kernel(mc, nc, kc, a_resident ? Ap + pc * mcb : Ap, panels, C + ic * p.ldc + jc,
+                             p.ldc, e, last ? p.post : nullptr, p.row_base + b * p.M + ic, jc);
             }
         }
     }
@@ -389,16 +325,20 @@ void choose_grid(const Problem &p, int nt, int64_t &tm, int64_t &tn) {
         if (nt % m) continue;
         const int64_t n = nt / m;
         const double rows = double(ceil_div(mb, m) * MR), cols = double(ceil_div(nb, n) * NR);
-        const double packs = rows * ceil_div(int64_t(cols), NC) + cols;  // A is repacked per NC block
+        const double packs = rows * ceil_div(int64_t(cols), NC) + (p.packed_b ? 0.0 : cols);  // A is repacked per NC block
         const double cost = rows * cols / 8.0 + packs;  // packing an element ~ 8 multiply-adds
         if (best < 0 || cost < best) { best = cost; tm = m; tn = n; }
     }
 }
 
+bool whole_matrices_per_thread(const Problem &p, int nt) {
+    return nt == 1 || (p.batch >= nt && (p.batch % nt == 0 || p.batch >= 4 * nt));
+}
+
 void run_thread(const Problem &p, int tid, int nt) {
     // Split the batch when it divides well (or is large): no packing is
     // shared, each thread runs whole matrices. Otherwise split every matrix.
-    if (nt == 1 || (p.batch >= nt && (p.batch % nt == 0 || p.batch >= 4 * nt))) {
+    if (whole_matrices_per_thread(p, nt)) {
         for (int64_t b = tid; b < p.batch; b += nt) gemm_range(p, b, 0, p.M, 0, p.N);
         return;
     }
@@ -411,6 +351,87 @@ void run_thread(const Problem &p, int tid, int nt) {
     for (int64_t b = 0; b < p.batch; ++b) gemm_range(p, b, m0, m1, n0, n1);
 }
 
+// Threads that would split the rows of C share one packed copy of B rather than each
+// packing its own (the copies cost as much as the products at 2 threads on 1024^3), as
+// long as the copy stays this small.
+constexpr int64_t kSharedBMaxFloats = int64_t(4) << 20;  // 16 MiB
+#ifdef _OPENMP
+thread_local Scratch tls_shared_b;  // the calling thread's, kept across calls
+
+// Panels [q0, q1) of every K slice of B_b, in the layout of aotc_sgemm_pack_b.
+void pack_panels(const Problem &p, int64_t b, int64_t q0, int64_t q1, float *packed) {
+    const float *B = p.B + b * p.sb_batch;
+    const int64_t kcb = k_slice(p.K), npad = round_up(p.N, NR);
+    for (int64_t pc = 0; pc < p.K; pc += kcb) {
+        const int64_t kc = std::min(kcb, p.K - pc);
+        for (int64_t q = q0; q < q1; ++q)
+            pack_b(B + pc * p.sb_k + q * NR * p.sb_n, p.sb_k, p.sb_n, kc,
+                   std::min(NR, p.N - q * NR), packed + pc * npad + q * NR * kc);
+    }
+}
+
+// The team packs each matrix's B once, side by side, then multiplies it packed.
+void run_shared_b(const Problem &p, float *packed, int tid, int nt) {
+    const int64_t panels = ceil_div(p.N, NR);
+    const bool one_b = p.sb_batch == 0;
+    for (int64_t b = 0; b < (one_b ? 1 : p.batch); ++b) {
+        pack_panels(p, b, panels * tid / nt, panels * (tid + 1) / nt, packed);
+#pragma omp barrier
+        Problem q = p;
+        q.packed_b = packed;
+        if (!one_b) {  // this matrix alone
+            q.batch = 1;
+            q.row_base = b * p.M;
+            q.A += b * p.sa_batch;
+            q.C += b * p.sc_batch;
+            if (q.bias) q.bias += b * p.sbias_batch;
+        }
+        run_thread(q, tid, nt);
+#pragma omp barrier  // every thread is done with this B before the next is packed
+    }
+}
+
+// Whether a team of nt would pack B more than once, and sharing one copy pays.
+bool share_b(const Problem &p, int nt) {
+    if (p.packed_b || whole_matrices_per_thread(p, nt)) return false;
+    int64_t tm = 1, tn = nt;
+    choose_grid(p, nt, tm, tn);
+    return tm > 1 && p.K * round_up(p.N, NR) <= kSharedBMaxFloats;
+}
+#endif
+
+void run(const Problem &p) {
+#ifdef _OPENMP
+    const double flops = 2.0 * double(p.batch) * double(p.M) * double(p.N) * double(p.K);
+    const int want = int(std::min<double>(omp_get_max_threads(), std::max(1.0, flops / kMinFlopsPerThread)));
+    if (want > 1) {
+        // The team may be smaller than requested (nesting, dynamic threads):
+        // every thread derives the same split from the actual team size.
+        float *shared = share_b(p, want)
+            ? tls_shared_b.get(static_cast<size_t>(p.K * round_up(p.N, NR))) : nullptr;
+        if (shared) {
+#pragma omp parallel num_threads(want)
+            run_shared_b(p, shared, omp_get_thread_num(), omp_get_num_threads());
+            return;
+        }
+#pragma omp parallel num_threads(want)
+        run_thread(p, omp_get_thread_num(), omp_get_num_threads());
+        return;
+    }
+#endif
+    run_thread(p, 0, 1);
+}
+
+// C = beta*bias (or 0): the empty sum of K == 0.
+void bias_only(const Problem &p) {
+    for (int64_t b = 0; b < p.batch; ++b)
+        for (int64_t m = 0; m < p.M; ++m)
+            for (int64_t n = 0; n < p.N; ++n)
+                p.C[b * p.sc_batch + m * p.ldc + n] =
+                    p.bias ? p.beta * p.bias[b * p.sbias_batch + m * p.sbias_m + n * p.sbias_n] : 0.0f;
+    for (int64_t b = 0; b < p.batch; ++b) finish(p, b, 0, 0, p.M, p.N);
+}
+
 }  // namespace
 
 extern "C" void aotc_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K,
@@ -420,28 +441,25 @@ extern "C" void aotc_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t 
                                    const float *bias, int64_t sbias_batch, int64_t sbias_m,
                                    int64_t sbias_n, float alpha, float beta) {
     if (batch <= 0 || M <= 0 || N <= 0) return;
-    if (K <= 0) {  // empty sum: only the bias term remains
-        for (int64_t b = 0; b < batch; ++b)
-            for (int64_t m = 0; m < M; ++m)
-                for (int64_t n = 0; n < N; ++n)
-                    C[b * sc_batch + m * ldc + n] =
-                        bias ? beta * bias[b * sbias_batch + m * sbias_m + n * sbias_n] : 0.0f;
-        return;
-    }
     const Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
                     C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
-#ifdef _OPENMP
-    const double flops = 2.0 * double(batch) * double(M) * double(N) * double(K);
-    const int want = int(std::min<double>(omp_get_max_threads(), std::max(1.0, flops / kMinFlopsPerThread)));
-    if (want > 1) {
-        // The team may be smaller than requested (nesting, dynamic threads):
-        // every thread derives the same split from the actual team size.
-#pragma omp parallel num_threads(want)
-        run_thread(p, omp_get_thread_num(), omp_get_num_threads());
-        return;
-    }
-#endif
-    run_thread(p, 0, 1);
+    if (K <= 0) return bias_only(p);
+    run(p);
+}
+
+extern "C" void aotc_sgemm_fused(int64_t batch, int64_t M, int64_t N, int64_t K,
+                                 const float *A, int64_t sa_batch, int64_t sa_m, int64_t sa_k,
+                                 const float *B, int64_t sb_batch, int64_t sb_k, int64_t sb_n,
+                                 float *C, int64_t sc_batch, int64_t ldc,
+                                 const float *bias, int64_t sbias_batch, int64_t sbias_m,
+                                 int64_t sbias_n, float alpha, float beta,
+                                 const aotc_gemm_epilogue *epilogue) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
+              C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
+    p.post = epilogue && epilogue->fn ? epilogue : nullptr;
+    if (K <= 0) return bias_only(p);
+    run(p);
 }
 
 extern "C" void aotc_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t sa_m,
@@ -450,4 +468,38 @@ extern "C" void aotc_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int6
                            float alpha, float beta) {
     aotc_sgemm_batched(1, M, N, K, A, 0, sa_m, sa_k, B, 0, sb_k, sb_n, C, 0, ldc, bias, 0,
                        sbias_m, sbias_n, alpha, beta);
+}
+
+extern "C" void aotc_sgemm_packed_layout(int64_t *nr, int64_t *kc) {
+    if (nr) *nr = NR;
+    if (kc) *kc = KC;
+}
+
+extern "C" int64_t aotc_sgemm_packed_floats(int64_t K, int64_t N) {
+    return K > 0 && N > 0 ? K * round_up(N, NR) : 0;
+}
+
+extern "C" void aotc_sgemm_pack_b(int64_t K, int64_t N, const float *B, int64_t sb_k,
+                                  int64_t sb_n, float *packed) {
+    if (K <= 0 || N <= 0) return;
+    const int64_t kcb = k_slice(K);
+    for (int64_t pc = 0; pc < K; pc += kcb)
+        pack_b(B + pc * sb_k, sb_k, sb_n, std::min(kcb, K - pc), N,
+               packed + pc * round_up(N, NR));
+}
+
+extern "C" void aotc_sgemm_prepacked(int64_t batch, int64_t M, int64_t N, int64_t K,
+                                     const float *A, int64_t sa_batch, int64_t sa_m,
+                                     int64_t sa_k, const float *packed_b, float *C,
+                                     int64_t sc_batch, int64_t ldc, const float *bias,
+                                     int64_t sbias_batch, int64_t sbias_m, int64_t sbias_n,
+                                     float alpha, float beta,
+                                     const aotc_gemm_epilogue *epilogue) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, nullptr, 0, 0, 0,
+              C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
+    p.packed_b = packed_b;
+    p.post = epilogue && epilogue->fn ? epilogue : nullptr;
+    if (K <= 0) return bias_only(p);
+    run(p);
 }

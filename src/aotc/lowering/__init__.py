@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     scan,
     scatter,
     sort,
+    unique,
     views,
 )
 from .context import LoweringContext, TensorValue, buffer_value

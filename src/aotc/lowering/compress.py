@@ -1,5 +1,6 @@
 """Data-dependent sizes: nonzero, boolean-mask indexing (x[mask]) and masked_select, as a
-Compress (ir/compress.py) whose count symbol binds from the inputs before the run."""
+Compress (ir/compress.py) whose count symbol binds from the inputs before the run, or
+during the run once the kernels computing the mask have run (ir/binding.py)."""
 from __future__ import annotations
 
 import sympy
@@ -64,10 +65,10 @@ def compress(ctx: LoweringContext, mask: TensorValue, inner, value_of, what: str
     cond = cast(mask.load(rv), DType.bool)
     if isinstance(count, sympy.Symbol):  # bound before the run: count the mask
         counted = over_inputs(ctx.program, cond)
-        if counted is None:
-            raise UnsupportedOperatorError(ctx.target, ctx.source, f"{what}: the mask must be "
-                                           "computed pointwise from the inputs (its count sizes "
-                                           "the output before the run)")
+        if counted is None:  # counted during the run, after the kernels computing the mask
+            kept = mask if mask.dtype is DType.bool and mask.buffer_name() else ctx.pointwise(
+                cast(mask.body, DType.bool), mask.sizes, hint=f"{ctx.node_name}_mask")
+            cond = counted = kept.load(rv)
         ctx.program.item_symbols[count] = Count(counted, tuple(mask.sizes))
         ctx.program.symbols.setdefault(count, (0, None))
     elif not sympy.sympify(count).is_number:

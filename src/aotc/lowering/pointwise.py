@@ -179,6 +179,23 @@ def lower_fmax_fmin(ctx, a, b):
     return ctx.pointwise(cast(body, ctx.out_dtype))
 
 
+@register_lowering(aten.gcd.default, torch.ops.prims.gcd.default, family=FAMILY)
+def lower_gcd(ctx, a, b):
+    return _binary(ctx, a, b, BinaryOp.GCD)
+
+
+@register_lowering(aten.lcm.default, family=FAMILY)
+def lower_lcm(ctx, a, b):
+    """|a / gcd * b|, 0 where gcd is 0 (both 0), as PyTorch computes it."""
+    d = promote(a, b)
+    x, y = operand(a, d, ctx.out_sizes), operand(b, d, ctx.out_sizes)
+    g = Binary(BinaryOp.GCD, x, y, d)
+    zero = Binary(BinaryOp.EQ, g, constant(0, d), DType.bool)
+    safe = Where(zero, constant(1, d), g, d)  # no division by zero in the branch not taken
+    m = Unary(UnaryOp.ABS, Binary(BinaryOp.MUL, Binary(BinaryOp.TRUNCDIV, x, safe, d), y, d), d)
+    return ctx.pointwise(cast(Where(zero, constant(0, d), m, d), ctx.out_dtype))
+
+
 def _register_compare(name: str, bop: BinaryOp) -> None:
     packet = getattr(aten, name)
     ops = [getattr(packet, o) for o in ("Tensor", "Scalar", "default") if o in packet.overloads()]

@@ -8,13 +8,14 @@ import torch
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
+from ..ir.compress import MaskedScatter
 from ..ir.expr import Binary, BinaryOp, Node, Where, cast, constant, indirect_var
 from ..ir.regions import RegionWrite, Write
-from ..ir.symbols import index_vars
+from ..ir.symbols import index_vars, numel, reduction_var
 from .common import broadcast_index, dim_index, operand
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
-from .views import diagonal_index
+from .views import diagonal_index, reshape_index
 
 aten = torch.ops.aten
 FAMILY = "scatter"
@@ -89,30 +90,77 @@ def lower_index_put(ctx, x: TensorValue, indices, values: TensorValue, accumulat
 
 
 def _masked_put(ctx, x: TensorValue, indices, values: TensorValue, accumulate) -> TensorValue:
-    """x[mask] = v with one value for every selected element: a select per element (the
-    general case has a data-dependent number of values)."""
+    """x[mask] = values with the mask over dims [lead, lead + mask.ndim): the k-th selected
+    position (row-major) takes row k of `values` ([count, *inner], broadcast over inner).
+    Values with one row for every position are a select per element; otherwise a
+    MaskedScatter walks the mask (the mask over the leading dims)."""
     lead = 0
     while lead < len(indices) and indices[lead] is None:
         lead += 1
     mask = indices[lead]
     others = [t for k, t in enumerate(indices) if t is not None and k != lead]
-    numel_one = all(s == 1 for s in values.sizes)
     fits = tuple(x.sizes[lead:lead + mask.ndim]) == tuple(mask.sizes)
-    if others or not numel_one or not fits:
-        raise UnsupportedOperatorError(ctx.target, ctx.source, "a boolean-mask update with "
-                                       "several values (or mixed with integer indices) writes a "
-                                       "data-dependent number of elements")
-    iv = index_vars(x.ndim)
-    cond = cast(mask.load(iv[lead:lead + mask.ndim]), DType.bool)
-    v = cast(values.load((0,) * values.ndim), x.dtype)
-    old = x.body
-    new = Binary(BinaryOp.ADD, old, v, x.dtype) if accumulate else v
-    return ctx.pointwise(Where(cond, new, old, x.dtype), x.sizes)
+    if others or not fits:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "a boolean-mask update takes one "
+                                       "mask over consecutive dims (not mixed with integer "
+                                       "indices)")
+    inner = tuple(x.sizes[lead + mask.ndim:])
+    rows_given = values.ndim == len(inner) + 1 and values.sizes[0] != 1
+    combine = BinaryOp.ADD if accumulate else None
+    if not rows_given:  # the same values at every selected position: a select per element
+        iv = index_vars(x.ndim)
+        cond = cast(mask.load(iv[lead:lead + mask.ndim]), DType.bool)
+        if all(d == 1 for d in values.sizes):
+            v = cast(values.load((0,) * values.ndim), x.dtype)
+        else:
+            vals = values if values.ndim <= len(inner) else TensorValue(
+                values.sizes[1:], values.dtype, values.load((0,) + index_vars(values.ndim - 1)))
+            v = cast(vals.load(_tail_index(vals.sizes, iv[lead + mask.ndim:], inner)), x.dtype)
+        old = x.body
+        new = Binary(BinaryOp.ADD, old, v, x.dtype) if accumulate else v
+        return ctx.pointwise(Where(cond, new, old, x.dtype), x.sizes)
+    if lead != 0:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "a boolean-mask update with one "
+                                       "row of values per selected position takes the mask over "
+                                       "the leading dims")
+    rv = tuple(reduction_var(k) for k in range(mask.ndim))
+    row_sizes = (values.sizes[0], *inner)
+    value = cast(values.load(broadcast_index(values.sizes, row_sizes)), x.dtype)
+    op = MaskedScatter(x.body, cast(mask.load(rv), DType.bool), tuple(mask.sizes), inner,
+                       value, values.sizes[0], True, combine)
+    return ctx.emit(op, x.sizes, x.dtype)
+
+
+def _tail_index(sizes, vars_, inner) -> tuple:
+    """Index into a tensor broadcast against the trailing dims `inner`, at `vars_`."""
+    idx = broadcast_index(sizes, inner)
+    mapping = dict(zip(index_vars(len(inner)), vars_))
+    return tuple(sympy.sympify(i).xreplace(mapping) for i in idx)
+
+
+@register_lowering(aten.masked_scatter.default, family=FAMILY)
+def lower_masked_scatter(ctx, x: TensorValue, mask: TensorValue, source: TensorValue):
+    """The positions where the mask (broadcast to x) holds take source's elements in
+    order; source may hold more than the mask selects."""
+    shape = broadcast_shapes(x.sizes, mask.sizes)  # the result broadcasts x and the mask
+    rv = tuple(reduction_var(k) for k in range(len(shape)))
+    cond = cast(mask.load(_tail_index(mask.sizes, rv, shape)), DType.bool)
+    n = numel(source.sizes)
+    flat = source.load(reshape_index(source.sizes, (n,))) if source.ndim else source.load(())
+    init = x.load(broadcast_index(x.sizes, shape))
+    op = MaskedScatter(init, cond, shape, (), cast(flat, x.dtype), n, False)
+    return ctx.emit(op, shape, x.dtype)
 
 
 def _along(ctx, x: TensorValue, dim: int, index: TensorValue, sizes, index_at,
            value: Node, combine: BinaryOp | None, wrap: bool = False) -> TensorValue:
     """Positions (i...) of `sizes` write x[i0, .., index[index_at(i)], .., i{n-1}]."""
+    return write_regions(ctx, x, [_write_along(ctx, x, dim, index, sizes, index_at, value,
+                                               combine, wrap)])
+
+
+def _write_along(ctx, x: TensorValue, dim: int, index: TensorValue, sizes, index_at,
+                 value: Node, combine: BinaryOp | None, wrap: bool = False) -> Write:
     _integer_index(ctx, index)
     iv = index_vars(len(sizes))
     if x.ndim == 0:  # a 0-dim x reads as one element: index 0 is the only valid one
@@ -122,8 +170,7 @@ def _along(ctx, x: TensorValue, dim: int, index: TensorValue, sizes, index_at,
         dest = tuple(indirect_var(0) if k == dim else v for k, v in enumerate(iv))
         bound = x.sizes[dim]
     where = cast(index.load(index_at(iv)), DType.int64)
-    write = Write(tuple(sizes), dest, value, (where,), (bound,), combine, wrap)
-    return write_regions(ctx, x, [write])
+    return Write(tuple(sizes), dest, value, (where,), (bound,), combine, wrap)
 
 
 def _slices(ctx, x, dim, index, source, value, combine: BinaryOp | None) -> TensorValue:
@@ -171,6 +218,51 @@ def lower_scatter(ctx, x, dim, index, src, reduce=None):
 
 
 _SCATTER_REDUCE = {"add": BinaryOp.ADD, "multiply": BinaryOp.MUL}
+_REDUCE_TWO = {"sum": BinaryOp.ADD, "mean": BinaryOp.ADD, "prod": BinaryOp.MUL,
+               "amax": BinaryOp.MAXIMUM, "amin": BinaryOp.MINIMUM}
+
+
+def _identity(reduce: str, d: DType) -> Node:
+    """The value a position starts from when the reduction leaves x's own value out."""
+    if reduce in ("sum", "mean"):
+        return constant(0, d)
+    if reduce == "prod":
+        return constant(1, d)
+    if d.is_floating:
+        return constant(float("-inf") if reduce == "amax" else float("inf"), d)
+    if d is DType.bool:
+        return constant(reduce == "amin", d)
+    info = torch.iinfo(getattr(torch, d.name))
+    return constant(info.min if reduce == "amax" else info.max, d)
+
+
+@register_lowering(aten.scatter_reduce.two, family=FAMILY)
+def lower_scatter_reduce(ctx, x, dim, index, src, reduce, include_self=True):
+    """Each element of src combines into x[.., index[i], ..] in order; without include_self
+    the positions written start from the reduction's identity; "mean" divides the sum by
+    how many values met there (floor division for integers), as PyTorch's CPU kernel."""
+    combine = _REDUCE_TWO.get(reduce)
+    if combine is None:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"reduce={reduce!r}")
+    dim = dim_index(dim, x.ndim)
+    sizes = index.sizes
+    iv = index_vars(len(sizes))
+    at = (lambda iv: iv)  # noqa: E731 - index is read where src is
+    value = cast(src.load(iv if src.ndim else ()), x.dtype)
+    writes = [] if include_self else [_write_along(ctx, x, dim, index, sizes, at,
+                                                    _identity(reduce, x.dtype), None)]
+    writes.append(_write_along(ctx, x, dim, index, sizes, at, value, combine))
+    total = write_regions(ctx, x, writes)
+    if reduce != "mean":
+        return total
+    d = x.dtype
+    start = TensorValue(x.sizes, d, constant(1 if include_self else 0, d))
+    count = write_regions(ctx, start, [_write_along(ctx, x, dim, index, sizes, at,
+                                                    constant(1, d), BinaryOp.ADD)])
+    one = constant(1, d)
+    safe = Where(Binary(BinaryOp.EQ, count.body, constant(0, d), DType.bool), one, count.body, d)
+    div = BinaryOp.DIV if d.is_floating else BinaryOp.FLOORDIV
+    return ctx.pointwise(Binary(div, total.body, safe, d), x.sizes)
 
 
 @register_lowering(aten.slice_scatter.default, family=FAMILY)

@@ -39,7 +39,7 @@ def positions(ctx: LoweringContext, x: TensorValue, dim: int, first, count, desc
                     hint=f"{ctx.node_name}_positions")
 
 
-def _values(ctx: LoweringContext, x: TensorValue, dim: int, pos: TensorValue) -> TensorValue:
+def gather_along(ctx: LoweringContext, x: TensorValue, dim: int, pos: TensorValue) -> TensorValue:
     """x gathered at `pos` along `dim` (pos has x's shape but for `dim`)."""
     if x.ndim == 0:
         return ctx.realize(x)
@@ -69,7 +69,7 @@ def lower_sort(ctx, x, *args, stable=None, dim=-1, descending=False):
         descending = args[1] if len(args) > 1 else descending
     n = x.sizes[dim_index(dim, x.ndim)] if x.ndim else 1
     pos = positions(ctx, x, dim, 0, n, bool(descending), _sort_algorithm(stable))
-    return _values(ctx, x, dim, pos), pos
+    return gather_along(ctx, x, dim, pos), pos
 
 
 @register_lowering(aten.argsort.default, aten.argsort.stable, family=FAMILY)
@@ -90,13 +90,13 @@ def lower_msort(ctx, x):
 def lower_topk(ctx, x, k, dim=-1, largest=True, sorted=True):
     algorithm = SortAlgorithm.TOPK if sorted else SortAlgorithm.TOPK_UNSORTED
     pos = positions(ctx, x, dim, 0, k, bool(largest), algorithm)
-    return _values(ctx, x, dim, pos), pos
+    return gather_along(ctx, x, dim, pos), pos
 
 
 @register_lowering(aten.kthvalue.default, family=FAMILY)
 def lower_kthvalue(ctx, x, k, dim=-1, keepdim=False):
     pos = positions(ctx, x, dim, k - 1, 1, False, SortAlgorithm.SELECT)
-    values = _values(ctx, x, dim, pos)
+    values = gather_along(ctx, x, dim, pos)
     if keepdim or x.ndim == 0:
         return values, pos
     d = dim_index(dim, x.ndim)
@@ -106,7 +106,7 @@ def lower_kthvalue(ctx, x, k, dim=-1, keepdim=False):
 def _search(ctx: LoweringContext, boundaries: TensorValue, values: TensorValue, out_int32: bool,
             right: bool, sorter) -> TensorValue:
     if sorter is not None:  # search the boundaries in the order the sorter gives them
-        boundaries = _values(ctx, boundaries, -1, sorter)
+        boundaries = gather_along(ctx, boundaries, -1, sorter)
     if boundaries.dtype is not values.dtype:
         raise UnsupportedOperatorError(ctx.target, ctx.source,
                                        "boundaries and values of different dtypes")

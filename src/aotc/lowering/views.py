@@ -75,6 +75,16 @@ def lower_expand(ctx, x, sizes, implicit=False):
     return remap(x, out, src)
 
 
+@register_lowering(torch.ops.prims.broadcast_in_dim.default, family=FAMILY)
+def lower_broadcast_in_dim(ctx, x, shape, broadcast_dimensions):
+    """x's dim k becomes dim broadcast_dimensions[k] of `shape` (size 1 broadcasts); the
+    other dims are new (what meshgrid's and other decompositions produce)."""
+    iv = index_vars(len(shape))
+    src = [ZERO if (x.sizes[k] == 1 and sympy.sympify(shape[d]) != 1) else iv[d]
+           for k, d in enumerate(broadcast_dimensions)]
+    return remap(x, shape, src)
+
+
 @register_lowering(aten.unsqueeze.default, family=FAMILY)
 def lower_unsqueeze(ctx, x, dim):
     dim = dim_index(dim, x.ndim + 1)
@@ -115,6 +125,7 @@ def lower_slice(ctx, x, dim=0, start=None, end=None, step=1):
     if start.is_number and start < 0:
         start = sympy.Max(start + size, 0)
     out_sizes = ctx.out_sizes
+    _bind_slice_length(ctx, out_sizes[dim], size, start, end, step)
     iv = index_vars(x.ndim)
     src = list(iv)
     src[dim] = start + iv[dim] * step
@@ -142,6 +153,25 @@ def diagonal_index(ndim: int, offset: int, dim1: int, dim2: int) -> tuple:
 def lower_diagonal(ctx, x, offset=0, dim1=0, dim2=1):
     _, _, src = diagonal_index(x.ndim, int(offset), dim1, dim2)
     return remap(x, ctx.out_sizes, src)
+
+
+def _bind_slice_length(ctx, length, size, start, end, step) -> None:
+    """A slice whose bounds are `.item()` values has a length export leaves as a fresh
+    unbacked symbol: it binds to Python's slice length, computed from those values."""
+    from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+    if not (isinstance(length, sympy.Symbol) and symbol_is_type(length, SymT.UNBACKED_INT)
+            and length not in ctx.program.item_symbols):
+        return
+    def clamp(v):
+        v = sympy.sympify(v)
+        return sympy.Piecewise((sympy.Max(v + size, 0), v < 0), (sympy.Min(v, size), True))
+
+    first = clamp(start)
+    last = size if end is None else clamp(end)
+    value = sympy.Max(0, FloorDiv(last - first + int(step) - 1, int(step)))
+    ctx.program.item_symbols[length] = IndexValue(value, DType.int64)
+    ctx.program.symbols.setdefault(length, (0, None))
 
 
 @register_lowering(aten.narrow.default, family=FAMILY)

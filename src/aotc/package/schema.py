@@ -167,9 +167,35 @@ def _constants(value: Any) -> None:
         for j, src in enumerate(_list(c.get("folded_from", []), f"{path}.folded_from")):
             _str(src, f"{path}.folded_from[{j}]")
         nbytes = _int(_get(c, "nbytes", path), f"{path}.nbytes")
-        if nbytes != numel * dtype.itemsize:
-            raise _Bad(f"{path}.nbytes", f"{numel * dtype.itemsize} ({numel} {dtype.name} values)",
-                       nbytes)
+        stored = numel * dtype.itemsize
+        if "packing" in c:
+            stored = _packing(c["packing"], f"{path}.packing", numel, dtype)
+        if nbytes != stored:
+            what = "its packed layout" if "packing" in c else f"{numel} {dtype.name} values"
+            raise _Bad(f"{path}.nbytes", f"{stored} ({what})", nbytes)
+
+
+_PACKING_FIELDS = ("k", "n", "offset", "sb_k", "sb_n", "nr", "kc")
+
+
+def _packing(value: Any, path: str, numel: int, dtype) -> int:
+    """Bytes of a constant stored in the GEMM's panel layout (scheduler/prepack.py), after
+    checking that the layout reads only inside the constant's own values."""
+    p = _dict(value, path)
+    if p.get("layout") != "gemm_b_panels":
+        raise _Bad(f"{path}.layout", "'gemm_b_panels'", p.get("layout"))
+    if dtype.name != "float32":
+        raise _Bad(f"{path}", "a float32 constant (only float32 GEMM weights are packed)", dtype.name)
+    f = {name: _int(_get(p, name, path), f"{path}.{name}", -_MAX_DIM, _MAX_DIM)
+         for name in _PACKING_FIELDS}
+    for name in ("k", "n", "nr", "kc"):
+        if f[name] < 1:
+            raise _Bad(f"{path}.{name}", "a positive number", f[name])
+    corners = [f["offset"] + i * (f["k"] - 1) * f["sb_k"] + j * (f["n"] - 1) * f["sb_n"]
+               for i in (0, 1) for j in (0, 1)]
+    if min(corners) < 0 or max(corners) >= numel:
+        raise _Bad(path, f"a layout reading inside the constant's {numel} values", corners)
+    return f["k"] * -(-f["n"] // f["nr"]) * f["nr"] * 4
 
 
 def validate(meta: Any) -> dict:

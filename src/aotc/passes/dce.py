@@ -1,6 +1,7 @@
 """Dead-code removal: drop computed buffers that no output depends on."""
 from __future__ import annotations
 
+from ..ir.binding import binding_buffers
 from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.nodes import Program
 from ..scheduler.memory import reads_of
@@ -8,7 +9,7 @@ from ..scheduler.memory import reads_of
 
 def remove_dead_buffers(program: Program) -> Program:
     live = set(program.outputs) | set(program.updates.values()) | predicate_buffers(
-        program.guards) | loop_buffers(program.loops)
+        program.guards) | loop_buffers(program.loops) | binding_buffers(program)
     for buf in reversed(program.computed()):
         if buf.name in live:
             live |= reads_of(buf)

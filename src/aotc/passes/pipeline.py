@@ -5,6 +5,8 @@
                 (passes/attention.py finds the chains in the exported graph first)
     dce         drop buffers no output needs (passes/dce.py)
     fuse        inline pointwise producers into their consumers (scheduler/fusion.py)
+    prepack     weights only GEMMs read are stored in the kernel's panel layout for the
+                target ISA (scheduler/prepack.py)
     group       the kernel sequence: row groups of reductions + their reader (scheduler/grouping.py)
     plan        arena slots for intermediates (scheduler/memory.py)
     codegen     one C++ translation unit (codegen/cpp/)
@@ -31,6 +33,7 @@ from ..scheduler.fusion import fuse_pointwise
 from ..scheduler.grouping import RowGroup, Scheduled, group_rows, kernel_members, local_buffers
 from ..scheduler.inplace import in_place_updates
 from ..scheduler.memory import MemoryPlan, plan_memory
+from ..scheduler.prepack import prepack_weights
 from .attention import find_attention
 from .dce import remove_dead_buffers
 
@@ -68,7 +71,8 @@ def _schedule_dump(schedule: list[Scheduled]) -> str:
 
 
 def _plan_dump(plan: MemoryPlan) -> str:
-    lines = [f"slot{k}: {size} bytes" for k, size in enumerate(plan.slots)]
+    lines = [f"slot{k}: {size} bytes" + (f" (stage {plan.stage[k]})" if plan.stage[k] else "")
+             for k, size in enumerate(plan.slots)]
     lines += [f"{b} -> slot{s}" for b, s in plan.slot_of.items()]
     return "\n".join(lines) + "\n"
 
@@ -92,12 +96,13 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
               format_program),
         Stage("dce", lambda: remove_dead_buffers(state["import"]), format_program),
         Stage("fuse", lambda: fuse_pointwise(state["dce"]), format_program),
-        Stage("group", lambda: group_rows(state["fuse"]), _schedule_dump),
+        Stage("prepack", lambda: prepack_weights(state["fuse"], target), format_program),
+        Stage("group", lambda: group_rows(state["prepack"]), _schedule_dump),
         Stage("plan", lambda: plan_memory(
-            state["fuse"], kernel_members(state["group"]),
-            local_buffers(state["group"]) | set(in_place_updates(state["fuse"], state["group"]))),
+            state["prepack"], kernel_members(state["group"]),
+            local_buffers(state["group"]) | set(in_place_updates(state["prepack"], state["group"]))),
             _plan_dump),
-        Stage("codegen", lambda: emit_model(state["fuse"], state["plan"], state["group"], header,
+        Stage("codegen", lambda: emit_model(state["prepack"], state["plan"], state["group"], header,
                                             metadata),
               str),
         Stage("build", lambda: build_model(state["codegen"], target, opt_level),
@@ -120,4 +125,4 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
             suffix = "cpp" if stage.name == "codegen" else "txt"
             (debug_dir / f"{k:02d}_{stage.name}.{suffix}").write_text(text)
     library, cached = state.get("build", (None, False))
-    return Compiled(state["fuse"], state["plan"], state["codegen"], library, cached, timings)
+    return Compiled(state["prepack"], state["plan"], state["codegen"], library, cached, timings)

@@ -4,9 +4,10 @@ from __future__ import annotations
 import ctypes
 
 from ..errors import InputError, PackageError, RuntimeFailure
+from .wait_policy import spin_setting
 
-ABI_VERSION = 3
-ERR_INPUT, ERR_MEMORY, ERR_ARGUMENT = 1, 2, 3
+ABI_VERSION = 5
+ERR_INPUT, ERR_MEMORY, ERR_ARGUMENT, ERR_PACKAGE = 1, 2, 3, 5
 
 i64p = ctypes.POINTER(ctypes.c_int64)
 
@@ -18,7 +19,8 @@ class Tensor(ctypes.Structure):
 
 def open_library(path: str) -> ctypes.CDLL:
     try:
-        lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+        with spin_setting():  # the first model library loads libgomp: its wait policy
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
     except OSError as e:
         raise PackageError(f"cannot load the compiled model {path}: {e}") from None
     try:
@@ -34,10 +36,12 @@ def open_library(path: str) -> ctypes.CDLL:
     lib.aotc_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(Tensor), ctypes.c_int64,
                              ctypes.POINTER(Tensor), ctypes.c_int64]
     lib.aotc_set_num_threads.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+    lib.aotc_pack_constant.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
     lib.aotc_destroy.argtypes = [ctypes.c_void_p]
     lib.aotc_destroy.restype = None
     lib.aotc_last_error.restype = ctypes.c_char_p
-    for fn in (lib.aotc_create, lib.aotc_output_shapes, lib.aotc_run, lib.aotc_set_num_threads):
+    for fn in (lib.aotc_create, lib.aotc_output_shapes, lib.aotc_run, lib.aotc_set_num_threads,
+               lib.aotc_pack_constant):
         fn.restype = ctypes.c_int
     return lib
 
@@ -51,4 +55,6 @@ def check(lib: ctypes.CDLL, rc: int) -> None:
         raise InputError(msg)
     if rc == ERR_MEMORY:
         raise MemoryError(msg)
+    if rc == ERR_PACKAGE:
+        raise PackageError(msg)
     raise RuntimeFailure(f"compiled model failed (status {rc}): {msg}")

@@ -4,6 +4,7 @@ the next generation. Torch-free: torch tensors are read through their data point
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 
 import numpy as np
 
@@ -42,17 +43,21 @@ def swappable_names(table: list[dict]) -> list[str]:
     return [c["name"] for c in table if not c["name"].startswith("_folded.")]
 
 
-def _aligned_copy(ptr: int, nbytes: int) -> tuple[np.ndarray, int]:
+def _aligned(nbytes: int) -> tuple[np.ndarray, int]:
     raw = np.empty(nbytes + ALIGN, np.uint8)
-    start = (-raw.ctypes.data) % ALIGN
-    ctypes.memmove(raw.ctypes.data + start, ptr, nbytes)
-    return raw, raw.ctypes.data + start
+    return raw, raw.ctypes.data + (-raw.ctypes.data) % ALIGN
+
+
+# (constant index, address of the user's contiguous value, address of nbytes to write): the
+# model library's aotc_pack_constant, which writes the bytes the model reads
+Pack = Callable[[int, int, int], None]
 
 
 def prepare_update(table: list[dict], constants: dict, check_full_update: bool,
-                   user_managed: bool) -> dict[int, tuple[object, int | None]]:
+                   user_managed: bool, pack: Pack) -> dict[int, tuple[object, int | None]]:
     """{table index: (owner, address)} for an update, after checking every name, dtype and
-    shape; InputError names the constant and what was expected."""
+    shape; InputError names the constant and what was expected. A copy, and a weight stored
+    prepacked for the GEMM (user_managed or not), is written by `pack`."""
     if not isinstance(constants, dict):
         raise InputError(f"load_constants expects a dict {{name: tensor}}, got "
                          f"{type(constants).__name__}")
@@ -85,13 +90,15 @@ def prepare_update(table: list[dict], constants: dict, check_full_update: bool,
             raise InputError(f"{what}: shape {list(shape)}, expected {entry['sizes']}")
         if not entry["nbytes"]:
             out[index[name]] = (None, None)
-        elif user_managed:
-            if owner is not value and not (is_torch_tensor(value) and owner.data_ptr() ==
-                                           value.data_ptr()):
-                raise InputError(f"{what}: user_managed=True needs a contiguous tensor (aotc "
-                                 "reads its memory in place); pass a contiguous one or "
-                                 "user_managed=False to copy it")
+        elif user_managed and owner is not value and not (
+                is_torch_tensor(value) and owner.data_ptr() == value.data_ptr()):
+            raise InputError(f"{what}: user_managed=True needs a contiguous tensor (aotc "
+                             "reads its memory in place); pass a contiguous one or "
+                             "user_managed=False to copy it")
+        elif user_managed and "packing" not in entry:
             out[index[name]] = (owner, ptr)
         else:
-            out[index[name]] = _aligned_copy(ptr, entry["nbytes"])
+            owner_copy, address = _aligned(entry["nbytes"])
+            pack(index[name], ptr, address)
+            out[index[name]] = (owner_copy, address)
     return out

@@ -29,7 +29,7 @@ from .describe import describe_library
 from .mutation import check_writable, write_back
 from .pool import RunnerPool
 from .scalars import as_number, int_input
-from .state import as_state_value, state_array, state_table
+from .state import SharedState, as_state_value, state_table
 from .tensors import Frame, as_input, empty, is_torch_tensor
 
 
@@ -123,11 +123,10 @@ class CompiledModel:
         except PackageError as e:
             raise PackageError(f"{path}: model {self.name!r}: {e}") from None
         self._state = state_table(self._lib, d.constants)
-        if self._state and num_runners > 1:
-            raise ValueError(f"model {self.name!r} keeps state ({', '.join(self._state)}), which "
-                             "belongs to one model object: load it with num_runners=1")
         clock.stage("describe")
         self._weights = _weights_array(weights_bytes, weights_offset)
+        # the state belongs to this loaded model: one copy, shared by its model objects
+        self._shared = SharedState(self._lib, self._state, self._weights)
         weights = WeightSet.from_package(self._weights, self.package_metadata["constants"])
         self._outputs = [(DType.from_name(o["dtype"]), len(o["sizes"]))
                          for o in self.description.outputs]
@@ -182,7 +181,9 @@ class CompiledModel:
     def get_buffer(self, name: str):
         """A copy of state buffer `name` as the model holds it now (a torch tensor when
         torch is loaded, else a numpy array)."""
-        array = self._with_state(name, lambda a: a.copy())
+        self._state_entry(name)
+        with self._shared.lock:
+            array = self._shared.arrays[name].copy()
         if "torch" in sys.modules:
             import torch
             return torch.from_numpy(array)
@@ -191,30 +192,19 @@ class CompiledModel:
     def set_buffer(self, name: str, value) -> None:
         """Overwrite state buffer `name` (same dtype and shape) before the next call."""
         new = as_state_value(value, self._state_entry(name)[1], name)
-        self._with_state(name, lambda a: np.copyto(a, new))
+        with self._shared.lock:
+            np.copyto(self._shared.arrays[name], new)
 
     def reset_buffers(self) -> None:
         """Every state buffer back to the value the package holds."""
-        for name, (_, entry) in self._state.items():
-            start = entry["offset"]
-            initial = np.asarray(self._weights[start:start + entry["nbytes"]])
-            self._with_state(name, lambda a, b=initial: np.copyto(a.reshape(-1).view(np.uint8), b))
+        with self._shared.lock:
+            self._shared.reset()
 
     def _state_entry(self, name: str):
         if name not in self._state:
             raise KeyError(f"{name!r} is not a buffer the model updates; its state buffers: "
                            f"{list(self._state)}")
         return self._state[name]
-
-    def _with_state(self, name: str, fn):
-        k, entry = self._state_entry(name)
-        h = self._pool.first() if self._single else self._pool.acquire(self._new_handle,
-                                                                       self._destroy)
-        try:
-            return fn(state_array(self._lib, h, k, entry))
-        finally:
-            if not self._single:
-                self._pool.release(h, self._destroy)
 
     def metadata(self) -> dict[str, str]:
         """The user's key/values (option 'aot_inductor.metadata') and aotc's own entries."""
@@ -238,15 +228,19 @@ class CompiledModel:
 
         Calls already running finish on the old weights; later calls use the new ones.
         `user_managed=True` reads the caller's (contiguous) memory in place instead of
-        copying it; the caller must not change it while calls run."""
+        copying it; the caller must not change it while calls run. A weight that the
+        package stores prepacked for the GEMM is always packed into a copy."""
         update = prepare_update(self.package_metadata["constants"], constants,
-                                check_full_update, user_managed)
+                                check_full_update, user_managed, self._pack_constant)
         with self._swap_lock:
             weights = self._pool.generation.updated(update)
             if self._single:
                 self._destroy(self._pool.replace_first(self._new_handle(weights), weights))
             else:
                 self._pool.advance(weights, self._destroy)
+
+    def _pack_constant(self, k: int, src: int, dst: int) -> None:
+        abi.check(self._lib, self._lib.aotc_pack_constant(k, src, dst))
 
     def _destroy(self, h: int) -> None:
         self._frames.pop(h, None)
@@ -261,6 +255,12 @@ class CompiledModel:
             if rc:
                 self._lib.aotc_destroy(h)
                 abi.check(self._lib, rc)
+        if self._state:
+            try:
+                self._shared.share_with(h.value)
+            except BaseException:
+                self._lib.aotc_destroy(h)
+                raise
         self._frames[h.value] = Frame([len(i["sizes"]) for i in self._inputs],
                                       [rank for _, rank in self._outputs])
         return h.value
@@ -295,15 +295,21 @@ class CompiledModel:
         if self._single:  # the caller promised one thread at a time: no lock
             h = self._pool.first()
             outs = self._run(h, self._frames[h], inputs, like_torch)
+        elif self._state:  # calls that update the state run one at a time, in some order
+            with self._shared.lock:
+                outs = self._pooled_run(inputs, like_torch)
         else:
-            h = self._pool.acquire(self._new_handle, self._destroy)
-            try:
-                outs = self._run(h, self._frames[h], inputs, like_torch)
-            finally:
-                self._pool.release(h, self._destroy)
+            outs = self._pooled_run(inputs, like_torch)
         for j, k in self._mutated:
             write_back(leaves[j], inputs[k][0])
         return self._structure(outs)
+
+    def _pooled_run(self, inputs: list, like_torch: bool) -> list:
+        h = self._pool.acquire(self._new_handle, self._destroy)
+        try:
+            return self._run(h, self._frames[h], inputs, like_torch)
+        finally:
+            self._pool.release(h, self._destroy)
 
     def _output_structure(self):
         """outs -> the exported output structure (fast paths for the usual shapes)."""
@@ -381,7 +387,9 @@ def load_package(path, model_name: str | None = None, run_single_threaded: bool 
     """Load model `model_name` (default: the only one, or "model") of a .pt2 package.
 
     `num_runners` model objects serve calls from several threads at once (each with its own
-    arena and `num_threads` OpenMP threads); further callers wait for a free one."""
+    arena and `num_threads` OpenMP threads); further callers wait for a free one. A model
+    with state (registered buffers it updates) keeps one state for the loaded model, shared
+    by its model objects; its calls run one at a time."""
     if is_filelike(path):  # the weights are mapped from a file: copy the bytes into one
         with spilled(path) as tmp:
             return CompiledModel(tmp, model_name, run_single_threaded, num_threads, num_runners)

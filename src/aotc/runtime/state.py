@@ -1,9 +1,13 @@
-"""Model state (ABI version 3): the registered buffers a program updates in place
-(`self.count.add_(1)`, a KV cache). Each model object owns a copy, initialized from the
-package's weights and kept across calls; here Python reads and writes it."""
+"""Model state (ABI version 4): the registered buffers a program updates in place
+(`self.count.add_(1)`, a KV cache). The state belongs to the loaded model, not to one of
+its model objects: the loader holds one copy, initialized from the package's weights and
+kept across calls (and weight swaps), and shares it with every model object it creates
+(`aotc_share_state`); calls of a model with state run one at a time, so each sees the
+updates of the calls before it, whichever model object serves it."""
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 
@@ -26,8 +30,47 @@ def state_table(lib: ctypes.CDLL, constants: list[dict]) -> dict[str, tuple[int,
     return out
 
 
+class SharedState:
+    """The loaded model's state buffers (64-byte aligned numpy arrays), shared by every
+    model object, and the lock that orders the calls and accesses that touch them."""
+
+    def __init__(self, lib: ctypes.CDLL, table: dict[str, tuple[int, dict]], weights):
+        self.table = table
+        self.lock = threading.Lock()
+        self._weights = weights  # the package's bytes: the initial values
+        self._raw: dict[str, np.ndarray] = {}
+        self.arrays: dict[str, np.ndarray] = {}
+        for name, (_, entry) in table.items():
+            raw = np.zeros(entry["nbytes"] + 64, np.uint8)
+            start = -raw.ctypes.data % 64
+            self._raw[name] = raw
+            dtype = DType.from_name(entry["dtype"])
+            self.arrays[name] = raw[start:start + entry["nbytes"]].view(
+                dtype.numpy_name).reshape(tuple(entry["sizes"]))
+        self.reset()
+        if table:
+            share = lib.aotc_share_state
+            share.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+            share.restype = ctypes.c_int
+        self._lib = lib
+
+    def reset(self) -> None:
+        """Every state buffer back to the value the package holds."""
+        for name, (_, entry) in self.table.items():
+            start = entry["offset"]
+            initial = np.asarray(self._weights[start:start + entry["nbytes"]])
+            np.copyto(self.arrays[name].reshape(-1).view(np.uint8), initial)
+
+    def share_with(self, handle: int) -> None:
+        """Model object `handle` uses this state from now on."""
+        for name, (k, _) in self.table.items():
+            abi.check(self._lib, self._lib.aotc_share_state(handle, k,
+                                                            self.arrays[name].ctypes.data))
+
+
 def state_array(lib: ctypes.CDLL, handle: int, k: int, entry: dict) -> np.ndarray:
-    """The model object's k-th state buffer as a numpy array over its memory (no copy)."""
+    """Model object `handle`'s k-th state buffer as a numpy array over its memory (no copy;
+    the loader's shared memory once it is shared)."""
     fn = lib.aotc_state
     fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)]
     fn.restype = ctypes.c_int

@@ -89,6 +89,34 @@ void *open_temp_file(const uint8_t *data, size_t size, const std::string &label)
   return handle;
 }
 
+// libgomp's workers spin GOMP_SPINCOUNT times after a parallel region (300000 unless told,
+// a few milliseconds), holding the cores the caller's next work wants. Around the load of a
+// model library the variable asks for a short spin instead (the Python runtime's
+// runtime/wait_policy.py does the same, with the same value, and says why), unless the user
+// chose OMP_WAIT_POLICY or GOMP_SPINCOUNT or libgomp is loaded already: libgomp reads its
+// environment once, when it is loaded. The environment is restored afterwards.
+constexpr const char *kSpinCount = "1000";
+
+class SpinSetting {
+ public:
+  SpinSetting() {
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    if (void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+      dlclose(gomp);
+      return;
+    }
+    set_ = setenv("GOMP_SPINCOUNT", kSpinCount, 0) == 0;
+  }
+  ~SpinSetting() {
+    if (set_) unsetenv("GOMP_SPINCOUNT");
+  }
+  SpinSetting(const SpinSetting &) = delete;
+  SpinSetting &operator=(const SpinSetting &) = delete;
+
+ private:
+  bool set_ = false;
+};
+
 template <typename F> void bind(void *handle, const char *name, F *out, const std::string &label) {
   void *sym = dlsym(handle, name);
   if (!sym) fail_package(label, std::string("model.so lacks ") + name + "; not an aotc model library");
@@ -98,8 +126,11 @@ template <typename F> void bind(void *handle, const char *name, F *out, const st
 }  // namespace
 
 Library::Library(const uint8_t *data, size_t size, const std::string &label) {
-  fd_ = memory_file(data, size, label);
-  handle_ = fd_ >= 0 ? open_memory_file(fd_, label) : open_temp_file(data, size, label);
+  {
+    SpinSetting spin;  // the first model library loads libgomp: its wait policy
+    fd_ = memory_file(data, size, label);
+    handle_ = fd_ >= 0 ? open_memory_file(fd_, label) : open_temp_file(data, size, label);
+  }
   // model libraries run OpenMP; libgomp's idle workers must not outlive its code when the
   // last model library is closed, so it stays loaded once a model has pulled it in
   if (void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(gomp);
@@ -120,6 +151,9 @@ Library::Library(const uint8_t *data, size_t size, const std::string &label) {
     bind(handle_, "aotc_describe_symbols", &abi_.describe_symbols, label);
     bind(handle_, "aotc_describe_constants", &abi_.describe_constants, label);
     bind(handle_, "aotc_describe_metadata", &abi_.describe_metadata, label);
+    bind(handle_, "aotc_describe_state", &abi_.describe_state, label);
+    bind(handle_, "aotc_share_state", &abi_.share_state, label);
+    bind(handle_, "aotc_pack_constant", &abi_.pack_constant, label);
   } catch (...) {
     dlclose(handle_);
     if (fd_ >= 0) ::close(fd_);

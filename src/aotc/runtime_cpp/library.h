@@ -24,6 +24,9 @@ struct ModelAbi {
   int (*describe_symbols)(const aotc_symbol_info **, int64_t *);
   int (*describe_constants)(const aotc_constant_info **, int64_t *);
   int (*describe_metadata)(const char *const **, const char *const **, int64_t *);
+  int (*describe_state)(const int64_t **, int64_t *);
+  int (*share_state)(void *, int64_t, void *);
+  int (*pack_constant)(int64_t, const void *, void *);
 };
 
 class Library {

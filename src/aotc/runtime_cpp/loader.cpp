@@ -30,7 +30,7 @@ using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
 Buffer aligned_copy(const void *data, size_t size) {
   Buffer b(static_cast<uint8_t *>(aligned_alloc(64, (size + 63) / 64 * 64 + 64)));
   if (!b) throw std::bad_alloc();
-  if (size) memcpy(b.get(), data, size);
+  if (size && data) memcpy(b.get(), data, size);
   return b;
 }
 
@@ -58,6 +58,13 @@ struct aotc_loader {
   std::vector<const void *> constant_ptrs;     // what model objects read
   std::map<std::string, Buffer> replaced;      // constants given by load_constants
   int32_t num_threads = 0;
+  // model state: one copy for the loaded model, shared by every model object; calls of a
+  // model with state run one at a time (state_mutex), as do reads and writes of it
+  const int64_t *state_constant = nullptr;  // constants-table index of each state buffer
+  int64_t n_state = 0;
+  std::vector<Buffer> state;
+  std::vector<const void *> state_initial;  // the package's values
+  std::mutex state_mutex;
   std::mutex mutex;
   std::condition_variable idle;
   std::vector<void *> all, free_runners;
@@ -79,14 +86,31 @@ struct aotc_loader {
   void *new_runner(const std::vector<const void *> &table) {
     void *r = nullptr;
     check(abi.create(table.empty() ? nullptr : table.data(), n_constants, &r));
-    if (num_threads > 0) {
-      const int rc = abi.set_num_threads(r, num_threads);
-      if (rc != AOTC_OK) {
-        abi.destroy(r);
-        model_failure(rc);
-      }
+    int rc = num_threads > 0 ? abi.set_num_threads(r, num_threads) : AOTC_OK;
+    for (int64_t k = 0; rc == AOTC_OK && k < n_state; ++k) rc = abi.share_state(r, k, state[k].get());
+    if (rc != AOTC_OK) {
+      abi.destroy(r);
+      model_failure(rc);
     }
     return r;
+  }
+
+  // held while a call or an access touches the state (no lock for a model without state)
+  std::unique_lock<std::mutex> state_lock() {
+    return n_state > 0 ? std::unique_lock<std::mutex>(state_mutex) : std::unique_lock<std::mutex>();
+  }
+
+  const aotc_constant_info &state_info(const char *name, int64_t *k) const {
+    const std::string wanted = name ? name : "";
+    for (int64_t j = 0; j < n_state; ++j)
+      if (wanted == constants[state_constant[j]].name) {
+        *k = j;
+        return constants[state_constant[j]];
+      }
+    std::string known;
+    for (int64_t j = 0; j < n_state; ++j) known += std::string(j ? ", " : "") + constants[state_constant[j]].name;
+    fail(AOTC_ERR_INPUT, "'" + wanted + "' is not a buffer the model updates; its state buffers: [" +
+                             known + "]");
   }
 
   void *acquire() {
@@ -194,6 +218,12 @@ std::unique_ptr<aotc_loader> open_loader(aotc_rt::Archive archive, const char *m
   l->abi = l->library->abi();
   describe(*l);
   map_constants(*l, pm.weights);
+  l->check(l->abi.describe_state(&l->state_constant, &l->n_state));
+  for (int64_t j = 0; j < l->n_state; ++j) {  // the loaded model's one copy of its state
+    const int64_t c = l->state_constant[j];
+    l->state_initial.push_back(l->constant_ptrs[size_t(c)]);
+    l->state.push_back(aligned_copy(l->constant_ptrs[size_t(c)], size_t(l->constants[c].nbytes)));
+  }
   for (int32_t k = 0; k < num_runners; ++k) {
     l->all.push_back(l->new_runner(l->constant_ptrs));
     l->free_runners.push_back(l->all.back());
@@ -207,6 +237,30 @@ int open_into(aotc_loader **out, aotc_error *error, const char *what,
   if (!out) return report(error, AOTC_ERR_ARGUMENT, std::string(what) + ": null loader pointer");
   *out = nullptr;
   return guarded(error, [&] { *out = open_loader(archive(), model_name, num_runners).release(); });
+}
+
+// whether `v` is a contiguous tensor with the sizes of constant `c`
+bool dense_like(const aotc_tensor &v, const aotc_constant_info &c) {
+  bool same = v.ndim == c.ndim && (v.ndim == 0 || (v.sizes && v.strides));
+  int64_t expected_stride = 1;
+  for (int32_t d = c.ndim - 1; same && d >= 0; --d) {
+    same = v.sizes[d] == c.sizes[d] && (c.sizes[d] == 1 || v.strides[d] == expected_stride);
+    expected_stride *= c.sizes[d];
+  }
+  return same;
+}
+
+// a caller's tensor for state buffer `name`: its dtype, sizes, contiguous, with data
+void check_state_tensor(const aotc_tensor *t, const aotc_constant_info &c, const char *what) {
+  const std::string name = c.name;
+  if (!t) fail(AOTC_ERR_ARGUMENT, std::string(what) + ": null tensor");
+  if (t->dtype != c.dtype)
+    fail(AOTC_ERR_INPUT, std::string(what) + ": buffer '" + name + "' is " + dtype_name(c.dtype) +
+         ", got " + dtype_name(t->dtype));
+  if (!dense_like(*t, c))
+    fail(AOTC_ERR_INPUT, std::string(what) + ": buffer '" + name + "' needs a contiguous tensor of "
+         "rank " + std::to_string(c.ndim) + " with its sizes");
+  if (!t->data && c.nbytes) fail(AOTC_ERR_ARGUMENT, std::string(what) + ": null data");
 }
 
 void check_loader(const void *loader, const char *what) {
@@ -285,7 +339,8 @@ int aotc_loader_output_sizes(aotc_loader *l, const aotc_tensor *inputs, int64_t 
     if (!sizes) fail(AOTC_ERR_ARGUMENT, "aotc_loader_output_sizes: null sizes");
     std::vector<int64_t> all(size_t(l->n_outputs * l->max_rank + 1));
     {
-      Runner r(l);  // the model object is only read here, but it is the ABI's argument
+      auto lock = l->state_lock();
+      Runner r(l);  // sizes that follow the data run the first kernels in its arena
       l->check(l->abi.output_shapes(r.handle, inputs, n_in, all.data()));
     }
     for (int64_t j = 0; j < l->n_outputs; ++j)
@@ -297,6 +352,7 @@ int aotc_loader_run(aotc_loader *l, const aotc_tensor *inputs, int64_t n_in,
                     aotc_tensor *outputs, int64_t n_out, aotc_error *error) {
   return guarded(error, [&] {
     check_loader(l, "aotc_loader_run");
+    auto lock = l->state_lock();
     Runner r(l);
     l->check(l->abi.run(r.handle, inputs, n_in, outputs, n_out));
   });
@@ -324,17 +380,13 @@ int aotc_loader_load_constants(aotc_loader *l, const char *const *names,
       if (v.dtype != c.dtype)
         fail(AOTC_ERR_INPUT, "load_constants: '" + name + "' is " + dtype_name(c.dtype) + ", got " +
              dtype_name(v.dtype));
-      bool same = v.ndim == c.ndim && (v.ndim == 0 || (v.sizes && v.strides));
-      int64_t expected_stride = 1;
-      for (int32_t d = c.ndim - 1; same && d >= 0; --d) {
-        same = v.sizes[d] == c.sizes[d] && (c.sizes[d] == 1 || v.strides[d] == expected_stride);
-        expected_stride *= c.sizes[d];
-      }
-      if (!same)
+      if (!dense_like(v, c))
         fail(AOTC_ERR_INPUT, "load_constants: '" + name + "' must be a contiguous tensor of rank " +
              std::to_string(c.ndim) + " with the compiled sizes");
       if (!v.data && c.nbytes) fail(AOTC_ERR_ARGUMENT, "load_constants: '" + name + "' has null data");
-      copies[name] = aligned_copy(v.data, size_t(c.nbytes));
+      // the bytes the model reads: a copy, or a GEMM weight packed as weights.bin holds it
+      copies[name] = aligned_copy(nullptr, size_t(c.nbytes));
+      l->check(l->abi.pack_constant(index, v.data, copies[name].get()));
       table[size_t(index)] = copies[name].get();
     }
     if (check_full_update && int64_t(copies.size()) != l->n_constants)
@@ -352,6 +404,50 @@ int aotc_loader_load_constants(aotc_loader *l, const char *const *names,
     l->free_runners = fresh;
     l->constant_ptrs = table;
     for (auto &kv : copies) l->replaced[kv.first] = std::move(kv.second);
+  });
+}
+
+int aotc_loader_state(const aotc_loader *l, const int64_t **constant_index, int64_t *n,
+                      aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_state");
+    if (!constant_index || !n) fail(AOTC_ERR_ARGUMENT, "aotc_loader_state: null argument");
+    *constant_index = l->state_constant;
+    *n = l->n_state;
+  });
+}
+
+int aotc_loader_get_state(aotc_loader *l, const char *name, aotc_tensor *value, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_get_state");
+    int64_t k = 0;
+    const aotc_constant_info &c = l->state_info(name, &k);
+    check_state_tensor(value, c, "aotc_loader_get_state");
+    auto lock = l->state_lock();
+    if (c.nbytes) memcpy(value->data, l->state[size_t(k)].get(), size_t(c.nbytes));
+  });
+}
+
+int aotc_loader_set_state(aotc_loader *l, const char *name, const aotc_tensor *value,
+                          aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_set_state");
+    int64_t k = 0;
+    const aotc_constant_info &c = l->state_info(name, &k);
+    check_state_tensor(value, c, "aotc_loader_set_state");
+    auto lock = l->state_lock();
+    if (c.nbytes) memcpy(l->state[size_t(k)].get(), value->data, size_t(c.nbytes));
+  });
+}
+
+int aotc_loader_reset_state(aotc_loader *l, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_reset_state");
+    auto lock = l->state_lock();
+    for (int64_t k = 0; k < l->n_state; ++k) {
+      const int64_t bytes = l->constants[l->state_constant[k]].nbytes;
+      if (bytes) memcpy(l->state[size_t(k)].get(), l->state_initial[size_t(k)], size_t(bytes));
+    }
   });
 }
 

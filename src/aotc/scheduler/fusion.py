@@ -2,12 +2,18 @@
 
 Lowering makes every op a buffer; here a pointwise buffer read by exactly one load (or a
 cheap one, such as a scale, read by several) disappears into its readers' bodies, so a
-chain such as add -> relu -> mul, or exp feeding a sum, runs as one loop nest.
+chain such as add -> relu -> mul, or exp feeding a sum, runs as one loop nest. Then a
+pointwise buffer that is the only reader of a template's result, element for element,
+becomes that template's epilogue (bias + GELU, a residual add after a GEMM), if the
+template takes one (Template.with_epilogue).
 """
 from __future__ import annotations
 
 from collections import Counter
 
+import sympy
+
+from ..ir.binding import binding_buffers
 from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import (
     IndirectLoad,
@@ -33,7 +39,8 @@ def count_reads(program: Program) -> tuple[Counter, set[str]]:
     """(loads of each buffer in loop bodies, buffers that must stay materialized)."""
     uses: Counter = Counter()
     pinned: set[str] = (set(program.outputs) | set(program.updates.values())
-                        | predicate_buffers(program.guards) | loop_buffers(program.loops))
+                        | predicate_buffers(program.guards) | loop_buffers(program.loops)
+                        | binding_buffers(program))
     for buf in program.computed():
         body = body_of(buf.op)
         if body is not None:
@@ -143,4 +150,43 @@ def fuse_pointwise(program: Program) -> Program:
             origins[buf.name] = buf.origin
     for name in inlined:
         del program.buffers[name]
+    return fuse_epilogues(program)
+
+
+def _epilogue_source(program: Program, buf, uses: Counter, pinned: set[str]) -> str | None:
+    """The template buffer whose result `buf` (pointwise) reads element for element and
+    alone, so that `buf` can run as that template's epilogue; else None."""
+    body = buf.op.body
+    identity = index_vars(len(buf.sizes))
+    for ld in loads(body):
+        src = program.buffers.get(ld.buffer)
+        if (src is None or not isinstance(src.op, Template) or not isinstance(ld, Load)
+                or ld.index != identity or uses[src.name] != 1 or src.name in pinned
+                or src.dtype is not buf.dtype or len(src.sizes) != len(buf.sizes)
+                or any(sympy.expand(a - b) != 0 for a, b in zip(src.sizes, buf.sizes))
+                or program.guards.get(src.name, ()) != program.guards.get(buf.name, ())):
+            continue
+        return src.name
+    return None
+
+
+def fuse_epilogues(program: Program) -> Program:
+    """Move each pointwise buffer that alone reads a template's result, element for
+    element, into that template as its epilogue; the template then writes the pointwise
+    buffer, and its own result is never stored."""
+    uses, pinned = count_reads(program)
+    for buf in program.computed():
+        if not isinstance(buf.op, Pointwise):
+            continue
+        source = _epilogue_source(program, buf, uses, pinned)
+        if source is None:
+            continue
+        src = program.buffers[source]
+        assert isinstance(src.op, Template)
+        fused = src.op.with_epilogue(source, buf.op.body)
+        if fused is None:
+            continue
+        buf.op = fused
+        buf.origin = merge_origins(src.origin, buf.origin)
+        del program.buffers[source]
     return program

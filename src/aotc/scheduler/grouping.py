@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from ..ir.binding import binding_buffers
 from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import IndirectLoad, loads
 from ..ir.nodes import Buffer, Pointwise, Program, Reduction
@@ -93,6 +94,7 @@ def group_rows(program: Program) -> list[Scheduled]:
                        and m.name not in program.updates.values()
                        and m.name not in predicate_buffers(program.guards)
                        and m.name not in loop_buffers(program.loops)
+                       and m.name not in binding_buffers(program)
                        and readers.get(m.name, set()) <= names}
         schedule.append(group)
         t += len(group.members)

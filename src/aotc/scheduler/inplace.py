@@ -7,6 +7,7 @@ without a copy of the cache). Any other final value is copied into the input at 
 """
 from __future__ import annotations
 
+from ..ir.binding import outputs_sized_late
 from ..ir.expr import loads
 from ..ir.nodes import Buffer, Program
 from ..ir.regions import RegionWrite
@@ -19,6 +20,8 @@ def in_place_updates(program: Program, schedule: list[Scheduled]) -> dict[str, s
     order = [m for item in schedule
              for m in (item.members if isinstance(item, RowGroup) else [item])]
     out: dict[str, str] = {}
+    if outputs_sized_late(program):  # the kernels before the binding also run to size outputs
+        return out
     for source, final in program.updates.items():
         buf = program.buffers.get(final)
         if buf is None or final in program.outputs or not _writes_over(buf, source):

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from ..ir.binding import late_symbols, outputs_sized_late
 from ..ir.expr import loads
 from ..ir.nodes import Buffer, Program, Template
 from ..ir.symbols import numel, surely_at_least
+from .binding import binding_steps, stage_of, stage_of_symbols
 from .fusion import body_of
 
 
@@ -28,6 +30,14 @@ class MemoryPlan:
     slot_of: dict[str, int] = field(default_factory=dict)  # buffer -> slot
     # template buffer -> the slot of the scratch its kernel uses while it runs
     workspace_of: dict[str, int] = field(default_factory=dict)
+    # per slot: the stage whose start sizes it (0: before the run; k: after the k-th
+    # binding point of symbols bound during the run, scheduler/binding.py)
+    stage: list[int] = field(default_factory=list)
+    # outputs computed before a binding point that output sizes need: computed into the
+    # arena and copied out at the end (the kernels before that point also run to size them)
+    copied_outputs: list[str] = field(default_factory=list)
+    # symbol bound during the run -> the kernel step after which it binds
+    bindings: dict[sympy.Symbol, int] = field(default_factory=dict)
 
 
 def nbytes(buf: Buffer) -> sympy.Expr:
@@ -62,8 +72,20 @@ def plan_memory(program: Program, kernels: Sequence[Sequence[Buffer]] | None = N
     for loop in program.loops:  # carries are read after the loop, nexts copied at its end
         for name in loop.buffers():
             last_use[name] = max(last_use.get(name, 0), _last_step(program, steps, loop))
+    bindings = binding_steps(program, steps)
+    stages = stage_of_symbols(bindings)
+    for s, reads in late_symbols(program).items():  # read when the symbol binds
+        for name in reads:
+            last_use[name] = max(last_use.get(name, 0), bindings[s])
+    plan = MemoryPlan(bindings=bindings)
     outputs = set(program.outputs)
-    plan = MemoryPlan()
+    if outputs_sized_late(program):
+        last = max(bindings.values())
+        plan.copied_outputs = [b.name for members in steps[:last + 1] for b in members
+                               if b.name in outputs]
+        outputs -= set(plan.copied_outputs)
+        for name in plan.copied_outputs:
+            last_use[name] = len(steps)
     free: list[int] = []
     live: dict[str, int] = {}
     for t, members in enumerate(steps):
@@ -73,11 +95,13 @@ def plan_memory(program: Program, kernels: Sequence[Sequence[Buffer]] | None = N
         for buf in members:
             scratch = buf.op.workspace() if isinstance(buf.op, Template) else 0
             if scratch != 0:  # a template's scratch: live while its kernel runs, free after
-                slot = _take(plan, free, sympy.expand(scratch))
+                slot = _take(plan, free, sympy.expand(scratch), stage_of(scratch, stages))
                 plan.workspace_of[buf.name] = live[f"{buf.name}/workspace"] = slot
             if buf.name in outputs or buf.name in local:
                 continue
-            plan.slot_of[buf.name] = live[buf.name] = _take(plan, free, nbytes(buf))
+            need = nbytes(buf)
+            plan.slot_of[buf.name] = live[buf.name] = _take(plan, free, need,
+                                                            stage_of(need, stages))
     return plan
 
 
@@ -98,11 +122,12 @@ def _last_step(program: Program, steps, loop) -> int:
     return span[-1] if span else 0
 
 
-def _take(plan: MemoryPlan, free: list[int], need: sympy.Expr) -> int:
-    """A free slot for `need` bytes (grown where needed), else a new one."""
-    slot = _pick(plan.slots, free, need)
+def _take(plan: MemoryPlan, free: list[int], need: sympy.Expr, stage: int = 0) -> int:
+    """A free slot of the same stage for `need` bytes (grown where needed), else a new one."""
+    slot = _pick(plan.slots, [s for s in free if plan.stage[s] == stage], need)
     if slot is None:
         plan.slots.append(need)
+        plan.stage.append(stage)
         return len(plan.slots) - 1
     free.remove(slot)
     if not surely_at_least(plan.slots[slot], need):

@@ -123,8 +123,10 @@ def load_results(path: Path) -> dict[tuple[str, str], tuple[str, Row]]:
     return out
 
 
-def sweep(only: set[str] | None, max_samples: int, results: Path, skip) -> None:
-    """Runs every in-scope case not `skip`ped and appends each result to `results`."""
+def sweep(only: set[str] | None, max_samples: int, results: Path, skip,
+          reverse: bool = False) -> None:
+    """Runs every in-scope case not `skip`ped and appends each result to `results`
+    (`reverse`: from the end of the database, for a second process meeting the first)."""
     from torch.testing._internal.common_methods_invocations import op_db
 
     from .opsweep import opinfo_name
@@ -132,7 +134,7 @@ def sweep(only: set[str] | None, max_samples: int, results: Path, skip) -> None:
     signal.signal(signal.SIGALRM, _alarm)
     results.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="aotc-opcov-") as tmp, results.open("a") as log:
-        for info in op_db:
+        for info in (reversed(op_db) if reverse else op_db):
             name = opinfo_name(info)
             if only and name not in only:
                 continue
@@ -204,11 +206,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--resume", action="store_true", help="skip the cases already recorded")
     p.add_argument("--rerun-failed", action="store_true",
                    help="with --resume: run the recorded failures again")
+    p.add_argument("--reverse", action="store_true", help="walk the database from its end")
+    p.add_argument("--skip-recorded", nargs="*", default=[],
+                   help="other JSON-lines records whose cases are skipped too")
     args = p.parse_args(argv)
     results = Path(args.results)
     if not args.resume and results.exists():
         results.unlink()
     before = load_results(results)
+    for other in args.skip_recorded:
+        before.update(load_results(Path(other)))
 
     def skip(op: str, dtype: str) -> bool:
         got = before.get((op, dtype))
@@ -217,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         cat, row = got
         return not (args.rerun_failed and cat == "in scope" and not row.ok)
 
-    sweep(set(args.only) if args.only else None, args.samples, results, skip)
+    sweep(set(args.only) if args.only else None, args.samples, results, skip, args.reverse)
     rows: dict[str, list[Row]] = {"in scope": [], "linalg": [], "fft": [], "random": []}
     for cat, row in load_results(results).values():
         rows[cat].append(row)

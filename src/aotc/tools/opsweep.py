@@ -134,8 +134,13 @@ def inputs_of(samples: list[Sample]) -> tuple:
 
 
 def export(info, samples: list[Sample]):
+    """The exported program of the samples, once it has run them: a program whose own
+    run-time asserts fail on the very inputs it was traced with (masked_select with a
+    broadcast mask bounds its output by the input's size) is export's defect."""
     with torch.no_grad():
-        return torch.export.export(Batch(info.op, samples), inputs_of(samples))
+        ep = torch.export.export(Batch(info.op, samples), inputs_of(samples))
+        ep.module()(*inputs_of(samples))
+    return ep
 
 
 def exportable(info, samples: list[Sample]):

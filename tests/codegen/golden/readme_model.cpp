@@ -12,7 +12,7 @@ constexpr int64_t kNumConstants = 4;
 constexpr int64_t kNumSymbols = 1;
 constexpr int64_t kMaxRank = 2;
 // bytes of each constant: one with none may come as a null pointer
-constexpr int64_t kConstantBytes[] = {640, 64, 64, 4};
+constexpr int64_t kConstantBytes[] = {1280, 64, 64, 4};
 // model state: the constants (registered buffers) the program updates in place
 constexpr int64_t kNumState = 0;
 constexpr int64_t kStateConstant[] = {0};
@@ -20,35 +20,59 @@ constexpr int64_t kStateConstant[] = {0};
 struct Model {
   const void *constants[kNumConstants > 0 ? kNumConstants : 1];
   void *state[kNumState > 0 ? kNumState : 1];  // this object's copy of each
+  bool shared_state[kNumState > 0 ? kNumState : 1];  // the loader's memory: not freed
   char *arena;
   int64_t arena_bytes;
   int32_t num_threads;
 };
 
-// relu: relu (aten.relu.default)
+// relu: linear (aten.linear.default), relu (aten.relu.default)
 //   from model.py:19 (return self.sigmoid(self.fc2(self.relu(self.fc1(x)))))
-static void k1_relu(const int64_t *sym, float *__restrict out, const float *__restrict linear) {
+void epilogue_relu(const void *ctx, float *c, int64_t ldc, int64_t row, int64_t col, int64_t rows, int64_t cols) {
+  const void *const *args = static_cast<const void *const *>(ctx);
+  const int64_t *sym = static_cast<const int64_t *>(args[0]);
   const int64_t s77 = sym[0];
-  #pragma omp parallel for if(16*s77 >= 16384)
-  for (int64_t i0 = 0; i0 < s77; ++i0) {
-    for (int64_t i1 = 0; i1 < 16; ++i1) {
-      const float t0 = linear[16*i0 + i1];
+  (void)s77;
+  (void)sym;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rest = row + r;
+    const int64_t i0 = rest;
+    (void)rest;
+    float *__restrict out = c + r * ldc;
+    #pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t i1 = col + j;
+      (void)i1;
+      const float acc = out[j];
+      const float t0 = acc;
       const float t1 = aotc::maximum<float>(t0, 0.0f);
-      out[16*i0 + i1] = t1;
+      out[j] = static_cast<float>(t1);
     }
   }
 }
 
-// sigmoid: sigmoid (aten.sigmoid.default)
+// sigmoid: linear_1 (aten.linear.default), sigmoid (aten.sigmoid.default)
 //   from model.py:19 (return self.sigmoid(self.fc2(self.relu(self.fc1(x)))))
-static void k3_sigmoid(const int64_t *sym, float *__restrict out, const float *__restrict linear_1) {
+void epilogue_sigmoid(const void *ctx, float *c, int64_t ldc, int64_t row, int64_t col, int64_t rows, int64_t cols) {
+  const void *const *args = static_cast<const void *const *>(ctx);
+  const int64_t *sym = static_cast<const int64_t *>(args[0]);
   const int64_t s77 = sym[0];
-  constexpr int64_t i1 = 0;
-  #pragma omp parallel for if(s77 >= 16384)
-  for (int64_t i0 = 0; i0 < s77; ++i0) {
-    const float t0 = linear_1[i0 + i1];
-    const float t1 = aotc::sigmoid(t0);
-    out[i0 + i1] = t1;
+  (void)s77;
+  (void)sym;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rest = row + r;
+    const int64_t i0 = rest;
+    (void)rest;
+    float *__restrict out = c + r * ldc;
+    #pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t i1 = col + j;
+      (void)i1;
+      const float acc = out[j];
+      const float t0 = acc;
+      const float t1 = aotc::sigmoid(t0);
+      out[j] = static_cast<float>(t1);
+    }
   }
 }
 
@@ -103,8 +127,6 @@ int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, const 
   int64_t arena_bytes = 0;
   const int64_t slot0 = arena_bytes;
   arena_bytes += aotc::align64(64*s77);
-  const int64_t slot1 = arena_bytes;
-  arena_bytes += aotc::align64(64*s77);
   if (arena_bytes > m->arena_bytes) {
     std::free(m->arena);
     m->arena = static_cast<char *>(std::aligned_alloc(64, arena_bytes));
@@ -118,26 +140,30 @@ int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, const 
   const float *c_p_fc2_weight = static_cast<const float *>(m->constants[2]);
   const float *c_p_fc2_bias = static_cast<const float *>(m->constants[3]);
   const float *in_x = static_cast<const float *>(in[0].data);
-  float *linear = reinterpret_cast<float *>(arena + slot0);
-  float *relu = reinterpret_cast<float *>(arena + slot1);
-  float *linear_1 = reinterpret_cast<float *>(arena + slot0);
+  float *relu = reinterpret_cast<float *>(arena + slot0);
   float *sigmoid = static_cast<float *>(out[0].data);
-  // linear: linear (aten.linear.default)
+  // relu: linear (aten.linear.default), relu (aten.relu.default)
   //   from model.py:19 (return self.sigmoid(self.fc2(self.relu(self.fc1(x)))))
-  aotc_sgemm_batched(1, s77, 16, 10,
-                     in_x + 0, 0, 10, 1,
-                     c_p_fc1_weight + 0, 0, 1, 10,
-                     linear, 16*s77, 16,
-                     c_p_fc1_bias + 0, 0, 0, 1, 1.0f, 1.0f);
-  k1_relu(sym, relu, linear);
-  // linear_1: linear_1 (aten.linear.default)
+  {
+    const void *const epilogue_relu_args[] = {sym};
+    const aotc_gemm_epilogue epilogue_relu_call = {epilogue_relu, epilogue_relu_args};
+    aotc_sgemm_prepacked(1, s77, 16, 10,
+                         in_x + 0, 0, 10, 1,
+                         c_p_fc1_weight,
+                         relu, 16*s77, 16,
+                         c_p_fc1_bias + 0, 0, 0, 1, 1.0f, 1.0f, &epilogue_relu_call);
+  }
+  // sigmoid: linear_1 (aten.linear.default), sigmoid (aten.sigmoid.default)
   //   from model.py:19 (return self.sigmoid(self.fc2(self.relu(self.fc1(x)))))
-  aotc_sgemm_batched(1, s77, 1, 16,
+  {
+    const void *const epilogue_sigmoid_args[] = {sym};
+    const aotc_gemm_epilogue epilogue_sigmoid_call = {epilogue_sigmoid, epilogue_sigmoid_args};
+    aotc_sgemm_fused(1, s77, 1, 16,
                      relu + 0, 0, 16, 1,
                      c_p_fc2_weight + 0, 0, 1, 16,
-                     linear_1, s77, 1,
-                     c_p_fc2_bias + 0, 0, 0, 1, 1.0f, 1.0f);
-  k3_sigmoid(sym, sigmoid, linear_1);
+                     sigmoid, s77, 1,
+                     c_p_fc2_bias + 0, 0, 0, 1, 1.0f, 1.0f, &epilogue_sigmoid_call);
+  }
   return AOTC_OK;
 }
 
@@ -154,10 +180,10 @@ const int64_t kConstantSizes1[] = {16};
 const int64_t kConstantSizes2[] = {1, 16};
 const int64_t kConstantSizes3[] = {1};
 const aotc_constant_info kConstantInfo[] = {
-    {"fc1.weight", kConstantSizes0, 2, AOTC_FLOAT32, 0, 640},
-    {"fc1.bias", kConstantSizes1, 1, AOTC_FLOAT32, 640, 64},
-    {"fc2.weight", kConstantSizes2, 2, AOTC_FLOAT32, 704, 64},
-    {"fc2.bias", kConstantSizes3, 1, AOTC_FLOAT32, 768, 4},
+    {"fc1.weight", kConstantSizes0, 2, AOTC_FLOAT32, 0, 1280},
+    {"fc1.bias", kConstantSizes1, 1, AOTC_FLOAT32, 1280, 64},
+    {"fc2.weight", kConstantSizes2, 2, AOTC_FLOAT32, 1344, 64},
+    {"fc2.bias", kConstantSizes3, 1, AOTC_FLOAT32, 1408, 4},
 };
 const aotc_tensor_info *const kInputs = kInputInfo;
 const aotc_tensor_info *const kOutputs = kOutputInfo;
@@ -166,6 +192,15 @@ const aotc_constant_info *const kConstants = kConstantInfo;
 const char *const *const kKeys = nullptr;
 const char *const *const kValues = nullptr;
 constexpr int64_t kNumMetadata = 0;
+
+// The packed-weight layout this package was written in (aotc_sgemm_pack_b).
+int check_packing() {
+  int64_t nr = 0, kc = 0;
+  aotc_sgemm_packed_layout(&nr, &kc);
+  if (nr != 32 || kc != 512)
+    return aotc::fail(AOTC_ERR_PACKAGE, "aotc_create: the weights were packed for GEMM panels of 32 x 512 and this library's kernel uses %lld x %lld; rebuild the package for this ISA", (long long)nr, (long long)kc);
+  return AOTC_OK;
+}
 
 }  // namespace
 
@@ -181,6 +216,7 @@ int aotc_create(const void *const *constants, int64_t n_constants, void **model)
   if (n_constants != kNumConstants)
     return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: expected %lld constants, got %lld",
                       (long long)kNumConstants, (long long)n_constants);
+  if (int rc = check_packing()) return rc;
   Model *m = static_cast<Model *>(std::calloc(1, sizeof(Model)));
   if (!m) return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory");
   for (int64_t k = 0; k < kNumConstants; ++k) {
@@ -219,6 +255,18 @@ int aotc_state(void *model, int64_t k, void **data) {
   return AOTC_OK;
 }
 
+int aotc_share_state(void *model, int64_t k, void *data) {
+  if (!model || !data) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: null argument");
+  if (k < 0 || k >= kNumState)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: no state buffer %lld (the model has %lld)",
+                      (long long)k, (long long)kNumState);
+  Model *m = static_cast<Model *>(model);
+  if (!m->shared_state[k]) std::free(m->state[k]);
+  m->state[k] = data;
+  m->shared_state[k] = true;
+  return AOTC_OK;
+}
+
 int aotc_set_num_threads(void *model, int32_t n) {
   if (!model) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_set_num_threads: null model");
   static_cast<Model *>(model)->num_threads = n;
@@ -252,7 +300,8 @@ int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *
 void aotc_destroy(void *model) {
   if (!model) return;
   Model *m = static_cast<Model *>(model);
-  for (int64_t j = 0; j < kNumState; ++j) std::free(m->state[j]);
+  for (int64_t j = 0; j < kNumState; ++j)
+    if (!m->shared_state[j]) std::free(m->state[j]);
   std::free(m->arena);
   std::free(m);
 }
@@ -299,3 +348,19 @@ int aotc_describe_metadata(const char *const **keys, const char *const **values,
 }
 
 }  // extern "C"
+
+extern "C" int aotc_pack_constant(int64_t k, const void *src, void *dst) {
+  if (k < 0 || k >= kNumConstants)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: no constant %lld (the model has %lld)", (long long)k, (long long)kNumConstants);
+  if (kConstantBytes[k] == 0) return AOTC_OK;
+  if (!src || !dst) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: null argument");
+  switch (k) {
+    case 0:
+      aotc_sgemm_pack_b(10, 16, static_cast<const float *>(src) + 0, 1, 10, static_cast<float *>(dst));
+      return AOTC_OK;
+    default:
+      __builtin_memcpy(dst, src, size_t(kConstantBytes[k]));
+      return AOTC_OK;
+  }
+}
+

@@ -20,6 +20,7 @@ constexpr int64_t kStateConstant[] = {0};
 struct Model {
   const void *constants[kNumConstants > 0 ? kNumConstants : 1];
   void *state[kNumState > 0 ? kNumState : 1];  // this object's copy of each
+  bool shared_state[kNumState > 0 ? kNumState : 1];  // the loader's memory: not freed
   char *arena;
   int64_t arena_bytes;
   int32_t num_threads;
@@ -228,6 +229,11 @@ const char *const *const kKeys = nullptr;
 const char *const *const kValues = nullptr;
 constexpr int64_t kNumMetadata = 0;
 
+// The packed-weight layout this package was written in (aotc_sgemm_pack_b).
+int check_packing() {
+  return AOTC_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -242,6 +248,7 @@ int aotc_create(const void *const *constants, int64_t n_constants, void **model)
   if (n_constants != kNumConstants)
     return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: expected %lld constants, got %lld",
                       (long long)kNumConstants, (long long)n_constants);
+  if (int rc = check_packing()) return rc;
   Model *m = static_cast<Model *>(std::calloc(1, sizeof(Model)));
   if (!m) return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory");
   for (int64_t k = 0; k < kNumConstants; ++k) {
@@ -280,6 +287,18 @@ int aotc_state(void *model, int64_t k, void **data) {
   return AOTC_OK;
 }
 
+int aotc_share_state(void *model, int64_t k, void *data) {
+  if (!model || !data) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: null argument");
+  if (k < 0 || k >= kNumState)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: no state buffer %lld (the model has %lld)",
+                      (long long)k, (long long)kNumState);
+  Model *m = static_cast<Model *>(model);
+  if (!m->shared_state[k]) std::free(m->state[k]);
+  m->state[k] = data;
+  m->shared_state[k] = true;
+  return AOTC_OK;
+}
+
 int aotc_set_num_threads(void *model, int32_t n) {
   if (!model) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_set_num_threads: null model");
   static_cast<Model *>(model)->num_threads = n;
@@ -313,7 +332,8 @@ int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *
 void aotc_destroy(void *model) {
   if (!model) return;
   Model *m = static_cast<Model *>(model);
-  for (int64_t j = 0; j < kNumState; ++j) std::free(m->state[j]);
+  for (int64_t j = 0; j < kNumState; ++j)
+    if (!m->shared_state[j]) std::free(m->state[j]);
   std::free(m->arena);
   std::free(m);
 }
@@ -360,3 +380,16 @@ int aotc_describe_metadata(const char *const **keys, const char *const **values,
 }
 
 }  // extern "C"
+
+extern "C" int aotc_pack_constant(int64_t k, const void *src, void *dst) {
+  if (k < 0 || k >= kNumConstants)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: no constant %lld (the model has %lld)", (long long)k, (long long)kNumConstants);
+  if (kConstantBytes[k] == 0) return AOTC_OK;
+  if (!src || !dst) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: null argument");
+  switch (k) {
+    default:
+      __builtin_memcpy(dst, src, size_t(kConstantBytes[k]));
+      return AOTC_OK;
+  }
+}
+

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import sympy
 
+from ...ir.binding import late_symbols
 from ...ir.compress import Count
 from ...ir.expr import loads
 from ...ir.nodes import Program
 from ...ir.symbols import UNBOUNDED_BELOW
 from .code import CodeBuffer
 from .compress import emit_count
-from .exprs import BodyEmitter
+from .exprs import BodyEmitter, c_condition
 from .kernels import index_exprs, program_symbol_index, symbols_in
 
 
@@ -73,7 +74,10 @@ def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
         return
     index = {s.buffer: k for k, s in enumerate(program.inputs)}
     sizes = {b: program.buffers[b].sizes for b in index}
+    late = late_symbols(program)
     for s, body in program.item_symbols.items():
+        if s in late:  # bound during the run (codegen/cpp/late.py)
+            continue
         idx = program_symbol_index(program, s)
         def pointer_of(b: str) -> str:
             return f"static_cast<const {program.buffers[b].dtype.ctype} *>(in[{index[b]}].data)"
@@ -100,6 +104,23 @@ def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
             code.line(f"sym[{idx}] = {value};")
             range_check(code, program, s, f"sym[{idx}]", what)
         bound[s] = what
+
+
+def emit_assertions(code: CodeBuffer, program: Program, assertions, declare: bool) -> None:
+    """Check each (condition, what) export recorded; `declare`: read the symbols from `sym`
+    first (in bind_inputs, where they are not locals)."""
+    for condition, what in assertions:
+        with code.block(""):
+            if declare:
+                for s in symbols_in(program, condition):
+                    code.line(f"const int64_t {s.name} = sym[{program_symbol_index(program, s)}];")
+            code.line(f"if (!({c_condition(condition)}))")
+            code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{_c_text(what)} does not hold for '
+                      f'these inputs");')
+
+
+def _c_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
 
 
 def _input_name(program: Program, buffer: str) -> str:

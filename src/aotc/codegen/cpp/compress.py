@@ -1,11 +1,13 @@
-"""The kernel of a Compress: walk the mask in row-major order on one thread and append
-one block per selected position, so rows come in PyTorch's order on every run."""
+"""The kernels of a Compress (walk the mask in row-major order on one thread and append
+one block per selected position, so rows come in PyTorch's order on every run) and of a
+MaskedScatter (the same walk, writing the next row of values at each selected position)."""
 from __future__ import annotations
 
-from ...ir.compress import Compress, Count
+from ...ir.compress import Compress, Count, MaskedScatter
 from ...ir.nodes import Buffer, Program
 from ...ir.symbols import flat_offset, index_var, numel, reduction_var
 from ...scheduler.memory import reads_of
+from . import ops
 from .code import CodeBuffer
 from .exprs import BodyEmitter, c_index
 from .kernels import Kernel, describe, index_exprs, program_symbol_index, symbols_in
@@ -54,6 +56,72 @@ def emit_compress(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> 
             code.line("}")
     code.line()
     return Kernel(name, [buf.name] + reads, checks_bounds=True)
+
+
+def emit_masked_scatter(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> Kernel:
+    """Copy `init` in, then walk the mask in row-major order writing one row of values per
+    selected position; the count of rows used is checked against the values' rows."""
+    op = buf.op
+    assert isinstance(op, MaskedScatter)
+    reads = sorted(reads_of(buf))
+    sizes = {b: program.buffers[b].sizes for b in reads}
+    params = ["int *oob", f"{buf.dtype.ctype} *__restrict out"] + [
+        f"const {program.buffers[b].dtype.ctype} *__restrict {b}" for b in reads]
+    used = [*buf.sizes, *op.ranges, *op.inner, op.rows, *index_exprs(op.init),
+            *index_exprs(op.mask), *index_exprs(op.value), *(s for b in reads for s in sizes[b])]
+    name = f"k{kid}_{buf.name}"
+    code.lines_of(describe(buf))
+    with code.block(f"static void {name}(const int64_t *sym, {', '.join(params)})"):
+        for s in symbols_in(program, *used):
+            code.line(f"const int64_t {s.name} = sym[{program_symbol_index(program, s)}];")
+        iv = [index_var(k) for k in range(len(buf.sizes))]
+        _open(code, iv, buf.sizes)
+        body = BodyEmitter(sizes, lambda b: b)
+        init = body.value(op.init)
+        code.lines_of(body.lines)
+        code.line(f"out[{c_index(flat_offset(tuple(iv), buf.sizes)) if iv else '0'}] = {init};")
+        _close(code, iv)
+        code.line(f"const int64_t rows = {c_index(op.rows)};")
+        code.line("int64_t row = 0;")
+        rv = [reduction_var(k) for k in range(len(op.ranges))]
+        _open(code, rv, op.ranges)
+        body = BodyEmitter(sizes, lambda b: b)
+        keep = body.value(op.mask)
+        code.lines_of(body.lines)
+        inner = [index_var(k + 1) for k in range(len(op.inner))]
+        with code.block(f"if ({keep})"):
+            code.line("if (row >= rows) { __atomic_store_n(oob, 1, __ATOMIC_RELAXED); return; }")
+            code.line(f"const int64_t {index_var(0)} = row;")
+            _open(code, inner, op.inner)
+            body = BodyEmitter(sizes, lambda b: b)
+            value = body.value(op.value)
+            code.lines_of(body.lines)
+            at = f"out[{c_index(flat_offset(tuple(rv) + tuple(inner), buf.sizes))}]"
+            if op.combine is None:
+                code.line(f"{at} = {value};")
+            else:
+                code.line(f"{at} = {ops.binary(op.combine, at, value, buf.dtype)};")
+            _close(code, inner)
+            code.line("++row;")
+        _close(code, rv)
+        if op.exact:
+            code.line("if (row != rows) __atomic_store_n(oob, 1, __ATOMIC_RELAXED);")
+    code.line()
+    what = ("the mask selects a number of positions other than the rows of values" if op.exact
+            else "the mask selects more positions than the source has elements")
+    return Kernel(name, [buf.name] + reads, checks_bounds=True, oob_message=what)
+
+
+def _open(code: CodeBuffer, vars_, ranges) -> None:
+    for v, n in zip(vars_, ranges):
+        code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
+        code.level += 1
+
+
+def _close(code: CodeBuffer, vars_) -> None:
+    for _ in vars_:
+        code.level -= 1
+        code.line("}")
 
 
 def emit_count(code: CodeBuffer, program: Program, count: Count, sizes: dict, pointer_of) -> str:

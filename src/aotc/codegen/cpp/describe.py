@@ -13,11 +13,13 @@ WEIGHT_ALIGN = 64
 
 
 def constant_layout(program: Program) -> list[tuple[int, int]]:
-    """(offset, nbytes) of each constant in weights.bin: in order, each 64-byte aligned."""
+    """(offset, nbytes) of each constant in weights.bin: in order, each 64-byte aligned; a
+    prepacked constant takes the size of its packed layout."""
     layout, end = [], 0
     for c in program.constants:
         buf = program.buffers[c.buffer]
-        nbytes = math.prod(int(s) for s in buf.sizes) * buf.dtype.itemsize
+        nbytes = (c.packing.floats() * 4 if c.packing is not None
+                  else math.prod(int(s) for s in buf.sizes) * buf.dtype.itemsize)
         offset = -(-end // WEIGHT_ALIGN) * WEIGHT_ALIGN
         layout.append((offset, nbytes))
         end = offset + nbytes

@@ -59,7 +59,7 @@ def c_index(e) -> str:
     if isinstance(e, sympy.Piecewise):  # (value, condition) pairs, the last one `True`
         out = c_index(e.args[-1][0])
         for value, cond in reversed(e.args[:-1]):
-            out = f"({_c_condition(cond)} ? {c_index(value)} : {out})"
+            out = f"({c_condition(cond)} ? {c_index(value)} : {out})"
         return out
     raise NotImplementedError(f"index expression {e} has no C++ form")
 
@@ -68,13 +68,18 @@ _RELATIONS = {sympy.StrictLessThan: "<", sympy.LessThan: "<=", sympy.StrictGreat
               sympy.GreaterThan: ">=", sympy.Equality: "==", sympy.Unequality: "!="}
 
 
-def _c_condition(c) -> str:
+def c_condition(c) -> str:
+    """A C++ bool expression for a sympy condition over integer symbols."""
     if c is sympy.true:
         return "true"
+    if c is sympy.false:
+        return "false"
+    if isinstance(c, sympy.Not):
+        return f"!({c_condition(c.args[0])})"
     if isinstance(c, sympy.And):
-        return " && ".join(f"({_c_condition(a)})" for a in c.args)
+        return " && ".join(f"({c_condition(a)})" for a in c.args)
     if isinstance(c, sympy.Or):
-        return " || ".join(f"({_c_condition(a)})" for a in c.args)
+        return " || ".join(f"({c_condition(a)})" for a in c.args)
     op = _RELATIONS.get(type(c))
     if op is None:
         raise NotImplementedError(f"condition {c} has no C++ form")

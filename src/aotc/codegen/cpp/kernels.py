@@ -27,6 +27,7 @@ class Kernel:
     name: str
     args: list[str]  # buffers passed after `sym` (and `oob`), in order
     checks_bounds: bool = False  # takes an `int *oob` flag raised on a bad indirect index
+    oob_message: str | None = None  # what a raised flag means, where not an index range
 
 
 def describe(buf: Buffer) -> list[str]:

@@ -3,15 +3,22 @@ from __future__ import annotations
 
 import sympy
 
-from ...ir.compress import Compress
+from ...ir.binding import late_symbols, outputs_sized_late
+from ...ir.compress import Compress, MaskedScatter
 from ...ir.nodes import Buffer, BufferKind, Program, Template
 from ...ir.regions import RegionWrite
 from ...scheduler.grouping import RowGroup, Scheduled
 from ...scheduler.inplace import in_place_updates
 from ...scheduler.memory import MemoryPlan, nbytes
-from .bind import bind_item_symbols, bind_scalar_input, range_check, solve_size_symbols
+from .bind import (
+    bind_item_symbols,
+    bind_scalar_input,
+    emit_assertions,
+    range_check,
+    solve_size_symbols,
+)
 from .code import CodeBuffer
-from .compress import emit_compress
+from .compress import emit_compress, emit_masked_scatter
 from .control import (
     after_kernel,
     guard_condition,
@@ -21,14 +28,16 @@ from .control import (
     loop_open,
     loops_of,
 )
-from .describe import emit_describe_abi, emit_description
+from .describe import constant_layout, emit_describe_abi, emit_description
 from .exprs import c_index
 from .kernels import describe, emit_kernel, program_symbol_index, symbol_order
+from .late import emit_bind, emit_stage_start, emit_symbol_locals, slot_pointer
+from .packing import emit_pack_abi, emit_packing
 from .regions import emit_region_write
 from .rows import emit_row_group
 from .sharing import KernelSharing
 from .state import emit_state_tables, state_index, storage_of
-from .templates import template_call
+from .templates import emit_template_helpers, template_call
 
 
 def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
@@ -38,7 +47,7 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
     code.lines_of(["#include <omp.h>", "", '#include "aotc_codegen.h"', '#include "aotc_kernels.h"',
                    ""])
     n_sym = len(program.symbols)
-    constant_bytes = [str(nbytes(program.buffers[c.buffer])) for c in program.constants]
+    constant_bytes = [str(size) for _, size in constant_layout(program)]  # as stored (packed)
     max_rank = max([len(program.buffers[o].sizes) for o in program.outputs] + [1])
     code.line("namespace {")
     code.line()
@@ -52,14 +61,21 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
         f"constexpr int64_t kConstantBytes[] = {{{', '.join(constant_bytes) or '0'}}};",
     ])
     emit_state_tables(code, program)
+    n_stages = max(plan.stage, default=0)
     code.lines_of([
         "",
         "struct Model {",
         "  const void *constants[kNumConstants > 0 ? kNumConstants : 1];",
         "  void *state[kNumState > 0 ? kNumState : 1];  // this object's copy of each",
+        "  bool shared_state[kNumState > 0 ? kNumState : 1];  // the loader's memory: not freed",
         "  char *arena;",
         "  int64_t arena_bytes;",
         "  int32_t num_threads;",
+    ] + ([
+        "  // the arenas of the stages that symbols bound during the run size",
+        f"  char *late_arena[{n_stages}];",
+        f"  int64_t late_arena_bytes[{n_stages}];",
+    ] if n_stages else []) + [
         "};",
         "",
     ])
@@ -74,9 +90,12 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
             kernel = emit_region_write(code, program, item, kid, in_place=item.name in in_place)
         elif isinstance(item.op, Compress):  # a data-dependent count of rows
             kernel = emit_compress(code, program, item, kid)
+        elif isinstance(item.op, MaskedScatter):  # rows written where a mask holds
+            kernel = emit_masked_scatter(code, program, item, kid)
         elif not isinstance(item.op, Template):
             kernel = emit_kernel(code, program, item, kid)
-        else:
+        else:  # a template: its call is emitted in the run; its helpers (an epilogue) here
+            emit_template_helpers(code, program, item)
             continue
         computes = [m.name for m in item.members] if isinstance(item, RowGroup) else [item.name]
         kernels[item.name] = sharing.share(code, start, kernel, computes)
@@ -84,11 +103,14 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
     _emit_output_sizes(code, program, max_rank)
     _emit_run(code, program, plan, schedule, kernels, in_place)
     emit_description(code, program, metadata or {})
+    emit_packing(code, program)
     code.line("}  // namespace")
     code.line()
-    _emit_abi(code)
+    _emit_abi(code, n_stages, outputs_sized_late(program))
     code.line()
     emit_describe_abi(code)
+    code.line()
+    emit_pack_abi(code, program)
     return code.text()
 
 
@@ -140,7 +162,7 @@ def _emit_bind_inputs(code: CodeBuffer, program: Program) -> None:
                 bind_scalar_input(code, program, k, nm, spec.buffer, bound)
         solve_size_symbols(code, program, bound, deferred)
         bind_item_symbols(code, program, bound)
-        unbound = set(program.symbols) - set(bound)
+        unbound = set(program.symbols) - set(bound) - set(late_symbols(program))
         needed = {s for _, _, _, e in deferred for s in e.free_symbols} | _symbols_needed(program)
         if unbound & needed:
             from ...errors import CompileError
@@ -153,6 +175,13 @@ def _emit_bind_inputs(code: CodeBuffer, program: Program) -> None:
             code.line(f"if ({v} != {c_index(size)})")
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': dim {d} is %lld, '
                       f'expected {size} = %lld", (long long){v}, (long long)({c_index(size)}));')
+        late = set(late_symbols(program))
+        early = [(c, w) for c, w in program.assertions if not (c.free_symbols & late)]
+        for c, w in early:
+            if c.free_symbols & (unbound - late):
+                from ...errors import CompileError
+                raise CompileError(f"{w} reads shape symbols that aotc cannot bind at run time")
+        emit_assertions(code, program, early, declare=True)
         code.line("return AOTC_OK;")
     code.line()
 
@@ -183,34 +212,26 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
     input_index = {s.buffer: k for k, s in enumerate(program.inputs)}
     out_index = {name: j for j, name in enumerate(program.outputs)}
     code.line("// Checks the outputs, sizes the arena, then runs every kernel in order.")
-    with code.block("int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, "
-                    "const int64_t *sym)"):
-        code.line("if (n_out != kNumOutputs)")
-        code.line('  return aotc::fail(AOTC_ERR_INPUT, "expected %lld outputs, got %lld", '
-                  "(long long)kNumOutputs, (long long)n_out);")
-        code.line("int64_t expect[kNumOutputs * kMaxRank + 1];")
-        code.line("output_sizes(sym, expect);")
-        for j, name in enumerate(program.outputs):
-            buf = program.buffers[name]
-            code.line(f"if (out[{j}].ndim > 0 && (!out[{j}].sizes || !out[{j}].strides))")
-            code.line(f'  return aotc::fail(AOTC_ERR_ARGUMENT, "output {j}: null sizes or strides");')
-            code.line(f"if (out[{j}].ndim != {len(buf.sizes)} || out[{j}].dtype != "
-                      f"AOTC_{buf.dtype.name.upper()}"
-                      f" || !aotc::is_contiguous(out[{j}]))")
-            code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "output {j}: expected a contiguous '
-                      f'{buf.dtype.name} tensor of rank {len(buf.sizes)}");')
-            for d in range(len(buf.sizes)):
-                code.line(f"if (out[{j}].sizes[{d}] != expect[{j} * kMaxRank + {d}])")
-                code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "output {j}: dim {d} is %lld, '
-                          f'expected %lld", (long long)out[{j}].sizes[{d}], '
-                          f"(long long)expect[{j} * kMaxRank + {d}]);")
-        for j in range(len(program.outputs)):
-            code.line(f"if (!out[{j}].data && aotc::numel(out[{j}]) > 0)")
-            code.line(f'  return aotc::fail(AOTC_ERR_ARGUMENT, "output {j}: null data");')
-        code.lines_of(_bind_symbol_lines(program))
+    signature = ("int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, "
+                 "const int64_t *sym)")
+    if plan.bindings:  # binds symbols during the run; `shapes_only` stops once outputs are sized
+        signature = ("int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, "
+                     "int64_t *sym, int shapes_only = 0)")
+    with code.block(signature):
+        late = set(plan.bindings)
+        sized_late = outputs_sized_late(program)
+        if not sized_late:
+            _emit_output_checks(code, program)
+        if late:
+            emit_symbol_locals(code, program, late, symbol_order(program))
+        else:
+            code.lines_of(_bind_symbol_lines(program))
         code.line("// memory plan: slot sizes follow the bound shapes")
         code.line("int64_t arena_bytes = 0;")
         for k, size in enumerate(plan.slots):
+            if plan.stage[k] > 0:  # sized once the symbols of its stage are bound
+                code.line(f"int64_t slot{k} = 0;")
+                continue
             code.line(f"const int64_t slot{k} = arena_bytes;")
             code.line(f"arena_bytes += aotc::align64({c_index(size)});")
         with code.block("if (arena_bytes > m->arena_bytes)"):
@@ -234,7 +255,11 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
             elif buf.kind is BufferKind.CONSTANT:
                 code.line(f"const {t} *{name} = static_cast<const {t} *>(m->constants"
                           f"[{const_index[name]}]);")
-            elif name in out_index:
+            elif name in plan.slot_of and plan.stage[plan.slot_of[name]] > 0:
+                code.line(f"{t} *{name} = nullptr;  // set when its stage starts")
+            elif name in out_index and sized_late and name not in plan.copied_outputs:
+                code.line(f"{t} *{name} = nullptr;  // set once the outputs are checked")
+            elif name in out_index and name not in plan.copied_outputs:
                 code.line(f"{t} *{name} = static_cast<{t} *>(out[{out_index[name]}].data);")
             elif name in in_place:  # updates an input or the state in its own storage
                 code.line(f"{t} *{name} = static_cast<{t} *>"
@@ -250,7 +275,7 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
                 program, open_loops.pop(), lambda b: c_index(nbytes(program.buffers[b])))])
             code.line("}")
 
-        for item in schedule:
+        for step, item in enumerate(schedule):
             members = item.members if isinstance(item, RowGroup) else [item]
             names = [m.name for m in members]
             loops = loops_of(program, names)
@@ -268,13 +293,14 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
             if isinstance(item, Buffer) and item.name not in kernels:
                 ws = plan.workspace_of.get(item.name)
                 code.lines_of(template_call(item, lambda n: n,
-                                            None if ws is None else f"arena + slot{ws}"))
+                                            None if ws is None else slot_pointer(plan, ws)))
             elif kernels[item.name].checks_bounds:
                 k = kernels[item.name]
                 code.line(f"{k.name}(sym, &oob, {', '.join(k.args)});")
                 where = " ".join(ln.lstrip("/ ") for m in members for ln in describe(m))
                 code.line("if (oob)")
-                code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "index out of range in '
+                what = k.oob_message or "index out of range"
+                code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{_c_str(what)} in '
                           f'{_c_str(where)}");')
             else:
                 k = kernels[item.name]
@@ -284,6 +310,7 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
                 code.level -= 1
                 code.line("}")
             code.lines_of(loop_check(program, names))
+            _emit_bindings(code, program, plan, step, sized_late)
         while open_loops:
             code.level -= 1
             close_loop()
@@ -291,16 +318,86 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
             if final not in in_place:  # the new value goes into the input's or state's storage
                 code.line(f"__builtin_memcpy({storage_of(program, source)}, {final}, "
                           f"{c_index(nbytes(program.buffers[final]))});")
+        for name in plan.copied_outputs:  # computed before the output sizes were known
+            code.line(f"__builtin_memcpy(out[{out_index[name]}].data, {name}, "
+                      f"{c_index(nbytes(program.buffers[name]))});")
         code.line("return AOTC_OK;")
     code.line()
+
+
+def _emit_output_checks(code: CodeBuffer, program: Program) -> None:
+    """The caller's outputs: count, rank, dtype, layout and the sizes the bound symbols give."""
+    code.line("if (n_out != kNumOutputs)")
+    code.line('  return aotc::fail(AOTC_ERR_INPUT, "expected %lld outputs, got %lld", '
+              "(long long)kNumOutputs, (long long)n_out);")
+    code.line("int64_t expect[kNumOutputs * kMaxRank + 1];")
+    code.line("output_sizes(sym, expect);")
+    for j, name in enumerate(program.outputs):
+        buf = program.buffers[name]
+        code.line(f"if (out[{j}].ndim > 0 && (!out[{j}].sizes || !out[{j}].strides))")
+        code.line(f'  return aotc::fail(AOTC_ERR_ARGUMENT, "output {j}: null sizes or strides");')
+        code.line(f"if (out[{j}].ndim != {len(buf.sizes)} || out[{j}].dtype != "
+                  f"AOTC_{buf.dtype.name.upper()}"
+                  f" || !aotc::is_contiguous(out[{j}]))")
+        code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "output {j}: expected a contiguous '
+                  f'{buf.dtype.name} tensor of rank {len(buf.sizes)}");')
+        for d in range(len(buf.sizes)):
+            code.line(f"if (out[{j}].sizes[{d}] != expect[{j} * kMaxRank + {d}])")
+            code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "output {j}: dim {d} is %lld, '
+                      f'expected %lld", (long long)out[{j}].sizes[{d}], '
+                      f"(long long)expect[{j} * kMaxRank + {d}]);")
+    for j in range(len(program.outputs)):
+        code.line(f"if (!out[{j}].data && aotc::numel(out[{j}]) > 0)")
+        code.line(f'  return aotc::fail(AOTC_ERR_ARGUMENT, "output {j}: null data");')
+
+
+def _emit_bindings(code: CodeBuffer, program: Program, plan: MemoryPlan, step: int,
+                   sized_late: bool) -> None:
+    """After kernel `step`: bind the symbols whose values it completes, start their stage,
+    and, after the last binding point, check the outputs (sized by now)."""
+    here = [s for s, t in plan.bindings.items() if t == step]
+    if not here:
+        return
+    for s in here:
+        emit_bind(code, program, s)
+    emit_assertions(code, program, [
+        (c, w) for c, w in program.assertions
+        if max((plan.bindings[s] for s in c.free_symbols if s in plan.bindings), default=-2) == step
+    ], declare=False)
+    stage = sorted(set(plan.bindings.values())).index(step) + 1
+    emit_stage_start(code, program, plan, stage)
+    if sized_late and step == max(plan.bindings.values()):
+        code.line("if (shapes_only) return AOTC_OK;  // every output size is known now")
+        _emit_output_checks(code, program)
+        for j, name in enumerate(program.outputs):
+            if name not in plan.copied_outputs:
+                t = program.buffers[name].dtype.ctype
+                code.line(f"{name} = static_cast<{t} *>(out[{j}].data);")
 
 
 def _c_str(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
 
 
-def _emit_abi(code: CodeBuffer) -> None:
-    code.lines_of(ABI_FUNCTIONS.strip("\n").split("\n"))
+def _emit_abi(code: CodeBuffer, n_stages: int, sized_late: bool) -> None:
+    text = ABI_FUNCTIONS
+    if n_stages:
+        text = text.replace("  std::free(m->arena);\n", "  std::free(m->arena);\n"
+                            f"  for (int k = 0; k < {n_stages}; ++k) std::free(m->late_arena[k]);\n")
+    if sized_late:  # the output sizes need the kernels that bind their symbols
+        text = text.replace(SIZES_FROM_INPUTS, SIZES_FROM_RUN)
+    code.lines_of(text.strip("\n").split("\n"))
+
+
+SIZES_FROM_INPUTS = "  output_sizes(sym, out_sizes);\n"
+SIZES_FROM_RUN = """  Model *m = static_cast<Model *>(model);
+  const int saved_threads = omp_get_max_threads();
+  if (m->num_threads > 0) omp_set_num_threads(m->num_threads);
+  int rc = run(m, inputs, nullptr, 0, sym, 1);
+  if (m->num_threads > 0) omp_set_num_threads(saved_threads);
+  if (rc) return rc;
+  output_sizes(sym, out_sizes);
+"""
 
 
 # The C ABI around the model-specific `bind_inputs`, `output_sizes` and `run` above.
@@ -317,6 +414,7 @@ int aotc_create(const void *const *constants, int64_t n_constants, void **model)
   if (n_constants != kNumConstants)
     return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: expected %lld constants, got %lld",
                       (long long)kNumConstants, (long long)n_constants);
+  if (int rc = check_packing()) return rc;
   Model *m = static_cast<Model *>(std::calloc(1, sizeof(Model)));
   if (!m) return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory");
   for (int64_t k = 0; k < kNumConstants; ++k) {
@@ -355,6 +453,18 @@ int aotc_state(void *model, int64_t k, void **data) {
   return AOTC_OK;
 }
 
+int aotc_share_state(void *model, int64_t k, void *data) {
+  if (!model || !data) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: null argument");
+  if (k < 0 || k >= kNumState)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: no state buffer %lld (the model has %lld)",
+                      (long long)k, (long long)kNumState);
+  Model *m = static_cast<Model *>(model);
+  if (!m->shared_state[k]) std::free(m->state[k]);
+  m->state[k] = data;
+  m->shared_state[k] = true;
+  return AOTC_OK;
+}
+
 int aotc_set_num_threads(void *model, int32_t n) {
   if (!model) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_set_num_threads: null model");
   static_cast<Model *>(model)->num_threads = n;
@@ -388,7 +498,8 @@ int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *
 void aotc_destroy(void *model) {
   if (!model) return;
   Model *m = static_cast<Model *>(model);
-  for (int64_t j = 0; j < kNumState; ++j) std::free(m->state[j]);
+  for (int64_t j = 0; j < kNumState; ++j)
+    if (!m->shared_state[j]) std::free(m->state[j]);
   std::free(m->arena);
   std::free(m);
 }

@@ -94,7 +94,7 @@ _CALL = {
     BinaryOp.FLOORDIV: "aotc::floordiv", BinaryOp.TRUNCDIV: "aotc::truncdiv",
     BinaryOp.REMAINDER: "aotc::remainder", BinaryOp.FMOD: "aotc::fmod",
     BinaryOp.POW: "aotc::ipow", BinaryOp.ATAN2: "std::atan2",
-    BinaryOp.LSHIFT: "aotc::lshift", BinaryOp.RSHIFT: "aotc::rshift",
+    BinaryOp.LSHIFT: "aotc::lshift", BinaryOp.RSHIFT: "aotc::rshift", BinaryOp.GCD: "aotc::gcd",
 }
 
 

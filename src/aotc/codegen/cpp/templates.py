@@ -12,8 +12,10 @@ import sympy
 
 from ...dtypes import DType
 from ...errors import CompileError
-from ...ir.nodes import ArgSort, Attention, Buffer, Conv, Gemm, Scan, SearchSorted, Template
+from ...ir.nodes import ArgSort, Attention, Buffer, Conv, Gemm, Program, Scan, SearchSorted, Template
 from . import ops
+from .code import CodeBuffer
+from .epilogue import emit_epilogue, epilogue_setup
 from .exprs import c_index
 from .kernels import describe
 
@@ -58,6 +60,46 @@ def gemm_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     else:
         bias, sbias = "nullptr", ["0", "0", "0"]
     mn = c_index(sympy.expand(op.m * op.n))
+    alpha, beta = ops.literal(op.alpha, DType.float32), ops.literal(op.beta, DType.float32)
+    setup, epilogue = epilogue_setup(buf, pointer_of)
+    if op.b_packed:  # a constant in the kernel's panel layout, shared by the batch
+        call = [
+            f"aotc_sgemm_prepacked({c_index(op.batch)}, {m}, {n}, {c_index(op.k)},",
+            f"                     {a}, {', '.join(sa)},",
+            f"                     {pointer_of(op.b.buffer)},",
+            f"                     {pointer_of(buf.name)}, {mn}, {n},",
+            f"                     {bias}, {', '.join(sbias)}, {alpha}, {beta}, {epilogue});",
+        ]
+    elif op.epilogue is not None:
+        call = [
+            f"aotc_sgemm_fused({c_index(op.batch)}, {m}, {n}, {c_index(op.k)},",
+            f"                 {a}, {', '.join(sa)},",
+            f"                 {b}, {', '.join(sb)},",
+            f"                 {pointer_of(buf.name)}, {mn}, {n},",
+            f"                 {bias}, {', '.join(sbias)}, {alpha}, {beta}, {epilogue});",
+        ]
+    else:
+        return _plain_gemm(buf, pointer_of)
+    if not setup:
+        return call
+    return ["{"] + ["  " + s for s in setup + call] + ["}"]
+
+
+def _plain_gemm(buf: Buffer, pointer_of) -> list[str]:
+    op = buf.op
+    assert isinstance(op, Gemm)
+
+    def arg(o):
+        return f"{pointer_of(o.buffer)} + {c_index(o.offset)}", [c_index(s) for s in o.strides]
+
+    a, sa = arg(op.a)
+    b, sb = arg(op.b)
+    m, n = c_index(op.m), c_index(op.n)
+    if op.bias is not None:
+        bias, sbias = arg(op.bias)
+    else:
+        bias, sbias = "nullptr", ["0", "0", "0"]
+    mn = c_index(sympy.expand(op.m * op.n))
     return [
         f"aotc_sgemm_batched({c_index(op.batch)}, {m}, {n}, {c_index(op.k)},",
         f"                   {a}, {', '.join(sa)},",
@@ -66,6 +108,26 @@ def gemm_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
         f"                   {bias}, {', '.join(sbias)}, {ops.literal(op.alpha, DType.float32)}, "
         f"{ops.literal(op.beta, DType.float32)});",
     ]
+
+
+# (code, program, buffer) -> None: functions a template's call needs, emitted before the
+# run function (a GEMM's epilogue)
+Helper = Callable[[CodeBuffer, Program, Buffer], None]
+HELPERS: dict[type, Helper] = {}
+
+
+def emit_template_helpers(code: CodeBuffer, program: Program, buf: Buffer) -> None:
+    helper = HELPERS.get(type(buf.op))
+    if helper is not None:
+        helper(code, program, buf)
+
+
+def _gemm_helpers(code: CodeBuffer, program: Program, buf: Buffer) -> None:
+    if isinstance(buf.op, Gemm) and buf.op.epilogue is not None:
+        emit_epilogue(code, program, buf)
+
+
+HELPERS[Gemm] = _gemm_helpers
 
 
 @emits(Conv)

@@ -287,6 +287,47 @@ class ModelPackageLoader {
                                      check_full_update ? 1 : 0, &e), e);
   }
 
+  // Model state (registered buffers the program updates), the loader's one copy.
+  std::vector<std::string> buffer_names() const {
+    const int64_t *index = nullptr;
+    int64_t n = 0;
+    aotc_error e{};
+    check(aotc_loader_state(loader_, &index, &n, &e), e);
+    const std::vector<ConstantSpec> specs = constant_specs();
+    std::vector<std::string> names;
+    for (int64_t k = 0; k < n; ++k) names.push_back(specs[size_t(index[k])].name);
+    return names;
+  }
+
+  // A copy of state buffer `name` as the model holds it now.
+  Tensor get_buffer(const std::string &name) const {
+    for (const ConstantSpec &c : constant_specs()) {
+      if (c.name != name) continue;
+      Tensor t(c.dtype, c.sizes);
+      aotc_tensor v = t.view();
+      aotc_error e{};
+      check(aotc_loader_get_state(loader_, name.c_str(), &v, &e), e);
+      return t;
+    }
+    aotc_tensor none{};
+    aotc_error e{};
+    check(aotc_loader_get_state(loader_, name.c_str(), &none, &e), e);  // names the error
+    return Tensor();
+  }
+
+  // Overwrites state buffer `name` (contiguous, its dtype and sizes) before the next call.
+  void set_buffer(const std::string &name, const Tensor &value) {
+    const aotc_tensor v = value.view();
+    aotc_error e{};
+    check(aotc_loader_set_state(loader_, name.c_str(), &v, &e), e);
+  }
+
+  // Every state buffer back to the value the package holds.
+  void reset_buffers() {
+    aotc_error e{};
+    check(aotc_loader_reset_state(loader_, &e), e);
+  }
+
   aotc_loader *handle() const { return loader_; }
 
  private:

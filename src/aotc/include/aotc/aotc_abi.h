@@ -1,4 +1,4 @@
-/* The C ABI every aotc model.so exports (version 3).
+/* The C ABI every aotc model.so exports (version 5).
  * Every function returns 0 on success, or a non-zero aotc_status with a message in
  * aotc_last_error() (thread-local). No C++ exception and no abort crosses this ABI.
  * New functions may be added in later versions; existing meanings never change. */
@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 3
+#define AOTC_ABI_VERSION 5
 
 typedef struct {
   void *data;
@@ -62,6 +62,10 @@ typedef struct {
 
 int aotc_abi_version(void);
 int aotc_create(const void *const *constants, int64_t n_constants, void **model);
+/* Output sizes for these inputs. When they depend on values a kernel computes (a
+ * .item() of a sum, the count of a mask computed from a matmul), this runs the model's
+ * kernels up to the point where those values are known, in the model object's arena; the
+ * following aotc_run computes everything again from the inputs. */
 int aotc_output_shapes(void *model, const aotc_tensor *inputs, int64_t n_in, int64_t *out_sizes);
 int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *outputs,
              int64_t n_out);
@@ -85,6 +89,23 @@ int aotc_describe_metadata(const char *const **keys, const char *const **values,
  * which a caller may read or overwrite between runs. */
 int aotc_describe_state(const int64_t **constant_index, int64_t *n);
 int aotc_state(void *model, int64_t k, void **data);
+
+/* version 4: state shared by a loader's model objects. aotc_share_state makes model
+ * object `model` use `data` (the state buffer's bytes, 64-byte aligned, owned by the
+ * caller and outliving the object) as state buffer k from now on, instead of its own copy.
+ * A loader gives every model object the same memory, so the state belongs to the loaded
+ * model, whichever object serves a call; the loader runs calls of a model with state one
+ * at a time. */
+int aotc_share_state(void *model, int64_t k, void *data);
+
+/* version 5: prepacked constants. A weight that only GEMMs read is stored in weights.bin in
+ * the GEMM kernel's panel layout for the library's ISA (aotc_constant_info.nbytes is its
+ * stored size; sizes and dtype stay the user's), and aotc_create fails with
+ * AOTC_ERR_PACKAGE if the kernel linked in uses another layout. A loader that swaps
+ * constant k passes the user's contiguous value (the constant's sizes and dtype) to
+ * aotc_pack_constant, which writes the nbytes the model reads to dst (64-byte aligned):
+ * the packed layout, or a plain copy for a constant stored as given. */
+int aotc_pack_constant(int64_t k, const void *src, void *dst);
 
 #ifdef __cplusplus
 }

@@ -71,7 +71,8 @@ AOTC_RUNTIME_API
 int aotc_loader_output_sizes(aotc_loader *loader, const aotc_tensor *inputs, int64_t n_in,
                              int64_t *sizes, aotc_error *error);
 /* Runs the model; the caller allocates contiguous outputs of the sizes above. Inputs
- * and outputs are checked before any kernel runs. */
+ * and outputs are checked before any kernel runs (outputs sized by values a kernel computes:
+ * once those are known). */
 AOTC_RUNTIME_API
 int aotc_loader_run(aotc_loader *loader, const aotc_tensor *inputs, int64_t n_in,
                     aotc_tensor *outputs, int64_t n_out, aotc_error *error);
@@ -82,6 +83,25 @@ AOTC_RUNTIME_API
 int aotc_loader_load_constants(aotc_loader *loader, const char *const *names,
                                const aotc_tensor *values, int64_t n, int32_t check_full_update,
                                aotc_error *error);
+
+/* Model state: the registered buffers the program updates in place (a counter, a KV
+ * cache). The state belongs to the loader: one copy, made from the package's values at
+ * open and kept across runs and load_constants, shared by all its model objects; runs of
+ * a model with state take turns. aotc_loader_state gives each state buffer's index in
+ * aotc_loader_constants (its name, dtype and sizes). get copies a buffer's current value
+ * into `value`, set overwrites it from `value` (contiguous, its dtype and sizes), reset puts
+ * every buffer back to the package's value. */
+AOTC_RUNTIME_API
+int aotc_loader_state(const aotc_loader *loader, const int64_t **constant_index, int64_t *n,
+                      aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_get_state(aotc_loader *loader, const char *name, aotc_tensor *value,
+                          aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_set_state(aotc_loader *loader, const char *name, const aotc_tensor *value,
+                          aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_reset_state(aotc_loader *loader, aotc_error *error);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,80 @@
+"""A GEMM's fused epilogue as a C++ function the kernel calls on each finished block of C
+(aotc_gemm_epilogue in kernels/aotc_kernels.h), and the argument table it reads.
+
+The function rewrites the block in place: for output row `row + r` (counting the rows of
+every matrix of the batch, which unravels into the leading index variables) and column
+`col + j` (the last index variable), the product is `acc` and the element becomes the
+epilogue body's value. Other buffers the body reads come through the table, after the
+shape symbols."""
+from __future__ import annotations
+
+from ...ir.expr import loads
+from ...ir.nodes import Buffer, Gemm, Program
+from ...ir.symbols import index_vars
+from .code import CodeBuffer
+from .exprs import BodyEmitter, c_index
+from .kernels import describe, symbol_order
+
+
+def epilogue_name(buf: Buffer) -> str:
+    return f"epilogue_{buf.name}"
+
+
+def epilogue_buffers(op: Gemm) -> list[str]:
+    """The buffers the epilogue body reads besides the product, in table order."""
+    assert op.epilogue is not None
+    return list(dict.fromkeys(ld.buffer for ld in loads(op.epilogue)
+                              if ld.buffer != op.epilogue_source))
+
+
+def emit_epilogue(code: CodeBuffer, program: Program, buf: Buffer) -> None:
+    op = buf.op
+    assert isinstance(op, Gemm) and op.epilogue is not None
+    others = epilogue_buffers(op)
+    iv = index_vars(len(buf.sizes))
+    body = BodyEmitter({n: program.buffers[n].sizes for n in others}, lambda n: n,
+                       {op.epilogue_source: "acc"})
+    result = body.value(op.epilogue)
+    code.lines_of(describe(buf))
+    with code.block(f"void {epilogue_name(buf)}(const void *ctx, float *c, int64_t ldc, "
+                    "int64_t row, int64_t col, int64_t rows, int64_t cols)"):
+        code.line("const void *const *args = static_cast<const void *const *>(ctx);")
+        code.line("const int64_t *sym = static_cast<const int64_t *>(args[0]);")
+        for k, s in enumerate(symbol_order(program)):
+            code.line(f"const int64_t {s.name} = sym[{k}];")
+            code.line(f"(void){s.name};")
+        code.line("(void)sym;")
+        for k, name in enumerate(others, start=1):
+            t = program.buffers[name].dtype.ctype
+            code.line(f"const {t} *__restrict {name} = static_cast<const {t} *>(args[{k}]);")
+        with code.block("for (int64_t r = 0; r < rows; ++r)"):
+            # the leading index variables from the row, innermost first
+            code.line("int64_t rest = row + r;")
+            for d in range(len(buf.sizes) - 2, 0, -1):
+                size = c_index(buf.sizes[d])
+                code.line(f"const int64_t {iv[d]} = rest % ({size});")
+                code.line(f"rest /= {size};")
+            if len(buf.sizes) > 1:
+                code.line(f"const int64_t {iv[0]} = rest;")
+            code.line("(void)rest;")
+            code.line("float *__restrict out = c + r * ldc;")
+            code.line("#pragma omp simd")
+            with code.block("for (int64_t j = 0; j < cols; ++j)"):
+                code.line(f"const int64_t {iv[-1]} = col + j;")
+                code.line(f"(void){iv[-1]};")
+                code.line("const float acc = out[j];")
+                code.lines_of(body.lines)
+                code.line(f"out[j] = static_cast<float>({result});")
+    code.line()
+
+
+def epilogue_setup(buf: Buffer, pointer_of) -> tuple[list[str], str]:
+    """(statements that build the epilogue's argument table, the pointer to pass)."""
+    op = buf.op
+    assert isinstance(op, Gemm)
+    if op.epilogue is None:
+        return [], "nullptr"
+    table = ", ".join(["sym"] + [pointer_of(n) for n in epilogue_buffers(op)])
+    return [f"const void *const {epilogue_name(buf)}_args[] = {{{table}}};",
+            f"const aotc_gemm_epilogue {epilogue_name(buf)}_call = {{{epilogue_name(buf)}, "
+            f"{epilogue_name(buf)}_args}};"], f"&{epilogue_name(buf)}_call"

@@ -1,0 +1,64 @@
+"""The model library's prepacked constants (ABI version 5): the layout check at aotc_create
+and aotc_pack_constant, which packs a swapped weight as the package stores it.
+
+Which constants are packed, and how, is decided in scheduler/prepack.py; the layout itself
+is the GEMM kernel's (kernels/aotc_kernels.h)."""
+from __future__ import annotations
+
+from ...ir.nodes import Program
+from .code import CodeBuffer
+
+
+def emit_packing(code: CodeBuffer, program: Program) -> None:
+    """`check_packing()` inside the anonymous namespace: whether the kernel linked into this
+    library uses the panel layout the package's weights were packed in."""
+    layouts = {(c.packing.nr, c.packing.kc) for c in program.constants if c.packing}
+    assert len(layouts) <= 1, "one build packs every weight for one micro-kernel"
+    code.line("// The packed-weight layout this package was written in (aotc_sgemm_pack_b).")
+    code.line("int check_packing() {")
+    if layouts:
+        nr, kc = layouts.pop()
+        code.lines_of([
+            "  int64_t nr = 0, kc = 0;",
+            "  aotc_sgemm_packed_layout(&nr, &kc);",
+            f"  if (nr != {nr} || kc != {kc})",
+            "    return aotc::fail(AOTC_ERR_PACKAGE, \"aotc_create: the weights were packed for "
+            f"GEMM panels of {nr} x {kc} and this library's kernel uses %lld x %lld; rebuild the "
+            "package for this ISA\", (long long)nr, (long long)kc);",
+        ])
+    code.line("  return AOTC_OK;")
+    code.line("}")
+    code.line()
+
+
+def emit_pack_abi(code: CodeBuffer, program: Program) -> None:
+    """aotc_pack_constant: the user's contiguous tensor of constant k into the bytes the
+    package stores for it (a copy for a constant stored as given)."""
+    code.lines_of([
+        'extern "C" int aotc_pack_constant(int64_t k, const void *src, void *dst) {',
+        "  if (k < 0 || k >= kNumConstants)",
+        "    return aotc::fail(AOTC_ERR_ARGUMENT, \"aotc_pack_constant: no constant %lld (the "
+        "model has %lld)\", (long long)k, (long long)kNumConstants);",
+        "  if (kConstantBytes[k] == 0) return AOTC_OK;",
+        "  if (!src || !dst) return aotc::fail(AOTC_ERR_ARGUMENT, \"aotc_pack_constant: null "
+        "argument\");",
+        "  switch (k) {",
+    ])
+    for k, c in enumerate(program.constants):
+        p = c.packing
+        if p is None:
+            continue
+        code.lines_of([
+            f"    case {k}:",
+            f"      aotc_sgemm_pack_b({p.k}, {p.n}, static_cast<const float *>(src) + {p.offset}, "
+            f"{p.sb_k}, {p.sb_n}, static_cast<float *>(dst));",
+            "      return AOTC_OK;",
+        ])
+    code.lines_of([
+        "    default:",
+        "      __builtin_memcpy(dst, src, size_t(kConstantBytes[k]));",
+        "      return AOTC_OK;",
+        "  }",
+        "}",
+        "",
+    ])

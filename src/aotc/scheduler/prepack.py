@@ -1,0 +1,130 @@
+"""Prepacked weights: a constant that only ever feeds GEMMs as their B operand is stored in
+the GEMM micro-kernel's panel layout, so that no call packs it.
+
+The layout (kernels/aotc_kernels.h, aotc_sgemm_pack_b) depends on the ISA the package is
+built for: the panel width `nr` and slice depth `kc` are recorded with the constant, and the
+model library refuses to start when its kernel's pair differs. `pack_panels` writes the
+layout at compile time; a weight swapped at run time is packed by the model library's
+aotc_pack_constant, which calls the kernel's own packer. Not here: what the GEMM computes
+(ir/nodes.py) and how it is called (codegen/cpp/templates.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import sympy
+
+from ..build.toolchain import Target, cpu_flags
+from ..dtypes import DType
+from ..ir.compress import Count
+from ..ir.control import loop_buffers, predicate_buffers
+from ..ir.expr import Node, loads
+from ..ir.nodes import Gemm, Operand, PackedGemmB, Program, Template
+from .fusion import body_of
+
+# Slice depth of every build, and panel width by ISA (AVX-512: 32, AVX2 and portable: 16):
+# NR/KC of kernels/gemm_microkernels.h.
+KC = 512
+NR_AVX512 = 32
+NR_OTHER = 16
+# Narrower weights (a classifier head with a few outputs) would be stored mostly as panel
+# padding, and the kernel's few-row paths read them in place.
+MIN_PACKED_N = 8
+
+
+def panel_width(target: Target) -> int:
+    """The micro-kernel's NR for code compiled for `target`."""
+    if target.arch == "x86-64-v4":
+        return NR_AVX512
+    if target.arch == "native":  # -march=native: whatever this machine has
+        return NR_AVX512 if "avx512f" in cpu_flags() else NR_OTHER
+    return NR_OTHER
+
+
+def pack_panels(data: np.ndarray, packing: PackedGemmB) -> np.ndarray:
+    """The packed float32 layout of B [K, N], read from the flat constant `data` at the
+    packing's offset and strides (the same bytes aotc_sgemm_pack_b writes)."""
+    k, n, nr, kc = packing.k, packing.n, packing.nr, packing.kc
+    flat = np.ascontiguousarray(data, dtype=np.float32).reshape(-1)
+    item = flat.itemsize
+    b = np.lib.stride_tricks.as_strided(flat[packing.offset:], shape=(k, n),
+                                        strides=(packing.sb_k * item, packing.sb_n * item))
+    npad = -(-n // nr) * nr
+    padded = np.zeros((k, npad), np.float32)
+    padded[:, :n] = b
+    out = np.empty(k * npad, np.float32)
+    kcb = -(-k // -(-k // kc))
+    for pc in range(0, k, kcb):
+        rows = min(kcb, k - pc)
+        panels = padded[pc:pc + rows].reshape(rows, npad // nr, nr).transpose(1, 0, 2)
+        out[pc * npad:(pc + rows) * npad] = panels.reshape(-1)
+    return out
+
+
+def _static(x) -> int | None:
+    x = sympy.sympify(x)
+    return int(x) if x.is_Integer else None
+
+
+def _packing_of(op: Gemm, nr: int) -> PackedGemmB | None:
+    """How `op` reads its B, when that can be packed once: static sizes and strides, one B
+    for every matrix of the batch, at least MIN_PACKED_N columns."""
+    values = [_static(x) for x in (op.k, op.n, op.b.offset, *op.b.strides)]
+    if any(v is None for v in values):
+        return None
+    k, n, offset, batch_stride, sb_k, sb_n = (int(v) for v in values if v is not None)
+    if not k or n < MIN_PACKED_N or (batch_stride != 0 and _static(op.batch) != 1):
+        return None
+    return PackedGemmB(k, n, offset, sb_k, sb_n, nr, KC)
+
+
+def _readers(program: Program) -> dict[str, list]:
+    """Buffer -> the ops that read it (a Gemm once per operand it reads it as)."""
+    out: dict[str, list] = {}
+    for buf in program.computed():
+        body = body_of(buf.op)
+        if body is not None:
+            for ld in loads(body):
+                out.setdefault(ld.buffer, []).append(None)
+        elif isinstance(buf.op, Gemm):
+            for role, o in (("a", buf.op.a), ("b", buf.op.b), ("bias", buf.op.bias)):
+                if o is not None:
+                    out.setdefault(o.buffer, []).append((role, buf))
+        elif isinstance(buf.op, Template):
+            for name in buf.op.reads():
+                out.setdefault(name, []).append(None)
+    return out
+
+
+def prepack_weights(program: Program, target: Target) -> Program:
+    """Mark each float32 constant read only as the B of GEMMs (all reading it alike) as
+    packed, and those GEMMs as reading it packed."""
+    nr = panel_width(target)
+    readers = _readers(program)
+    elsewhere = (set(program.outputs) | set(program.updates) | set(program.updates.values())
+                 | predicate_buffers(program.guards) | loop_buffers(program.loops))
+    for value in program.item_symbols.values():  # a Node, or a Count over a mask Node
+        node: Node = value.mask if isinstance(value, Count) else value  # type: ignore[assignment]
+        elsewhere |= {ld.buffer for ld in loads(node)}
+    specs = []
+    for c in program.constants:
+        buf = program.buffers[c.buffer]
+        uses = readers.get(c.buffer, [])
+        packing = None
+        if (buf.dtype is DType.float32 and c.buffer not in elsewhere and uses
+                and all(u is not None and u[0] == "b" for u in uses)):
+            found = {_packing_of(u[1].op, nr) for u in uses}
+            if len(found) == 1 and None not in found:
+                packing = found.pop()
+        if packing is not None and math.prod(int(s) for s in buf.sizes) == 0:
+            packing = None
+        if packing is not None:
+            for _, reader in uses:
+                reader.op = dataclasses.replace(reader.op, b_packed=True, b=Operand(
+                    c.buffer, sympy.Integer(0), (sympy.Integer(0),) * 3))
+            c = dataclasses.replace(c, packing=packing)
+        specs.append(c)
+    program.constants = specs
+    return program
