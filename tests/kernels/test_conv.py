@@ -30,6 +30,12 @@ CASES = {
                               (1, 6, 20, 37)),
     "depthwise_s3_wide": (lambda: nn.Conv2d(4, 4, (3, 7), stride=3, padding=(1, 3), groups=4),
                           (1, 4, 13, 40)),
+    "depthwise_7x7_s2_no_bias": (lambda: nn.Conv2d(5, 5, 7, stride=2, padding=3, groups=5,
+                                                   bias=False), (1, 5, 45, 39)),
+    "depthwise_5x5_threaded": (lambda: nn.Conv2d(16, 16, 5, padding=2, groups=16),
+                               (2, 16, 33, 35)),
+    "depthwise_conv1d_multiplier": (lambda: nn.Conv1d(3, 6, 5, stride=2, padding=2, groups=3),
+                                    (2, 3, 131)),
     "pointwise": (lambda: nn.Conv2d(8, 16, 1), (2, 8, 5, 7)),
     "pointwise_groups_no_bias": (lambda: nn.Conv2d(8, 16, 1, groups=2, bias=False),
                                  (2, 8, 5, 7)),
@@ -51,6 +57,17 @@ CASES = {
     "transposed3d": (lambda: nn.ConvTranspose3d(2, 3, 3, stride=2), (1, 2, 3, 4, 3)),
     "unbatched": (lambda: nn.Conv2d(3, 4, 3), (3, 9, 9)),
     "large_threaded": (lambda: nn.Conv2d(32, 48, 3, padding=1), (2, 32, 30, 30)),
+    # output planes of 256 positions or more: the blocked direct kernel (AVX-512, AVX2)
+    "direct_7x7_s2_odd": (lambda: nn.Conv2d(3, 13, 7, stride=2, padding=3), (2, 3, 37, 41)),
+    "direct_dilated_no_bias": (lambda: nn.Conv2d(5, 7, 3, padding=2, dilation=2, bias=False),
+                               (1, 5, 17, 23)),
+    "direct_grouped_mixed_strides": (lambda: nn.Conv2d(6, 9, (3, 5), stride=(2, 3),
+                                                       padding=(1, 2), groups=3),
+                                     (2, 6, 40, 50)),
+    "direct_no_padding_channel_tail": (lambda: nn.Conv2d(8, 20, 3), (1, 8, 20, 21)),
+    "direct_stride3_dilated": (lambda: nn.Conv2d(4, 5, 3, stride=3, padding=1, dilation=3),
+                               (1, 4, 61, 59)),
+    "direct_conv1d": (lambda: nn.Conv1d(4, 6, 5, stride=2, padding=1), (2, 4, 701)),
     "small_planes_batched": (lambda: nn.Conv2d(64, 96, 3, padding=1, groups=2), (5, 64, 7, 7)),
 }
 
@@ -76,6 +93,130 @@ def test_conv_matches_eager(compile_model, name, isa):
     x = torch.randn(shape)
     ep, model = compile_model(make(), (x,), options={"isa": isa})
     torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
+ACTIVATIONS = {
+    "relu": F.relu,
+    "relu6": F.relu6,
+    "hardtanh": lambda y: F.hardtanh(y, -0.5, 0.5),
+    "clamp_min": lambda y: y.clamp(min=0.1),
+    "clamp_max": lambda y: y.clamp(max=0.2),
+}
+# (path of kernels/conv.cpp, activation): the activation fuses into every path
+FUSED = {
+    "direct_relu": (lambda: nn.Conv2d(5, 14, 3, stride=2, padding=1), (2, 5, 40, 33), "relu"),
+    "direct_relu6_no_bias": (lambda: nn.Conv2d(4, 7, 5, padding=2, bias=False), (1, 4, 19, 17),
+                             "relu6"),
+    "direct_clamp_max": (lambda: nn.Conv1d(3, 13, 3, padding=1), (2, 3, 300), "clamp_max"),
+    "depthwise_relu6": (lambda: nn.Conv2d(6, 6, 3, padding=1, groups=6), (2, 6, 9, 9), "relu6"),
+    "pointwise_hardtanh": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5), "hardtanh"),
+    "im2col_clamp_min": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9), "clamp_min"),
+    "transposed_relu": (lambda: nn.ConvTranspose2d(4, 3, 2, stride=2), (2, 4, 5, 5), "relu"),
+}
+
+
+@pytest.mark.parametrize("isa", runnable_isas())
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_fused_activation_matches_eager(compile_model, name, isa):
+    torch.manual_seed(0)
+    make, shape, act = FUSED[name]
+    conv = make()
+    x = torch.randn(shape)
+    ep, model = compile_model(Fn(lambda v: ACTIVATIONS[act](conv(v))), (x,),
+                              options={"isa": isa})
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
+def test_activation_fuses_into_the_convolution(compile_model):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                      nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU6())
+    x = torch.randn(1, 3, 20, 20)
+    ep, model = compile_model(m, (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+    program = compile_program(ep, host_target(), build=False).program
+    ops = [b.op for b in program.computed()]
+    assert [type(op).__name__ for op in ops] == ["Conv", "Conv"]
+    assert [(op.clamp_min, op.clamp_max) for op in ops] == [(0.0, None), (0.0, 6.0)]
+
+
+def test_activation_of_a_convolution_read_twice_stays_correct(compile_model):
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 4, 3, padding=1)
+    m = Fn(lambda x: (F.relu(conv(x)) + conv(x), F.relu(F.relu6(conv(x)))))
+    x = torch.randn(2, 3, 17, 17)
+    ep, model = compile_model(m, (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
+# (path, residual operand): y = relu(conv(x) + r) becomes one convolution
+RESIDUAL = {
+    "direct": (lambda: nn.Conv2d(6, 13, 3, padding=1), (2, 6, 19, 17)),
+    "direct_strided": (lambda: nn.Conv2d(4, 5, 5, stride=2, padding=2), (1, 4, 37, 35)),
+    "depthwise": (lambda: nn.Conv2d(7, 7, 3, padding=1, groups=7, bias=False), (2, 7, 11, 13)),
+    "pointwise": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5)),
+    "im2col": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9)),
+    "transposed": (lambda: nn.ConvTranspose2d(4, 3, 2, stride=2), (2, 4, 5, 5)),
+}
+
+
+@pytest.mark.parametrize("isa", runnable_isas())
+@pytest.mark.parametrize("name", sorted(RESIDUAL))
+def test_fused_residual_matches_eager(compile_model, name, isa):
+    torch.manual_seed(0)
+    make, shape = RESIDUAL[name]
+    conv = make()
+    x = torch.randn(shape)
+    r = torch.randn(conv(x).shape)
+    ep, model = compile_model(Fn(lambda v, s: (F.relu(conv(v) + s), s + conv(v * 2))), (x, r),
+                              options={"isa": isa})
+    torch.testing.assert_close(model(x, r), ep.module()(x, r), rtol=1e-4, atol=1e-4)
+
+
+def test_residual_block_is_one_convolution_per_conv(compile_model):
+    """conv -> bn -> relu -> conv -> bn, + x, relu: two convolutions, nothing else."""
+    torch.manual_seed(0)
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8),
+                                      nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1),
+                                      nn.BatchNorm2d(8))
+            for bn in (self.body[1], self.body[4]):
+                bn.running_var.uniform_(0.5, 2)
+                bn.running_mean.uniform_(-1, 1)
+
+        def forward(self, x):
+            return F.relu(self.body(x) + x)
+
+    x = torch.randn(2, 8, 20, 20)
+    ep, model = compile_model(Block(), (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+    program = compile_program(ep, host_target(), build=False).program
+    ops = [b.op for b in program.computed()]
+    assert [type(op).__name__ for op in ops] == ["Conv", "Conv"]
+    assert ops[0].residual is None and ops[1].residual is not None
+    assert (ops[1].clamp_min, ops[1].clamp_max) == (0.0, None)
+
+
+def test_residual_of_a_convolution_read_twice_stays_correct(compile_model):
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 3, 3, padding=1)
+    m = Fn(lambda x: (conv(x) + x, conv(x) * 2, F.relu(conv(x)) + x))
+    x = torch.randn(2, 3, 17, 17)
+    ep, model = compile_model(m, (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("isa", runnable_isas())
+def test_fused_activation_keeps_nan(compile_model, isa):
+    conv = nn.Conv2d(2, 3, 3, padding=1)
+    x = torch.randn(1, 2, 18, 18)
+    x[0, 1, 5, 7] = float("nan")
+    ep, model = compile_model(Fn(lambda v: F.relu6(conv(v))), (x,), options={"isa": isa})
+    got, want = model(x), ep.module()(x)
+    assert want.isnan().any()
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True)
 
 
 def test_dynamic_batch_and_image_size(compile_model):
@@ -131,7 +272,8 @@ def test_batch_norm_of_a_convolution_read_twice_stays_correct(compile_model):
 
 
 def test_same_result_every_run(compile_model):
-    """Threaded paths (im2col rows, depthwise planes, col2im channels) give one answer."""
+    """Threaded paths (direct tiles, im2col rows, depthwise planes, col2im channels) give one
+    answer."""
     torch.manual_seed(0)
     m = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.Conv2d(32, 32, 3, padding=1, groups=32),
                       nn.ConvTranspose2d(32, 8, 3, stride=2))

@@ -178,6 +178,12 @@ class Conv(Template):
     padding: tuple[int, ...]
     dilation: tuple[int, ...]
     transposed: bool = False
+    # an activation applied to the result: clamped to [clamp_min, clamp_max] (None: no
+    # bound on that side; ReLU is clamp_min 0, ReLU6 clamp_min 0 and clamp_max 6)
+    clamp_min: float | None = None
+    clamp_max: float | None = None
+    # a buffer of the output's shape added to the result before the clamp (a residual)
+    residual: str | None = None
 
     def __post_init__(self) -> None:
         n = len(self.kernel)
@@ -186,7 +192,8 @@ class Conv(Template):
             raise ValueError(f"conv: 1 to 3 spatial dims, each parameter one per dim ({self})")
 
     def reads(self) -> tuple[str, ...]:
-        return (self.x, self.weight) + ((self.bias,) if self.bias else ())
+        return (self.x, self.weight) + ((self.bias,) if self.bias else ()) + (
+            (self.residual,) if self.residual else ())
 
     def workspace(self) -> sympy.Expr:
         """The scratch of the kernel's path (aotc_sconv_workspace in kernels/aotc_kernels.h)."""
@@ -212,7 +219,13 @@ class Conv(Template):
         sizes = ", ".join(map(str, self.in_size))
         return (f"{kind}{len(self.kernel)}d {self.x}[{self.batch}, {self.in_channels}, {sizes}] "
                 f"* {self.weight}{bias} groups={self.groups} kernel={self.kernel} "
-                f"stride={self.stride} padding={self.padding} dilation={self.dilation}")
+                f"stride={self.stride} padding={self.padding} dilation={self.dilation}"
+                + (f" + {self.residual}" if self.residual else "") + self._clamp_text())
+
+    def _clamp_text(self) -> str:
+        if self.clamp_min is None and self.clamp_max is None:
+            return ""
+        return f" clamp=[{self.clamp_min}, {self.clamp_max}]"
 
 
 class ScanOp(enum.Enum):

@@ -85,13 +85,20 @@ void aotc_sgemm_prepacked(int64_t batch, int64_t M, int64_t N, int64_t K,
      other forward, prod(out_size) < 256, batch > 1:
                                    (Cig * prod(kernel) + Cog) * batch * prod(out_size)
      other forward:                              Cig * prod(kernel) * prod(out_size) (im2col)
+       (the direct kernel of 1-D/2-D convolutions uses its start for a padded input copy)
      transposed:                                 Cog * prod(kernel) * prod(in_size)  (col2im)
+   A non-null `residual` (contiguous, y's shape, not aliasing y) is added to every result;
+   with `clamped`, every result is then clamped to [clamp_min, clamp_max] (a fused ReLU,
+   ReLU6 or hardtanh; an unbounded side is +-infinity).
    Multi-threaded with OpenMP; results do not depend on the thread count. */
 typedef struct {
   int64_t batch, in_channels, out_channels, groups;
   int64_t ndim; /* spatial dims, 1..3; the arrays below use their first ndim entries */
   int64_t in_size[3], out_size[3], kernel[3], stride[3], padding[3], dilation[3];
   int64_t transposed;
+  int64_t clamped;
+  float clamp_min, clamp_max;
+  const float *residual; /* an epilogue operand rather than a size: NULL for none */
 } aotc_conv_shape;
 
 int64_t aotc_sconv_workspace(const aotc_conv_shape *shape);

@@ -1,8 +1,12 @@
 // Single-precision convolution over 1-3 spatial dims (see aotc_kernels.h for the contract).
 //
-// Three paths, picked by shape:
-//   depthwise (one input channel per group): a direct loop per output plane, each row
-//     accumulated tap by tap over unit-stride spans that the compiler vectorizes;
+// Four paths, picked by shape:
+//   direct (AVX-512 and AVX2 builds; 1-D and 2-D, output planes of 256 positions or more):
+//     the blocked direct kernel of conv_direct.h over a phased, zero-padded input copy;
+//   depthwise (one input channel per group): on AVX-512 and AVX2 builds, 1-D and 2-D ones
+//     take the vector kernel of conv_direct.h (the same phased input, one channel at a
+//     time, 4 vectors of positions per tile); otherwise a direct loop per output plane,
+//     each row accumulated tap by tap over unit-stride spans that the compiler vectorizes;
 //   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images;
 //   the rest: im2col of one (image, group) into the workspace, then the GEMM
 //     (weights [Cog, Cig*K] times columns [Cig*K, out positions]); for small output
@@ -13,6 +17,7 @@
 // Every path handles 1-D and 2-D as 3-D with leading unit dims.
 
 #include "aotc_kernels.h"
+#include "conv_direct.h"
 
 #include <algorithm>
 #include <vector>
@@ -34,6 +39,9 @@ struct Geometry {
     int64_t batch, cin, cout, groups, cig, cog;
     int64_t in[3], out[3], k[3], s[3], p[3], d[3];
     int64_t in_plane, out_plane, taps;  // products of in, out, k
+    bool clamped;
+    float lo, hi;           // the clamp of a fused activation
+    const float *residual;  // added before the clamp, or null
 };
 
 Geometry geometry(const aotc_conv_shape &sh) {
@@ -42,6 +50,10 @@ Geometry geometry(const aotc_conv_shape &sh) {
     g.cin = sh.in_channels;
     g.cout = sh.out_channels;
     g.groups = sh.groups;
+    g.clamped = sh.clamped != 0;
+    g.lo = sh.clamp_min;
+    g.hi = sh.clamp_max;
+    g.residual = sh.residual;
     g.cig = sh.in_channels / sh.groups;
     g.cog = sh.out_channels / sh.groups;
     const int64_t lead = 3 - sh.ndim;
@@ -150,7 +162,19 @@ struct Acc16 {
 // unit-stride span without bounds checks; 16 outputs at a time accumulate in registers
 // over all taps. Rows carry 16 spare zeros, so the last block of a row may read past it;
 // those lanes are not stored.
-void depthwise(const Geometry &g, const float *x, const float *w, const float *bias, float *y) {
+// Returns whether the fused activation is already applied (the vector kernel of
+// conv_direct.h takes 1-D and 2-D ones on AVX-512 and AVX2 builds).
+bool depthwise(const Geometry &g, const float *x, const float *w, const float *bias, float *y) {
+#ifdef AOTC_CONV_DIRECT
+    if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1) {
+        const aotc_conv_direct::Plan pl =
+            aotc_conv_direct::plan(1, 1, g.in + 1, g.out + 1, g.k + 1, g.s + 1, g.p + 1, g.d + 1);
+        aotc_conv_direct::depthwise(pl, g.batch, g.cin, g.cog, x, w, bias, g.residual, g.clamped,
+                                    g.lo, g.hi,
+                                    y, g.batch * g.cout * g.out_plane * g.taps >= kParallelMin);
+        return true;
+    }
+#endif
     const int64_t work = g.batch * g.cout * g.out_plane * g.taps;
     const int64_t st = g.s[2];
     const int64_t pd = g.in[0] + 2 * g.p[0], ph = g.in[1] + 2 * g.p[1];
@@ -207,15 +231,51 @@ void depthwise(const Geometry &g, const float *x, const float *w, const float *b
                     }
             }
     }
+    return false;
 }
 
 // Output planes smaller than this take all images in one GEMM (columns side by side), so
 // that the weights are packed once rather than once per image (a 7x7 plane is 49 columns).
 constexpr int64_t kSmallPlane = 256;
 
-void forward(const Geometry &g, const float *x, const float *w, const float *bias, float *y,
+#ifdef AOTC_CONV_DIRECT
+// The blocked direct kernel (conv_direct.h) for 1-D and 2-D convolutions with output
+// planes of at least kSmallPlane positions (on smaller ones the GEMM, which packs the
+// weights once for a whole row of output channels, is faster) whose phased input fits the
+// workspace sized for im2col; false when it does not apply.
+bool direct_plan(const Geometry &g, int64_t workspace, aotc_conv_direct::Plan &pl) {
+    if (g.in[0] != 1 || g.k[0] != 1 || g.out[0] != 1 || g.cig == 1 || is_pointwise(g) ||
+        g.out_plane < kSmallPlane)
+        return false;
+    pl = aotc_conv_direct::plan(g.cig, g.cog, g.in + 1, g.out + 1, g.k + 1, g.s + 1, g.p + 1,
+                                g.d + 1);
+    return aotc_conv_direct::buffer_size(pl) <= workspace;
+}
+#endif
+
+int64_t workspace_size(const Geometry &g);
+
+// Returns whether the fused activation is already applied.
+bool forward(const Geometry &g, const float *x, const float *w, const float *bias, float *y,
              float *ws) {
     const int64_t kdim = g.cig * g.taps;
+#ifdef AOTC_CONV_DIRECT
+    aotc_conv_direct::Plan pl;
+    if (direct_plan(g, workspace_size(g), pl)) {
+        const bool threaded = g.cout * g.out_plane * kdim >= kParallelMin;
+        for (int64_t n = 0; n < g.batch; ++n)
+            for (int64_t gr = 0; gr < g.groups; ++gr) {
+                aotc_conv_direct::fill(pl, x + (n * g.cin + gr * g.cig) * g.in_plane, ws,
+                                       threaded);
+                const int64_t at = (n * g.cout + gr * g.cog) * g.out_plane;
+                aotc_conv_direct::run(pl, ws, w + gr * g.cog * kdim,
+                                      bias ? bias + gr * g.cog : nullptr,
+                                      g.residual ? g.residual + at : nullptr, g.clamped, g.lo,
+                                      g.hi, y + at, threaded);
+            }
+        return true;
+    }
+#endif
     if (is_pointwise(g)) {  // y_n[Cog, P] = w[Cog, Cig] x_n[Cig, P] for every image at once
         for (int64_t gr = 0; gr < g.groups; ++gr)
             aotc_sgemm_batched(g.batch, g.cog, g.out_plane, kdim,
@@ -223,7 +283,7 @@ void forward(const Geometry &g, const float *x, const float *w, const float *bia
                                x + gr * g.cig * g.in_plane, g.cin * g.in_plane, g.in_plane, 1,
                                y + gr * g.cog * g.out_plane, g.cout * g.out_plane, g.out_plane,
                                bias ? bias + gr * g.cog : nullptr, 0, 1, 0, 1.0f, 1.0f);
-        return;
+        return false;
     }
     if (g.out_plane < kSmallPlane && g.batch > 1) {
         // col[Cig*taps, N*P] for every image, one GEMM into res[Cog, N*P], then each image's
@@ -242,7 +302,7 @@ void forward(const Geometry &g, const float *x, const float *w, const float *bia
                               res + co * cols + (n + 1) * g.out_plane,
                               y + (n * g.cout + gr * g.cog + co) * g.out_plane);
         }
-        return;
+        return false;
     }
     for (int64_t n = 0; n < g.batch; ++n)
         for (int64_t gr = 0; gr < g.groups; ++gr) {
@@ -252,6 +312,7 @@ void forward(const Geometry &g, const float *x, const float *w, const float *bia
                        y + (n * g.cout + gr * g.cog) * g.out_plane, g.out_plane,
                        bias ? bias + gr * g.cog : nullptr, 1, 0, 1.0f, 1.0f);
         }
+    return false;
 }
 
 // y[co, i*s - p + t*d] += col[(co*taps + t) * in_plane + i] for one image and group,
@@ -299,20 +360,40 @@ void transposed(const Geometry &g, const float *x, const float *w, const float *
 
 }  // namespace
 
-extern "C" int64_t aotc_sconv_workspace(const aotc_conv_shape *shape) {
-    const Geometry g = geometry(*shape);
-    if (shape->transposed) return g.cog * g.taps * g.in_plane;
+namespace {
+int64_t workspace_size(const Geometry &g) {
     if (g.cig == 1 || is_pointwise(g)) return 0;
     if (g.out_plane < kSmallPlane && g.batch > 1)  // every image's columns, and the result
         return (g.cig * g.taps + g.cog) * g.batch * g.out_plane;
     return g.cig * g.taps * g.out_plane;
+}
+}  // namespace
+
+extern "C" int64_t aotc_sconv_workspace(const aotc_conv_shape *shape) {
+    const Geometry g = geometry(*shape);
+    if (shape->transposed) return g.cog * g.taps * g.in_plane;
+    return workspace_size(g);
 }
 
 extern "C" void aotc_sconv(const aotc_conv_shape *shape, const float *x, const float *w,
                            const float *bias, float *y, float *workspace) {
     const Geometry g = geometry(*shape);
     if (g.batch <= 0 || g.cout <= 0 || g.out_plane <= 0) return;
-    if (shape->transposed) return transposed(g, x, w, bias, y, workspace);
-    if (g.cig == 1) return depthwise(g, x, w, bias, y);
-    forward(g, x, w, bias, y, workspace);
+    bool done = false;
+    if (shape->transposed)
+        transposed(g, x, w, bias, y, workspace);
+    else if (g.cig == 1)
+        done = depthwise(g, x, w, bias, y);
+    else
+        done = forward(g, x, w, bias, y, workspace);
+    if ((g.clamped || g.residual) && !done) {  // the fused epilogue, as one pass over y
+        const int64_t total = g.batch * g.cout * g.out_plane;
+        const float lo = g.lo, hi = g.hi;
+        const float *res = g.residual;
+#pragma omp parallel for if (total >= kParallelMin)
+        for (int64_t i = 0; i < total; ++i) {
+            const float v = res ? y[i] + res[i] : y[i];
+            y[i] = g.clamped ? std::min(std::max(v, lo), hi) : v;
+        }
+    }
 }

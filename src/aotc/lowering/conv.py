@@ -5,6 +5,8 @@ a batch norm that follows a convolution is folded into its weights (nn.py asks h
 """
 from __future__ import annotations
 
+import dataclasses
+
 import sympy
 import torch
 
@@ -134,7 +136,8 @@ def fold_batch_norm(ctx: LoweringContext, x: TensorValue, weight, bias, mean, va
     reads it."""
     name = x.buffer_name()
     buf = ctx.program.buffers.get(name) if name else None
-    if buf is None or not isinstance(buf.op, Conv) or buf.op.transposed:
+    if buf is None or not isinstance(buf.op, Conv) or buf.op.transposed or _clamped(buf.op) \
+            or buf.op.residual:
         return None
     conv = buf.op
     w = _constant_data(ctx, buffer_value(ctx.program.buffers[conv.weight]))
@@ -156,3 +159,52 @@ def fold_batch_norm(ctx: LoweringContext, x: TensorValue, weight, bias, mean, va
                   conv.out_channels, conv.groups, conv.in_size, conv.out_size, conv.kernel,
                   conv.stride, conv.padding, conv.dilation)
     return ctx.emit(folded, buf.sizes, DType.float32)
+
+
+# ---- an activation fused into the convolution before it ---------------------------------
+
+def _clamped(conv: Conv) -> bool:
+    return conv.clamp_min is not None or conv.clamp_max is not None
+
+
+def fuse_clamp(ctx: LoweringContext, x: TensorValue, lo, hi) -> TensorValue | None:
+    """ReLU, ReLU6, hardtanh or a clamp by numbers of a float32 convolution's result, as
+    that convolution with the clamp applied on its finished tiles; None when it does not
+    apply. The unclamped convolution is dropped by dead-code removal unless something else
+    reads it."""
+    name = x.buffer_name()
+    buf = ctx.program.buffers.get(name) if name else None
+    if buf is None or not isinstance(buf.op, Conv) or _clamped(buf.op) \
+            or buf.dtype is not DType.float32 or ctx.out_dtype is not DType.float32:
+        return None
+    if any(b is not None and not isinstance(b, (int, float)) for b in (lo, hi)):
+        return None
+    if lo is not None and hi is not None and lo > hi:
+        return None  # torch's clamp then gives hi everywhere: left to the pointwise form
+    if tuple(x.sizes) != tuple(buf.sizes):
+        return None
+    fused = dataclasses.replace(buf.op, clamp_min=None if lo is None else float(lo),
+                                clamp_max=None if hi is None else float(hi))
+    return ctx.emit(fused, buf.sizes, DType.float32)
+
+
+def fuse_residual(ctx: LoweringContext, a, b) -> TensorValue | None:
+    """a + b where one of them is an unclamped float32 convolution's result and the other a
+    float32 buffer of the same sizes: that convolution with the other added on its finished
+    tiles (before any clamp that fuses next); None when it does not apply."""
+    if ctx.out_dtype is not DType.float32:
+        return None
+    for conv_side, other in ((a, b), (b, a)):
+        if not isinstance(conv_side, TensorValue) or not isinstance(other, TensorValue):
+            return None
+        name, other_name = conv_side.buffer_name(), other.buffer_name()
+        buf = ctx.program.buffers.get(name) if name else None
+        if buf is None or not isinstance(buf.op, Conv) or _clamped(buf.op) or buf.op.residual \
+                or buf.dtype is not DType.float32 or other_name is None or other_name == name \
+                or other.dtype is not DType.float32:
+            continue
+        if tuple(other.sizes) != tuple(buf.sizes) or tuple(ctx.out_sizes) != tuple(buf.sizes):
+            continue
+        fused = dataclasses.replace(buf.op, residual=other_name)
+        return ctx.emit(fused, buf.sizes, DType.float32)
+    return None

@@ -11,6 +11,7 @@ from ..ir.expr import Binary, BinaryOp, Constant, Node, Unary, UnaryOp, Where, c
 from ..ir.symbols import index_var
 from .common import operand, promote
 from .context import LoweringContext, TensorValue
+from .conv import fuse_clamp, fuse_residual
 from .registry import register_lowering
 
 aten = torch.ops.aten
@@ -101,6 +102,10 @@ def lower_add_sub(ctx, a, b, alpha=1):
     op = BinaryOp.SUB if ("sub" in ctx.target) else BinaryOp.ADD
     if "rsub" in ctx.target:
         a, b = b, a
+    if op is BinaryOp.ADD and alpha == 1 and "rsub" not in ctx.target:
+        fused = fuse_residual(ctx, a, b)
+        if fused is not None:
+            return fused
     d = promote(a, b)
     s = ctx.out_sizes
     rhs = operand(b, d, s)
@@ -255,6 +260,9 @@ def lower_clamp(ctx, x, lo=None, hi=None):
     if "hardtanh" in ctx.target:
         lo = -1.0 if lo is None else lo
         hi = 1.0 if hi is None else hi
+    fused = fuse_clamp(ctx, x, lo, hi)
+    if fused is not None:
+        return fused
     d = ctx.out_dtype
     s = ctx.out_sizes
     body = operand(x, d, s)
@@ -286,6 +294,9 @@ def _add(a, b, d):
 
 @register_lowering(aten.relu.default, family=FAMILY)
 def lower_relu(ctx, x):
+    fused = fuse_clamp(ctx, x, 0, None)
+    if fused is not None:
+        return fused
     return _activation(ctx, x, lambda v, d: Binary(BinaryOp.MAXIMUM, v, _c(0, d), d))
 
 

@@ -147,6 +147,11 @@ def conv_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     fields += [dims(x) for x in (op.in_size, op.out_size, op.kernel, op.stride, op.padding,
                                  op.dilation)]
     fields.append("1" if op.transposed else "0")
+    clamped = op.clamp_min is not None or op.clamp_max is not None
+    lo = "-INFINITY" if op.clamp_min is None else ops.literal(op.clamp_min, DType.float32)
+    hi = "INFINITY" if op.clamp_max is None else ops.literal(op.clamp_max, DType.float32)
+    fields += ["1" if clamped else "0", lo if clamped else "0.0f", hi if clamped else "0.0f"]
+    fields.append(pointer_of(op.residual) if op.residual else "nullptr")
     bias = pointer_of(op.bias) if op.bias else "nullptr"
     ws = f"reinterpret_cast<float *>({workspace})" if workspace else "nullptr"
     return [

@@ -1,0 +1,298 @@
+// Blocked direct convolution for conv.cpp (AVX-512 and AVX2 builds only): 1-D and 2-D,
+// forward, any kernel, stride, padding, dilation and groups.
+//
+// The input of one (image, group) is copied once into a zero-padded buffer whose rows and
+// columns are split into their stride phases (padded element (r, c) of a channel at phase
+// (r % sh, c % sw), position (r / sh, c / sw) of an Hs x Ws plane). Output position
+// (oh, ow), numbered q = oh * Ws + ow, then reads tap (kh, kw) at q plus a constant offset,
+// so a run of consecutive q is one unit-stride load for every tap; the positions with
+// ow >= Wo are computed and dropped. A register tile of OCB output channels x NV vectors
+// of positions accumulates over every input channel and tap (weights broadcast from a
+// per-block copy laid out [ci][tap][OCB]), then bias and the activation are applied on the
+// finished tile and its valid positions are stored. Each output is summed by one thread in
+// a fixed order: results do not depend on the thread count.
+#ifndef AOTC_CONV_DIRECT_H
+#define AOTC_CONV_DIRECT_H
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#define AOTC_CONV_DIRECT 1
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace aotc_conv_direct {
+
+#if defined(__AVX512F__)
+using V = __m512;
+constexpr int L = 16, OCB = 12, NV = 2;
+inline V vzero() { return _mm512_setzero_ps(); }
+inline V vset(float a) { return _mm512_set1_ps(a); }
+inline V vload(const float *p) { return _mm512_loadu_ps(p); }
+inline void vstore(float *p, V v) { _mm512_storeu_ps(p, v); }
+inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
+// the masked forms: g++ 12 warns that the unmasked ones read an uninitialized register
+inline V vmax(V a, V b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
+inline V vmin(V a, V b) { return _mm512_mask_min_ps(a, 0xFFFF, a, b); }
+#else
+using V = __m256;
+constexpr int L = 8, OCB = 6, NV = 2;
+inline V vzero() { return _mm256_setzero_ps(); }
+inline V vset(float a) { return _mm256_set1_ps(a); }
+inline V vload(const float *p) { return _mm256_loadu_ps(p); }
+inline void vstore(float *p, V v) { _mm256_storeu_ps(p, v); }
+inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
+inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
+inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
+#endif
+constexpr int T = L * NV;  // positions per tile
+
+struct Plan {
+    int64_t cig, cog, taps, kh, kw;
+    int64_t h, w, ph, pw, sh, sw, dh, dw;  // input size, padding, stride, dilation
+    int64_t ho, wo;                        // output size
+    int64_t hs, ws;                        // one phase plane
+    int64_t chan;                          // floats per channel of the phased buffer
+    int64_t q;                             // positions computed: ho * ws
+};
+
+inline Plan plan(int64_t cig, int64_t cog, const int64_t in[2], const int64_t out[2],
+                 const int64_t k[2], const int64_t s[2], const int64_t p[2],
+                 const int64_t d[2]) {
+    Plan pl{};
+    pl.cig = cig;
+    pl.cog = cog;
+    pl.kh = k[0];
+    pl.kw = k[1];
+    pl.taps = k[0] * k[1];
+    pl.h = in[0];
+    pl.w = in[1];
+    pl.ph = p[0];
+    pl.pw = p[1];
+    pl.sh = s[0];
+    pl.sw = s[1];
+    pl.dh = d[0];
+    pl.dw = d[1];
+    pl.ho = out[0];
+    pl.wo = out[1];
+    pl.hs = (in[0] + 2 * p[0] + s[0] - 1) / s[0];
+    pl.ws = (in[1] + 2 * p[1] + s[1] - 1) / s[1];
+    pl.chan = s[0] * s[1] * pl.hs * pl.ws;
+    pl.q = pl.ho * pl.ws;
+    return pl;
+}
+
+// Floats of the phased input: every channel, then slack that the last tile of the last
+// channel may read (those lanes are dropped).
+inline int64_t buffer_size(const Plan &pl) { return pl.cig * pl.chan + T + pl.ws + pl.chan; }
+
+// The phased, zero-padded copy of one channel x[h, w] into dst (pl.chan floats).
+inline void fill_channel(const Plan &pl, const float *src, float *dst) {
+    const int64_t plane = pl.hs * pl.ws;
+    std::fill(dst, dst + pl.chan, 0.0f);
+    for (int64_t ih = 0; ih < pl.h; ++ih) {
+        const int64_t r = ih + pl.ph;
+        float *row = dst + (r % pl.sh) * pl.sw * plane + (r / pl.sh) * pl.ws;
+        const float *sr = src + ih * pl.w;
+        if (pl.sw == 1) {
+            std::copy(sr, sr + pl.w, row + pl.pw);
+            continue;
+        }
+        for (int64_t a = 0; a < pl.sw; ++a) {  // padded columns c = a + j*sw
+            float *pr = row + a * plane;
+            const int64_t first = a - pl.pw;   // the input column of j = 0
+            const int64_t j0 = first >= 0 ? 0 : (-first + pl.sw - 1) / pl.sw;
+            const int64_t j1 = (pl.w - first + pl.sw - 1) / pl.sw;
+            const float *sa = sr + first;
+            if (pl.sw == 2) {
+                for (int64_t j = j0; j < j1; ++j) pr[j] = sa[2 * j];
+            } else {
+                for (int64_t j = j0; j < j1; ++j) pr[j] = sa[j * pl.sw];
+            }
+        }
+    }
+}
+
+// The phased, zero-padded copy of x[cig, h, w] into buf.
+inline void fill(const Plan &pl, const float *x, float *buf, bool threaded) {
+#pragma omp parallel for if (threaded)
+    for (int64_t ci = 0; ci < pl.cig; ++ci)
+        fill_channel(pl, x + ci * pl.h * pl.w, buf + ci * pl.chan);
+    std::fill(buf + pl.cig * pl.chan, buf + buffer_size(pl), 0.0f);
+}
+
+// dst[0, n) = src (+ res, then clamped to [lo, hi] with act) for the positions of a tile
+// whose clamp was left to here because of the residual.
+inline void store_run(const float *src, const float *res, int act, float lo, float hi,
+                      float *dst, int64_t n) {
+    if (!res) {
+        std::copy(src, src + n, dst);
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = src[i] + res[i];
+        dst[i] = act ? std::min(std::max(v, lo), hi) : v;
+    }
+}
+
+// out[o][j*L + lane] for positions q0 + j*L + lane: the sum over every input channel and
+// tap in registers, plus bias[o] (OCB values), clamped to [lo, hi] when `clamp` (a NaN
+// stays NaN). The accumulators never leave this function, so they stay in registers
+// whether or not the compiler inlines it.
+inline void tile(const Plan &pl, const float *buf, const int64_t *offset, const float *wb,
+                 int64_t q0, const float *bias, bool clamp, float lo, float hi,
+                 float (&out)[OCB][T]) {
+    V acc[OCB][NV];
+    for (int o = 0; o < OCB; ++o)
+        for (int j = 0; j < NV; ++j) acc[o][j] = vzero();
+    for (int64_t ci = 0; ci < pl.cig; ++ci) {
+        const float *base = buf + ci * pl.chan + q0;
+        const float *wc = wb + ci * pl.taps * OCB;
+        for (int64_t t = 0; t < pl.taps; ++t) {
+            V xv[NV];
+            for (int j = 0; j < NV; ++j) xv[j] = vload(base + offset[t] + j * L);
+            const float *wt = wc + t * OCB;
+            for (int o = 0; o < OCB; ++o) {
+                const V wv = vset(wt[o]);
+                for (int j = 0; j < NV; ++j) acc[o][j] = vfma(wv, xv[j], acc[o][j]);
+            }
+        }
+    }
+    for (int o = 0; o < OCB; ++o) {
+        const V b = vset(bias[o]);
+        for (int j = 0; j < NV; ++j) {
+            V v = vadd(acc[o][j], b);
+            if (clamp) v = vmin(vset(hi), vmax(vset(lo), v));
+            vstore(&out[o][j * L], v);
+        }
+    }
+}
+
+// y[cog, ho, wo] (one image and group) from the phased input; w[cog, cig, kh, kw];
+// bias may be null; res (y's shape) is added when not null; act: 0 none, else the result
+// clamped to [lo, hi] (a NaN stays NaN).
+inline void run(const Plan &pl, const float *buf, const float *w, const float *bias,
+                const float *res, int act, float lo, float hi, float *y, bool threaded) {
+    std::vector<int64_t> offset(pl.taps);
+    const int64_t plane = pl.hs * pl.ws;
+    for (int64_t a = 0; a < pl.kh; ++a)
+        for (int64_t b = 0; b < pl.kw; ++b) {
+            const int64_t r = a * pl.dh, c = b * pl.dw;
+            offset[a * pl.kw + b] =
+                ((r % pl.sh) * pl.sw + c % pl.sw) * plane + (r / pl.sh) * pl.ws + c / pl.sw;
+        }
+    const int64_t blocks = (pl.cog + OCB - 1) / OCB;
+    const int64_t tiles = (pl.q + T - 1) / T;
+    const int64_t block_size = pl.cig * pl.taps * OCB;
+    // wb[ob][ci][t][o] = w[ob*OCB + o][ci][t], zero for channels past cog
+    std::vector<float> wb(blocks * block_size);
+#pragma omp parallel for if (threaded)
+    for (int64_t ob = 0; ob < blocks; ++ob) {
+        const int64_t oc0 = ob * OCB, n_oc = std::min<int64_t>(OCB, pl.cog - oc0);
+        for (int64_t ci = 0; ci < pl.cig; ++ci)
+            for (int64_t t = 0; t < pl.taps; ++t) {
+                float *dst = wb.data() + ob * block_size + (ci * pl.taps + t) * OCB;
+                for (int64_t o = 0; o < OCB; ++o)
+                    dst[o] = o < n_oc ? w[((oc0 + o) * pl.cig + ci) * pl.taps + t] : 0.0f;
+            }
+    }
+    // position tiles outer, so that a tile's inputs stay in cache across the channel blocks
+#pragma omp parallel for collapse(2) schedule(static) if (threaded)
+    for (int64_t tq = 0; tq < tiles; ++tq)
+        for (int64_t ob = 0; ob < blocks; ++ob) {
+            const int64_t oc0 = ob * OCB, n_oc = std::min<int64_t>(OCB, pl.cog - oc0);
+            const int64_t q0 = tq * T;
+            alignas(64) float out[OCB][T];
+            float bias_block[OCB];
+            for (int o = 0; o < OCB; ++o) bias_block[o] = bias && o < n_oc ? bias[oc0 + o] : 0.0f;
+            tile(pl, buf, offset.data(), wb.data() + ob * block_size, q0, bias_block,
+                 act && !res, lo, hi, out);
+            // the valid positions: row segments oh, ow in [0, wo)
+            const int64_t q1 = std::min(q0 + T, pl.q);
+            for (int64_t q = q0; q < q1;) {
+                const int64_t oh = q / pl.ws, ow = q % pl.ws;
+                const int64_t end = std::min(q1, oh * pl.ws + pl.ws);
+                if (ow < pl.wo) {
+                    const int64_t n = std::min(end, oh * pl.ws + pl.wo) - q;
+                    for (int64_t o = 0; o < n_oc; ++o) {
+                        const int64_t at = (oc0 + o) * pl.ho * pl.wo + oh * pl.wo + ow;
+                        store_run(&out[o][q - q0], res ? res + at : nullptr, act, lo, hi,
+                                  y + at, n);
+                    }
+                }
+                q = end;
+            }
+        }
+}
+
+// Depthwise (one input channel per group, `mult` output channels each): every output
+// channel of every image on its own, one thread each, over the same phased input (of its
+// one channel, refilled per output channel) with DW_NV vectors of positions per tile.
+constexpr int DW_NV = 4;
+constexpr int DW_T = L * DW_NV;
+
+inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t mult,
+                      const float *x, const float *w, const float *bias, const float *res,
+                      int act, float lo, float hi, float *y, bool threaded) {
+    std::vector<int64_t> offset(pl.taps);
+    const int64_t plane = pl.hs * pl.ws;
+    for (int64_t a = 0; a < pl.kh; ++a)
+        for (int64_t b = 0; b < pl.kw; ++b) {
+            const int64_t r = a * pl.dh, c = b * pl.dw;
+            offset[a * pl.kw + b] =
+                ((r % pl.sh) * pl.sw + c % pl.sw) * plane + (r / pl.sh) * pl.ws + c / pl.sw;
+        }
+    const int64_t out_plane = pl.ho * pl.wo, tiles = (pl.q + DW_T - 1) / DW_T;
+    const int64_t cout = channels * mult;
+#pragma omp parallel if (threaded)
+    {
+        // the last tile reads up to DW_T past the last valid position's run
+        std::vector<float> buf(pl.chan + DW_T + pl.ws + pl.chan);  // a zero tail
+        alignas(64) float out[DW_T];
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t n = 0; n < batch; ++n)
+            for (int64_t oc = 0; oc < cout; ++oc) {
+                fill_channel(pl, x + (n * channels + oc / mult) * pl.h * pl.w, buf.data());
+                const float *wc = w + oc * pl.taps;
+                const V b = vset(bias ? bias[oc] : 0.0f);
+                float *yc = y + (n * cout + oc) * out_plane;
+                const float *rc = res ? res + (n * cout + oc) * out_plane : nullptr;
+                for (int64_t tq = 0; tq < tiles; ++tq) {
+                    const int64_t q0 = tq * DW_T;
+                    V acc[DW_NV];
+                    for (int j = 0; j < DW_NV; ++j) acc[j] = b;
+                    const float *base = buf.data() + q0;
+                    for (int64_t t = 0; t < pl.taps; ++t) {
+                        const V wv = vset(wc[t]);
+                        const float *src = base + offset[t];
+                        for (int j = 0; j < DW_NV; ++j) acc[j] = vfma(wv, vload(src + j * L), acc[j]);
+                    }
+                    for (int j = 0; j < DW_NV; ++j) {
+                        V v = acc[j];
+                        if (act && !res) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
+                        vstore(out + j * L, v);
+                    }
+                    const int64_t q1 = std::min(q0 + DW_T, pl.q);
+                    for (int64_t q = q0; q < q1;) {
+                        const int64_t oh = q / pl.ws, ow = q % pl.ws;
+                        const int64_t end = std::min(q1, oh * pl.ws + pl.ws);
+                        if (ow < pl.wo) {
+                            const int64_t cnt = std::min(end, oh * pl.ws + pl.wo) - q;
+                            const int64_t at = oh * pl.wo + ow;
+                            store_run(out + (q - q0), rc ? rc + at : nullptr, act, lo, hi,
+                                      yc + at, cnt);
+                        }
+                        q = end;
+                    }
+                }
+            }
+    }
+}
+
+}  // namespace aotc_conv_direct
+
+#endif
+#endif
