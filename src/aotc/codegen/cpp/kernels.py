@@ -154,6 +154,10 @@ class _Nest:
         iv = index_vars(len(sizes))
         rv = [reduction_var(k) for k in range(len(op.ranges))]
         work = sympy.expand(numel(sizes) * numel(op.ranges))
+        inner = column_axis(op, sizes, rv, self.body.sizes)
+        if inner is not None:
+            self._column_reduction(op, iv, rv, inner, work)
+            return
         opened = self._loops(iv, sizes, work, len(sizes))
         acc = accumulation(op, d)
         if op.reduce_type in ARG_REDUCTIONS:
@@ -197,6 +201,62 @@ class _Nest:
             self.code.line(f"for (int l = 0; l < {LANES}; ++l) {acc.update('acc', 'lanes[l]')}")
         self._close(len(rv) - 1)
 
+    def _column_reduction(self, op: Reduction, iv, rv, inner: int, work) -> None:
+        """A reduction whose inputs are contiguous along the output's axis `inner` and
+        strided along the reduced axes (a sum over dim 0, a mean over H, W of NCHW with C
+        last...): the loops are interchanged so that a tile of COLUMNS outputs accumulates
+        side by side while the reduced axes are walked, and the innermost loop, over the
+        tile, reads consecutive elements and vectorizes. Each output is still the same
+        left-to-right fold over the reduced elements (in double for float32 sums)."""
+        sizes, d = self.buf.sizes, self.buf.dtype
+        acc = accumulation(op, d)
+        n = sizes[inner]
+        outer = [(v, m) for k, (v, m) in enumerate(zip(iv, sizes)) if k != inner]
+        tile = "jb"
+        loops = [(v, m) for v, m in outer if m != 1]
+        for v, m in outer:
+            if m == 1:
+                self.code.line(f"constexpr int64_t {v} = 0;")
+        one_tile = n.is_number and int(n) <= COLUMNS
+        pragma = parallel_pragma(work, len(loops) + (0 if one_tile else 1))
+        if pragma and (loops or not one_tile):
+            self.code.line(pragma)
+        for v, m in loops:
+            self._open(v, m)
+        nc = c_index(n)
+        width = COLUMNS
+        if one_tile:  # the whole axis in one tile
+            width = int(n)
+            self.code.line("{")
+            self.code.level += 1
+            self.code.line(f"constexpr int64_t {tile} = 0, je = {nc};")
+        else:
+            self._open_tiles(tile, nc)
+        self.code.line(f"{acc.acc_type} accs[{width}];")
+        self.code.line(f"for (int l = 0; l < {width}; ++l) accs[l] = {acc.init};")
+        for v, m in zip(rv, op.ranges):
+            self._open(v, m)
+        self.code.line("#pragma omp simd")
+        v = iv[inner]
+        with self.code.block(f"for (int64_t {v} = {tile}; {v} < je; ++{v})"):
+            self.code.line(acc.update(f"accs[{v} - {tile}]", self._emit_body(op.body)))
+        self._close(len(rv))
+        if acc.acc_type == d.compute.ctype == d.ctype:  # stored as accumulated: a copy
+            start = flat_offset(tuple(sympy.Symbol(tile) if k == inner else x
+                                      for k, x in enumerate(iv)), sizes)
+            self.code.line(f"__builtin_memcpy(out + {_paren_index(start)}, accs, "
+                           f"(je - {tile}) * sizeof(accs[0]));")
+        else:
+            with self.code.block(f"for (int64_t {v} = {tile}; {v} < je; ++{v})"):
+                self.code.line(f"out[{c_index(flat_offset(iv, sizes))}] = "
+                               f"{acc.finish(f'accs[{v} - {tile}]')};")
+        self._close(1 + len(loops))
+
+    def _open_tiles(self, tile: str, n: str) -> None:
+        self.code.line(f"for (int64_t {tile} = 0; {tile} < {n}; {tile} += {COLUMNS}) {{")
+        self.code.level += 1
+        self.code.line(f"const int64_t je = std::min<int64_t>({tile} + {COLUMNS}, {n});")
+
     def _whole_reduction(self, op: Reduction, rv, acc: Accumulation, work) -> None:
         self.code.line(f"{acc.acc_type} acc = {acc.init};")
         pragma = parallel_pragma(work, len(rv), f" {acc.clause}") if rv and acc.clause else ""
@@ -224,6 +284,40 @@ class _Nest:
         self._close(len(rv))
 
 
+def column_axis(op: Reduction, sizes, rv, buffer_sizes: dict) -> int | None:
+    """The output axis to vectorize a reduction along instead of its reduced axis: the last
+    non-unit output axis, when some input is read contiguously along it and none is read
+    contiguously along the innermost reduced axis (None: reduce along the row)."""
+    if op.reduce_type in ARG_REDUCTIONS or not rv:
+        return None
+    axes = [k for k, n in enumerate(sizes) if n != 1]
+    if not axes:
+        return None
+    body_loads = loads(op.body)
+    if not body_loads or any(not isinstance(ld, Load) for ld in body_loads):
+        return None
+    offsets = [flat_offset(ld.index, buffer_sizes[ld.buffer]) for ld in body_loads]
+    if any(unit_stride(off, rv[-1]) for off in offsets):
+        return None
+    var = index_vars(len(sizes))[axes[-1]]
+    return axes[-1] if any(unit_stride(off, var) for off in offsets) else None
+
+
+def _paren_index(e) -> str:
+    text = c_index(e)
+    return text if sympy.sympify(e).is_Atom else f"({text})"
+
+
+def unit_stride(offset, var) -> bool:
+    """`offset` steps by exactly one element as `var` does (a linear term `var`)."""
+    e = sympy.expand(offset)
+    if var not in e.free_symbols:
+        return False
+    rest = e - var
+    return var not in sympy.expand(rest).free_symbols
+
+
+COLUMNS = 64  # outputs accumulated side by side by a column reduction: four AVX-512 vectors
 LANES = 16  # independent accumulators per reduction: one AVX-512 (or two AVX2) vectors of float
 BLOCK = 1024  # elements per lane block: 64 terms per lane before folding into the total
 
