@@ -78,7 +78,8 @@ def vectorized_lines(source: str, arch: str, tmp_path) -> set[int]:
     report = tmp_path / f"vec-{arch}.txt"
     flags = cxx_flags(Target("cpu", arch, arch))
     subprocess.run([compiler(), *flags, *include_flags(), "-c", str(cpp), "-o", str(tmp_path / "m.o"),
-                    f"-fopt-info-vec-optimized={report}", "-fno-ipa-icf"], check=True, capture_output=True, timeout=300)
+                    f"-fopt-info-vec-optimized={report}", "-fno-ipa-icf"],
+                   check=True, capture_output=True, timeout=300)
     name = re.escape(cpp.name)
     return {int(m.group(1)) for m in re.finditer(rf"{name}:(\d+):\d+: optimized: loop vectorized",
                                                report.read_text())}
