@@ -11,9 +11,30 @@ from dataclasses import dataclass
 import sympy
 
 from ...dtypes import DType
-from ...ir.expr import IndexValue, IndirectLoad, Load, children, loads
+from ...ir.expr import (
+    Binary,
+    BinaryOp,
+    Constant,
+    IndexValue,
+    IndirectLoad,
+    Load,
+    Where,
+    children,
+    loads,
+    rebuild,
+    simplify_loads,
+    substitute_index,
+    with_index,
+)
 from ...ir.nodes import ARG_REDUCTIONS, Buffer, Pointwise, Program, ReduceType, Reduction
-from ...ir.symbols import flat_offset, index_vars, numel, reduction_var
+from ...ir.symbols import (
+    FloorDiv,
+    ModIndex,
+    flat_offset,
+    index_vars,
+    numel,
+    reduction_var,
+)
 from ...scheduler.memory import reads_of
 from . import ops
 from .code import CodeBuffer
@@ -142,12 +163,65 @@ class _Nest:
     def pointwise(self, op: Pointwise) -> None:
         sizes = self.buf.sizes
         iv = index_vars(len(sizes))
-        n_loops = sum(1 for n in sizes if n != 1)
-        opened = self._loops(iv, sizes, numel(sizes), max(n_loops - 1, 1))
-        value = self._emit_body(op.body)
         off = flat_offset(iv, sizes)
-        self.code.line(f"out[{c_index(off)}] = {value};")
+        body = op.body
+        loop_vars, loop_sizes = list(iv), list(sizes)
+        split = split_inner_axis(body, iv, sizes)
+        if split is not None:  # the innermost axis as (outer, inner) loops: see split_inner_axis
+            k, c, body = split
+            outer, inner = split_vars(iv[k])
+            loop_vars[k:k + 1] = [outer, inner]
+            loop_sizes[k:k + 1] = [sympy.cancel(sizes[k] / c), c]
+            off = sympy.expand(off.xreplace({iv[k]: c * outer + inner}))
+        n_loops = sum(1 for n in loop_sizes if n != 1)
+        tiles = None if split is not None else transpose_axes(body, iv, sizes, self.body.sizes)
+        if tiles is not None:
+            self._tiled(body, iv, sizes, off, *tiles)
+            return
+        pieces = None if split is not None else split_at_conditions(body, iv, sizes)
+        if pieces is None:
+            opened = self._loops(loop_vars, loop_sizes, numel(sizes), max(n_loops - 1, 1))
+            value = self._emit_body(body)
+            self.code.line(f"out[{c_index(off)}] = {value};")
+            self._close(opened)
+            return
+        # the innermost axis in ranges where every condition on it is settled (a cat)
+        k = max(a for a, n in enumerate(sizes) if n != 1)
+        rest = [(v, m) for a, (v, m) in enumerate(zip(iv, sizes)) if a != k]  # after k: unit
+        opened = self._loops([v for v, _ in rest], [m for _, m in rest], numel(sizes),
+                             max(n_loops - 1, 1))
+        for lo, hi, piece in pieces:
+            with self.code.block(f"for (int64_t {iv[k]} = {lo}; {iv[k]} < {hi}; ++{iv[k]})"):
+                self.code.line(f"out[{c_index(off)}] = {self._emit_body(piece)};")
         self._close(opened)
+
+    def _tiled(self, body, iv, sizes, off, a: int, b: int) -> None:
+        """A transposing copy: axes a < b (the last two non-unit ones) in TILE x TILE
+        blocks, so that the strided side of the copy stays within TILE cache lines per
+        block instead of touching a new line for every element."""
+        outer = [(v, n) for k, (v, n) in enumerate(zip(iv, sizes)) if k not in (a, b)]
+        loops = [(v, n) for v, n in outer if n != 1]
+        for v, n in outer:
+            if n == 1:
+                self.code.line(f"constexpr int64_t {v} = 0;")
+        pragma = parallel_pragma(numel(sizes), len(loops) + 2)
+        if pragma:
+            self.code.line(pragma)
+        for v, n in loops:
+            self._open(v, n)
+        for k in (a, b):
+            v, n = iv[k], c_index(sizes[k])
+            self.code.line(f"for (int64_t {v}b = 0; {v}b < {n}; {v}b += {TILE}) {{")
+            self.code.level += 1
+        for k in (a, b):
+            v, n = iv[k], c_index(sizes[k])
+            self.code.line(f"const int64_t {v}e = std::min<int64_t>({v}b + {TILE}, {n});")
+        for k in (a, b):
+            v = iv[k]
+            self.code.line(f"for (int64_t {v} = {v}b; {v} < {v}e; ++{v}) {{")
+            self.code.level += 1
+        self.code.line(f"out[{c_index(off)}] = {self._emit_body(body)};")
+        self._close(len(loops) + 4)
 
     def reduction(self, op: Reduction) -> None:
         sizes, d = self.buf.sizes, self.buf.dtype
@@ -282,6 +356,190 @@ class _Nest:
         pos = c_index(flat_offset(tuple(rv), op.ranges))
         self.code.line(f"if ({better}) {{ best = {value}; acc = {pos}; }}")
         self._close(len(rv))
+
+
+SPLIT_MIN = 8  # the shortest inner loop worth splitting an axis for
+
+
+def split_vars(v: sympy.Symbol) -> tuple[sympy.Symbol, sympy.Symbol]:
+    return (sympy.Symbol(f"{v.name}o", integer=True, nonnegative=True),
+            sympy.Symbol(f"{v.name}i", integer=True, nonnegative=True))
+
+
+def split_inner_axis(body, iv, sizes) -> tuple | None:
+    """(axis, c, body) when the innermost non-unit axis is read through `v // c` and `v % c`
+    (a reshape that merged axes after a permute, as in (B, H, S, D) -> (B, S, H*D)): with
+    the axis looped as v = c*vo + vi, the divisions and moduli vanish from the loads and
+    the inner loop over vi reads consecutive elements. None when no such c divides the
+    axis (or the inner loop would be shorter than SPLIT_MIN)."""
+    axes = [k for k, n in enumerate(sizes) if n != 1]
+    if not axes:
+        return None
+    k = axes[-1]
+    v, n = iv[k], sympy.sympify(sizes[k])
+    factors: set = set()
+    for ld in loads(body):
+        if not isinstance(ld, Load):
+            return None
+        for e in ld.index:
+            for f in sympy.sympify(e).atoms(FloorDiv, ModIndex):
+                c = f.args[1]
+                if v in f.args[0].free_symbols and c.is_Integer and int(c) >= SPLIT_MIN:
+                    factors.add(int(c))
+    outer, inner = split_vars(v)
+    for c in sorted(factors, reverse=True):
+        m = sympy.cancel(n / c)
+        if not _divides_exactly(m):
+            continue
+        split = simplify_loads(substitute_index(body, {v: c * outer + inner}),
+                               {outer: m, inner: sympy.Integer(c)})
+        if not any(f.args[0].has(inner) for ld in loads(split) for e in ld.index
+                   for f in sympy.sympify(e).atoms(FloorDiv, ModIndex)):
+            return k, sympy.Integer(c), split
+    return None
+
+
+_SETTLED = {  # (true over [lo, hi), false over [lo, hi)) for `v op b`
+    BinaryOp.LT: lambda lo, hi, b: (hi <= b, lo >= b),
+    BinaryOp.GE: lambda lo, hi, b: (lo >= b, hi <= b),
+    BinaryOp.LE: lambda lo, hi, b: (hi <= b + 1, lo > b),
+    BinaryOp.GT: lambda lo, hi, b: (lo > b, hi <= b + 1),
+}
+_FLIPPED = {BinaryOp.LT: BinaryOp.GT, BinaryOp.GT: BinaryOp.LT, BinaryOp.LE: BinaryOp.GE,
+            BinaryOp.GE: BinaryOp.LE}
+MAX_PIECES = 8  # ranges an axis is cut into at most (one per input of a cat)
+
+
+def _compares_axis(e, v) -> tuple | None:
+    """(op, bound) when `e` compares the loop variable `v` itself with a fixed integer."""
+    if not (isinstance(e, Binary) and e.op in _SETTLED):
+        return None
+    for a, b, op in ((e.a, e.b, e.op), (e.b, e.a, _FLIPPED[e.op])):
+        if not (isinstance(a, IndexValue) and sympy.sympify(a.expr) == v):
+            continue
+        if isinstance(b, Constant) and not isinstance(b.value, bool) \
+                and float(b.value) == int(b.value):
+            return op, int(b.value)
+        if isinstance(b, IndexValue) and sympy.sympify(b.expr).is_Integer:
+            return op, int(b.expr)
+    return None
+
+
+def split_at_conditions(body, iv, sizes) -> list | None:
+    """[(lo, hi, body)] covering the innermost axis when the body selects by comparing its
+    index with fixed bounds (torch.cat along the last axis): in each range every such
+    comparison has one value, so the selects and the clamps of the indices (min/max with
+    the range's ends) fold away and each loop reads one input contiguously. None when no
+    comparison cuts the axis, or the axis length is not a number."""
+    axes = [k for k, n in enumerate(sizes) if n != 1]
+    if not axes or not sympy.sympify(sizes[axes[-1]]).is_Integer:
+        return None
+    v, n = iv[axes[-1]], int(sizes[axes[-1]])
+    nodes: list = []
+    seen: set = set()
+    stack = [body]
+    while stack:
+        e = stack.pop()
+        if e not in seen:
+            seen.add(e)
+            nodes.append(e)
+            stack.extend(children(e))
+    tests = {e: t for e in nodes if (t := _compares_axis(e, v)) is not None}
+    cuts = set()
+    for op, b in tests.values():
+        cut = b + 1 if op in (BinaryOp.LE, BinaryOp.GT) else b
+        if 0 < cut < n:
+            cuts.add(cut)
+    if not cuts or len(cuts) >= MAX_PIECES:
+        return None
+    ends = [0, *sorted(cuts), n]
+    return [(lo, hi, _settle(body, {e: _SETTLED[op](lo, hi, b)[0]
+                                    for e, (op, b) in tests.items()}, v, lo, hi))
+            for lo, hi in zip(ends, ends[1:])]
+
+
+def _settle(body, known: dict, v, lo: int, hi: int):
+    """`body` for v in [lo, hi): comparisons replaced by their value there, selects on them
+    resolved, and min/max in indices decided where v's range settles them."""
+    memo: dict = {}
+
+    def walk(e):
+        if e in memo:
+            return memo[e]
+        if e in known:
+            out = Constant(bool(known[e]), DType.bool)
+        elif isinstance(e, Where):
+            cond = walk(e.cond)
+            if isinstance(cond, Constant):
+                out = walk(e.a) if cond.value else walk(e.b)
+            else:
+                out = Where(cond, walk(e.a), walk(e.b), e.dtype)
+        elif isinstance(e, Load):
+            out = with_index(e, tuple(_clamps_settled(sympy.sympify(i), v, lo, hi)
+                                      for i in e.index))
+        else:
+            kids = children(e)
+            out = rebuild(e, tuple(walk(k) for k in kids)) if kids else e
+        memo[e] = out
+        return out
+
+    return walk(body)
+
+
+def _clamps_settled(e, v, lo: int, hi: int):
+    """Index `e` with each min/max whose arguments' order is fixed for v in [lo, hi) replaced
+    by the smaller/larger argument (arguments linear in v alone: decided at both ends)."""
+    def fold(x):
+        args = list(x.args)
+        best = args[0]
+        for a in args[1:]:
+            diff = sympy.expand(a - best)
+            if diff.free_symbols - {v} or (diff.has(v) and sympy.degree(diff, v) > 1):
+                return x
+            ends = [diff.subs(v, lo), diff.subs(v, hi - 1)]
+            if all(d <= 0 for d in ends):  # a <= best over the range
+                best = a if isinstance(x, sympy.Min) else best
+            elif all(d >= 0 for d in ends):
+                best = best if isinstance(x, sympy.Min) else a
+            else:
+                return x
+        return best
+
+    if not e.has(v):
+        return e
+    return e.replace(lambda x: isinstance(x, (sympy.Min, sympy.Max)), fold)
+
+
+TILE = 16  # a transposing copy's block edge: one cache line of float
+
+
+def transpose_axes(body, iv, sizes, buffer_sizes: dict) -> tuple[int, int] | None:
+    """(a, b): the last two non-unit output axes, when no input is read contiguously along
+    the last one (b) but some input is read along a contiguously and along b with a stride
+    (a transpose of the two); None otherwise."""
+    axes = [k for k, n in enumerate(sizes) if n != 1]
+    if len(axes) < 2:
+        return None
+    body_loads = loads(body)
+    if not body_loads or any(not isinstance(ld, Load) for ld in body_loads):
+        return None
+    a, b = axes[-2], axes[-1]
+    offsets = [flat_offset(ld.index, buffer_sizes[ld.buffer]) for ld in body_loads]
+    if any(unit_stride(off, iv[b]) for off in offsets):
+        return None
+    transposed = any(unit_stride(off, iv[a]) and iv[b] in sympy.sympify(off).free_symbols
+                     for off in offsets)  # not a broadcast along b
+    return (a, b) if transposed else None
+
+
+def _divides_exactly(q) -> bool:
+    """`q` (a size divided by a factor) is an integer for every value of the symbols."""
+    if q.is_number:
+        return bool(q.is_Integer)
+    try:
+        return all(c.is_Integer for c in sympy.Poly(q, *sorted(q.free_symbols, key=str)).coeffs())
+    except sympy.PolynomialError:
+        return False
 
 
 def column_axis(op: Reduction, sizes, rv, buffer_sizes: dict) -> int | None:
