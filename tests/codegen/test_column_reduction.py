@@ -66,3 +66,34 @@ def test_column_reduction_reads_along_the_output_axis():
     assert "#pragma omp simd\n" in kernel
     loop = kernel[kernel.index("#pragma omp simd"):]
     assert "for (int64_t i0 = jb; i0 < je; ++i0)" in loop and "in_x[300*r0 + i0]" in loop
+
+
+class Pools(torch.nn.Module):
+    def forward(self, x):  # (N, C, H, W): global pools and statistics over trailing axes
+        return (x.mean((2, 3)), x.amax((2, 3), keepdim=True), x.sum((1, 2, 3)),
+                x.var((1, 2, 3)), x.amin((1, 3)), torch.nn.functional.adaptive_avg_pool2d(x, 1))
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 7, 7), (1, 3, 1, 9), (3, 4, 5, 33), (2, 2, 16, 16)])
+def test_trailing_reduced_axes_match_eager(compile_model, shape):
+    torch.manual_seed(0)
+    x = torch.randn(*shape)
+    ep, model = compile_model(Pools(), (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), equal_nan=True)
+
+
+def test_trailing_reduced_axes_dynamic(compile_model):
+    h, w = torch.export.Dim("h", min=2, max=64), torch.export.Dim("w", min=2, max=64)
+    ep, model = compile_model(Pools(), (torch.randn(2, 3, 7, 7),), {"x": {2: h, 3: w}})
+    for rows, cols in ((2, 2), (7, 7), (13, 40), (64, 3)):
+        x = torch.randn(2, 3, rows, cols)
+        torch.testing.assert_close(model(x), ep.module()(x), equal_nan=True)
+
+
+def test_global_pool_reduces_one_run_of_elements():
+    """A 7x7 pool reduces 49 consecutive elements in one loop (full vectors of lanes)."""
+    ep = torch.export.export(Pools(), (torch.randn(2, 5, 7, 7),))
+    source = compile_program(ep, host_target(), build=False).source
+    kernel = source[source.index("static void k0_"):]
+    kernel = kernel[:kernel.index("\n}\n")]
+    assert "rs < 49" in kernel and "r1" not in kernel

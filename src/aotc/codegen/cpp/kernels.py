@@ -34,6 +34,7 @@ from ...ir.symbols import (
     index_vars,
     numel,
     reduction_var,
+    simplify_index,
 )
 from ...scheduler.memory import reads_of
 from . import ops
@@ -239,7 +240,12 @@ class _Nest:
         elif not rv or (opened == 0 and acc.clause is not None):
             self._whole_reduction(op, rv, acc, work)  # one output: split it across threads
         else:
+            merged = merge_reduced_axes(op, self.body.sizes)
+            if merged is not None:  # the trailing reduced axes as one run of elements
+                op, self.body.offset_form = merged
+                rv = rv[:len(op.ranges)]
             self._lane_reduction(op, rv, acc)
+            self.body.offset_form = None
         self.code.line(f"out[{c_index(flat_offset(iv, sizes))}] = {acc.finish('acc')};")
         self._close(opened)
 
@@ -356,6 +362,46 @@ class _Nest:
         pos = c_index(flat_offset(tuple(rv), op.ranges))
         self.code.line(f"if ({better}) {{ best = {value}; acc = {pos}; }}")
         self._close(len(rv))
+
+
+def merge_reduced_axes(op: Reduction, buffer_sizes: dict) -> tuple | None:
+    """(op over fewer ranges, offset form for the body) when the trailing reduced axes are
+    read as one contiguous run by every load (H, W of a global average pool over NCHW:
+    W*r0 + r1): looped as one axis, the lanes cover H*W elements instead of rows of W, too
+    short for a vector when W is 7. None when nothing merges."""
+    if any(not isinstance(ld, Load) for ld in loads(op.body)) or any(
+            isinstance(x, IndexValue) for x in _nodes(op.body)):
+        return None
+    ranges = list(op.ranges)
+    mapping: dict = {}
+    offsets = [flat_offset(ld.index, buffer_sizes[ld.buffer]) for ld in loads(op.body)]
+    while len(ranges) >= 2:
+        k = len(ranges) - 1
+        a, n = reduction_var(k - 1), ranges[k]
+        step = {reduction_var(k - 1): FloorDiv(a, n), reduction_var(k): ModIndex(a, n)}
+        trial = {v: sympy.sympify(e).xreplace(step) for v, e in mapping.items()}
+        trial.update({v: e for v, e in step.items() if v not in mapping})
+        span = {a: sympy.expand(ranges[k - 1] * n)}
+        merged = [simplify_index(sympy.sympify(off).xreplace(trial), span) for off in offsets]
+        if any(f.args[0].has(a) for off in merged for f in off.atoms(FloorDiv, ModIndex)):
+            break
+        mapping = trial
+        ranges[k - 1:] = [span[a]]
+    if not mapping:
+        return None
+    return Reduction(op.reduce_type, tuple(ranges), op.body), (mapping, {
+        reduction_var(len(ranges) - 1): ranges[-1]})
+
+
+def _nodes(body) -> list:
+    out, seen, stack = [], set(), [body]
+    while stack:
+        e = stack.pop()
+        if e not in seen:
+            seen.add(e)
+            out.append(e)
+            stack.extend(children(e))
+    return out
 
 
 SPLIT_MIN = 8  # the shortest inner loop worth splitting an axis for
