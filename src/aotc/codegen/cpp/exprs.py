@@ -17,7 +17,7 @@ from ...ir.expr import (
     children,
     indirect_var,
 )
-from ...ir.symbols import FloorDiv, ModIndex, flat_offset
+from ...ir.symbols import FloorDiv, ModIndex, flat_offset, simplify_index
 from . import ops
 
 
@@ -106,6 +106,9 @@ class BodyEmitter:
         self.names: dict[Node, str] = {}
         self.lines: list[str] = []
         self.checks_bounds = False  # set once an indirect load needs the `oob` flag
+        # (substitution, ranges): loop variables the kernel loops over in another form, and
+        # the ranges that simplify a direct load's flat offset once substituted
+        self.offset_form: tuple[dict, dict] | None = None
 
     def value(self, e: Node) -> str:
         if e in self.names:
@@ -130,6 +133,9 @@ class BodyEmitter:
             return self.scalars[e.buffer]
         if isinstance(e, Load):
             off = flat_offset(e.index, self.sizes[e.buffer])
+            if self.offset_form is not None:
+                mapping, ranges = self.offset_form
+                off = simplify_index(sympy.sympify(off).xreplace(mapping), ranges)
             return f"{self.pointer_of(e.buffer)}[{c_index(off)}]"
         if isinstance(e, IndexValue):
             return f"{e.dtype.compute.ctype}({c_index(e.expr)})"
