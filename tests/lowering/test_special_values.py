@@ -54,3 +54,16 @@ def test_gcd_lcm_of_zeros_and_negatives(dtype, compile_model):
     ep, model = compile_model(Divisors(), (a, b))
     for g, w in zip(model(a, b), ep.module()(a, b)):
         torch.testing.assert_close(g, w)
+
+
+class Next(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.nextafter(a, b)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16, torch.bfloat16), ids=str)
+def test_nextafter_steps_one_ulp_of_the_dtype(dtype, compile_model):
+    a = torch.tensor([1.0, 1.0, 0.0, -0.0, 3.5, INF, NAN, 2.0], dtype=dtype)
+    b = torch.tensor([2.0, 0.0, 1.0, -1.0, 3.5, 0.0, 1.0, NAN], dtype=dtype)
+    ep, model = compile_model(Next(), (a, b))
+    torch.testing.assert_close(model(a, b), ep.module()(a, b), equal_nan=True, atol=0, rtol=0)

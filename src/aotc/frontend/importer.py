@@ -223,7 +223,7 @@ class Importer:
             args = self.arg(node.args)
             kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
             try:
-                if not is_view(op) and involves_half(ctx, args, kwargs):
+                if not (is_view(op) or rule.in_storage_type) and involves_half(ctx, args, kwargs):
                     self.env[node] = lower_in_float(rule.fn, ctx, args, kwargs)
                 else:
                     self.env[node] = rule.fn(ctx, *args, **kwargs)

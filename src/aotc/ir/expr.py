@@ -101,6 +101,7 @@ class BinaryOp(enum.Enum):
     LSHIFT = "lshift"  # integers: 0 for a shift outside [0, bits), as PyTorch
     RSHIFT = "rshift"  # arithmetic; a shift outside [0, bits) shifts by bits - 1
     GCD = "gcd"  # integers: the non-negative greatest common divisor, gcd(0, 0) = 0
+    NEXTAFTER = "nextafter"  # the next float after a toward b
     ZETA = "zeta"  # Hurwitz zeta(x, q)
     POLYGAMMA = "polygamma"  # polygamma(n, x)
     CHEBYSHEV_T = "chebyshev_t"  # orthogonal polynomials (x, degree n)

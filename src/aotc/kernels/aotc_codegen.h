@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -259,6 +260,26 @@ template <typename T> inline T gcd(T a, T b) {
     b = c;
   }
   return b;
+}
+
+// The neighbour of a toward b in T itself: the standard one for float and double, a step
+// of the 16-bit pattern for _Float16 and bf16 (whose steps float's nextafter cannot take).
+template <typename T> inline T nextafter(T a, T b) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    return std::nextafter(a, b);
+  } else {
+    const float fa = float(a), fb = float(b);
+    if (fa != fa || fb != fb) return T(fa + fb);  // NaN
+    if (fa == fb) return b;
+    uint16_t bits;
+    std::memcpy(&bits, &a, sizeof bits);
+    if (fa == 0.0f) bits = fb > 0.0f ? 0x0001 : 0x8001;  // the smallest subnormal toward b
+    else if ((fa < fb) == (fa > 0.0f)) ++bits;           // away from zero
+    else --bits;
+    T out;
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
+  }
 }
 
 template <typename T> inline T round_half_even(T x) { return std::nearbyint(x); }

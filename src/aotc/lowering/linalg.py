@@ -195,6 +195,31 @@ def lower_cdist(ctx, x1, x2, p=2.0, compute_mode=None):
     return ctx.pointwise(cast(root, ctx.out_dtype))
 
 
+@register_lowering(aten._trilinear.default, family=FAMILY)
+def lower_trilinear(ctx, i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
+    """The sum over `sumdim` of i1 * i2 * i3, each first given size-1 dims at its `expand`
+    positions (F.bilinear's form); the summed dims leave the result."""
+    total = i1.ndim + len(expand1)
+    d = ctx.out_dtype
+    kept = [k for k in range(total) if k not in sumdim]
+    iv, rv = index_vars(len(kept)), [reduction_var(j) for j in range(len(sumdim))]
+    var = {k: iv[kept.index(k)] if k in kept else rv[sorted(sumdim).index(k)] for k in range(total)}
+    sizes: dict[int, sympy.Expr] = {}
+
+    def read(t, expand):
+        dims = [k for k in range(total) if k not in expand]
+        for k, n in zip(dims, t.sizes):
+            if n != 1:
+                sizes[k] = n
+        return cast(t.load(tuple(var[k] if n != 1 else ZERO for k, n in zip(dims, t.sizes))), d)
+
+    body: Node = read(i1, expand1)
+    for t, e in ((i2, expand2), (i3, expand3)):
+        body = Binary(BinaryOp.MUL, body, read(t, e), d)
+    ranges = tuple(sizes.get(k, sympy.Integer(1)) for k in sorted(sumdim))
+    return ctx.emit(Reduction(ReduceType.SUM, ranges, body), ctx.out_sizes, d)
+
+
 @register_lowering(aten.linear.default, family=FAMILY)
 def lower_linear(ctx, x, w, bias=None):
     return rows_matmul(ctx, x, _transpose2d(w), bias)

@@ -179,6 +179,13 @@ def lower_fmax_fmin(ctx, a, b):
     return ctx.pointwise(cast(body, ctx.out_dtype))
 
 
+@register_lowering(aten.nextafter.default, torch.ops.prims.nextafter.default, family=FAMILY,
+                   in_storage_type=True)
+def lower_nextafter(ctx, a, b):
+    """The neighbour of a toward b in a's own type (one bfloat16 step, not a float one)."""
+    return _binary(ctx, a, b, BinaryOp.NEXTAFTER)
+
+
 @register_lowering(aten.gcd.default, torch.ops.prims.gcd.default, family=FAMILY)
 def lower_gcd(ctx, a, b):
     return _binary(ctx, a, b, BinaryOp.GCD)

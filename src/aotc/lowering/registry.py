@@ -20,12 +20,15 @@ class Decompose(Exception):
 class Rule:
     fn: Callable
     family: str
+    in_storage_type: bool = False  # computes half values in their own type, not in float32
 
 
-def register_lowering(*ops, family: str) -> Callable:
+def register_lowering(*ops, family: str, in_storage_type: bool = False) -> Callable:
     """Register `fn(ctx, *args, **kwargs) -> TensorValue | tuple` for each ATen overload.
 
-    Passing an OpOverloadPacket registers every overload of it.
+    Passing an OpOverloadPacket registers every overload of it. Half-precision operands
+    are widened to float32 around the rule (lowering/opmath.py) unless `in_storage_type`:
+    an op on the bits of its type (nextafter) sees them as they are.
     """
 
     def wrap(fn: Callable) -> Callable:
@@ -34,7 +37,7 @@ def register_lowering(*ops, family: str) -> Callable:
             for ov in overloads:
                 if ov in LOWERINGS:
                     raise ValueError(f"two lowerings registered for {ov}")
-                LOWERINGS[ov] = Rule(fn, family)
+                LOWERINGS[ov] = Rule(fn, family, in_storage_type)
         return fn
 
     return wrap

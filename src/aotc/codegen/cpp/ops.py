@@ -91,12 +91,17 @@ _INFIX = {
     BinaryOp.BITWISE_XOR: "^",
 }
 
+# ops whose half-precision result depends on the half type itself, not on a float result
+# rounded to it: emitted in the storage type
+IN_STORAGE_TYPE = frozenset({BinaryOp.NEXTAFTER})
+
 _CALL = {
     BinaryOp.MAXIMUM: "aotc::maximum", BinaryOp.MINIMUM: "aotc::minimum",
     BinaryOp.FLOORDIV: "aotc::floordiv", BinaryOp.TRUNCDIV: "aotc::truncdiv",
     BinaryOp.REMAINDER: "aotc::remainder", BinaryOp.FMOD: "aotc::fmod",
     BinaryOp.POW: "aotc::ipow", BinaryOp.ATAN2: "std::atan2",
     BinaryOp.LSHIFT: "aotc::lshift", BinaryOp.RSHIFT: "aotc::rshift", BinaryOp.GCD: "aotc::gcd",
+    BinaryOp.NEXTAFTER: "aotc::nextafter",
 }
 
 
