@@ -35,7 +35,10 @@ RANDOM = {"bernoulli", "normal", "rand_like", "randn_like", "randint_like", "ran
           "rand", "uniform", "multinomial", "cauchy", "exponential", "geometric", "log_normal",
           "nn.functional.rrelu", "empty", "empty_like", "new_empty", "empty_strided",
           "empty_permuted", "new_empty_strided"}
+# ops whose result is complex (aotc computes no complex dtype) or that take sparse layouts
+COMPLEX = {"complex", "view_as_complex", "polar"}
 CASE_SECONDS = 180
+CATEGORIES = ("in scope", "linalg", "fft", "complex", "sparse", "random")
 
 
 @dataclass
@@ -56,8 +59,12 @@ def category(name: str) -> str:
     base = name.split(".")[0] if not name.startswith(("linalg.", "fft.", "special.")) else name
     if name.startswith("linalg.") or base in LINALG:
         return "linalg"
-    if name.startswith("fft."):
+    if name.startswith("fft.") or base in ("stft", "istft"):
         return "fft"
+    if base in COMPLEX:
+        return "complex"
+    if name.startswith("sparse."):
+        return "sparse"
     if base in RANDOM or "dropout" in name or name.startswith("nn.functional.rrelu"):
         return "random"
     return "in scope"
@@ -111,6 +118,16 @@ def run_case(info, dtype, folder: Path, max_samples: int) -> Row:
     return Row(opinfo_name(info), d, len(samples), passed, reason)
 
 
+def all_cases() -> list[tuple[str, str, str]]:
+    """(op, dtype, category) of every case of the database this tool covers."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    from .opsweep import opinfo_name
+
+    return [(opinfo_name(i), str(d).removeprefix("torch."), category(opinfo_name(i)))
+            for i in op_db for d in DTYPES if d in i.dtypes]
+
+
 def load_results(path: Path) -> dict[tuple[str, str], tuple[str, Row]]:
     """(op, dtype) -> (category, row): the last line recorded for each case."""
     out: dict[tuple[str, str], tuple[str, Row]] = {}
@@ -161,7 +178,7 @@ def sweep(only: set[str] | None, max_samples: int, results: Path, skip,
                 log.flush()
 
 
-def render(rows: dict[str, list[Row]], command: str) -> str:
+def render(rows: dict[str, list[Row]], command: str, not_run: list[tuple[str, str]]) -> str:
     counted = [r for r in rows["in scope"] if r.samples > 0]
     seconds = sum(r.seconds for r in rows["in scope"])
     ops: dict[str, bool] = {}
@@ -181,8 +198,12 @@ def render(rows: dict[str, list[Row]], command: str) -> str:
         f"- cases torch.export or OpInfo could not produce a sample for (not counted): "
         f"{sum(1 for r in rows['in scope'] if r.samples == 0)}",
         f"- listed apart, not counted: linalg {len({r.op for r in rows['linalg']})} ops, "
-        f"fft {len({r.op for r in rows['fft']})} ops, random/uninitialized results "
-        f"{len({r.op for r in rows['random']})} ops", "",
+        f"fft {len({r.op for r in rows['fft']})} ops, complex results "
+        f"{len({r.op for r in rows['complex']})} ops, sparse layouts "
+        f"{len({r.op for r in rows['sparse']})} ops, random/uninitialized results "
+        f"{len({r.op for r in rows['random']})} ops",
+        f"- in-scope cases of the database not run yet: **{len(not_run)}** "
+        f"({len({op for op, _ in not_run})} ops, listed at the end)", "",
         "| op | dtype | samples passed | result | reason (most common failure) |",
         "|---|---|---|---|---|",
     ]
@@ -190,9 +211,11 @@ def render(rows: dict[str, list[Row]], command: str) -> str:
         result = "pass" if r.ok else ("n/a" if r.samples == 0 else "FAIL")
         reason = r.reason.replace("|", "\\|")
         lines.append(f"| {r.op} | {r.dtype} | {r.passed}/{r.samples} | {result} | {reason} |")
-    for cat in ("linalg", "fft", "random"):
+    for cat in CATEGORIES[1:]:
         names = sorted({r.op for r in rows[cat]})
         lines += ["", f"## Listed apart: {cat}", "", ", ".join(f"`{n}`" for n in names) or "none"]
+    if not_run:
+        lines += ["", "## Not run yet", "", ", ".join(f"`{op}` {d}" for op, d in not_run)]
     return "\n".join(lines) + "\n"
 
 
@@ -225,11 +248,13 @@ def main(argv: list[str] | None = None) -> int:
         return not (args.rerun_failed and cat == "in scope" and not row.ok)
 
     sweep(set(args.only) if args.only else None, args.samples, results, skip, args.reverse)
-    rows: dict[str, list[Row]] = {"in scope": [], "linalg": [], "fft": [], "random": []}
-    for cat, row in load_results(results).values():
-        rows[cat].append(row)
+    rows: dict[str, list[Row]] = {c: [] for c in CATEGORIES}
+    recorded = load_results(results)
+    for (op, _), (_, row) in recorded.items():
+        rows[category(op)].append(row)  # categories as this version draws them
     command = "python -m aotc.tools.opcov" + (f" --only {' '.join(args.only)}" if args.only else "")
-    Path(args.out).write_text(render(rows, command))
+    not_run = [(op, d) for op, d, cat in all_cases() if cat == "in scope" and (op, d) not in recorded]
+    Path(args.out).write_text(render(rows, command, not_run))
     print(f"wrote {args.out}")
     return 0
 
