@@ -41,73 +41,47 @@ def template_call(buf: Buffer, pointer_of: Callable[[str], str],
     return describe(buf) + emit(buf, pointer_of, workspace)
 
 
+def _gemm_operands(buf: Buffer, pointer_of) -> dict[str, str]:
+    """The C spellings of a GEMM's operands, sizes and scalars, as every entry point takes
+    them: a, b and bias as `pointer + offset, strides...`."""
+    op = buf.op
+    assert isinstance(op, Gemm)
+
+    def arg(o):
+        return f"{pointer_of(o.buffer)} + {c_index(o.offset)}, " + ", ".join(
+            c_index(s) for s in o.strides)
+
+    return {
+        "batch": c_index(op.batch), "m": c_index(op.m), "n": c_index(op.n), "k": c_index(op.k),
+        "a": arg(op.a), "b": arg(op.b), "b_packed": pointer_of(op.b.buffer),
+        "bias": arg(op.bias) if op.bias is not None else "nullptr, 0, 0, 0",
+        "c": f"{pointer_of(buf.name)}, {c_index(sympy.expand(op.m * op.n))}, {c_index(op.n)}",
+        "scalars": f"{ops.literal(op.alpha, DType.float32)}, {ops.literal(op.beta, DType.float32)}",
+    }
+
+
 @emits(Gemm)
 def gemm_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
-    """The call into the shipped GEMM."""
+    """The call into the shipped GEMM: with a prepacked B, with a fused epilogue, or plain."""
     op = buf.op
     assert isinstance(op, Gemm)
     if buf.dtype is not DType.float32:
         raise CompileError("only float32 GEMM")
-
-    def arg(o):
-        return f"{pointer_of(o.buffer)} + {c_index(o.offset)}", [c_index(s) for s in o.strides]
-
-    a, sa = arg(op.a)
-    b, sb = arg(op.b)
-    m, n = c_index(op.m), c_index(op.n)
-    if op.bias is not None:
-        bias, sbias = arg(op.bias)
-    else:
-        bias, sbias = "nullptr", ["0", "0", "0"]
-    mn = c_index(sympy.expand(op.m * op.n))
-    alpha, beta = ops.literal(op.alpha, DType.float32), ops.literal(op.beta, DType.float32)
+    g = _gemm_operands(buf, pointer_of)
+    sizes = f"{g['batch']}, {g['m']}, {g['n']}, {g['k']},"
+    if not op.b_packed and op.epilogue is None:
+        return [f"aotc_sgemm_batched({sizes}", f"                   {g['a']},",
+                f"                   {g['b']},", f"                   {g['c']},",
+                f"                   {g['bias']}, {g['scalars']});"]
     setup, epilogue = epilogue_setup(buf, pointer_of)
-    if op.b_packed:  # a constant in the kernel's panel layout, shared by the batch
-        call = [
-            f"aotc_sgemm_prepacked({c_index(op.batch)}, {m}, {n}, {c_index(op.k)},",
-            f"                     {a}, {', '.join(sa)},",
-            f"                     {pointer_of(op.b.buffer)},",
-            f"                     {pointer_of(buf.name)}, {mn}, {n},",
-            f"                     {bias}, {', '.join(sbias)}, {alpha}, {beta}, {epilogue});",
-        ]
-    elif op.epilogue is not None:
-        call = [
-            f"aotc_sgemm_fused({c_index(op.batch)}, {m}, {n}, {c_index(op.k)},",
-            f"                 {a}, {', '.join(sa)},",
-            f"                 {b}, {', '.join(sb)},",
-            f"                 {pointer_of(buf.name)}, {mn}, {n},",
-            f"                 {bias}, {', '.join(sbias)}, {alpha}, {beta}, {epilogue});",
-        ]
-    else:
-        return _plain_gemm(buf, pointer_of)
+    # a prepacked B is a constant in the kernel's panel layout, shared by the batch
+    name, b = ("aotc_sgemm_prepacked", g["b_packed"]) if op.b_packed else ("aotc_sgemm_fused", g["b"])
+    pad = " " * (len(name) + 1)
+    call = [f"{name}({sizes}", f"{pad}{g['a']},", f"{pad}{b},", f"{pad}{g['c']},",
+            f"{pad}{g['bias']}, {g['scalars']}, {epilogue});"]
     if not setup:
         return call
     return ["{"] + ["  " + s for s in setup + call] + ["}"]
-
-
-def _plain_gemm(buf: Buffer, pointer_of) -> list[str]:
-    op = buf.op
-    assert isinstance(op, Gemm)
-
-    def arg(o):
-        return f"{pointer_of(o.buffer)} + {c_index(o.offset)}", [c_index(s) for s in o.strides]
-
-    a, sa = arg(op.a)
-    b, sb = arg(op.b)
-    m, n = c_index(op.m), c_index(op.n)
-    if op.bias is not None:
-        bias, sbias = arg(op.bias)
-    else:
-        bias, sbias = "nullptr", ["0", "0", "0"]
-    mn = c_index(sympy.expand(op.m * op.n))
-    return [
-        f"aotc_sgemm_batched({c_index(op.batch)}, {m}, {n}, {c_index(op.k)},",
-        f"                   {a}, {', '.join(sa)},",
-        f"                   {b}, {', '.join(sb)},",
-        f"                   {pointer_of(buf.name)}, {mn}, {n},",
-        f"                   {bias}, {', '.join(sbias)}, {ops.literal(op.alpha, DType.float32)}, "
-        f"{ops.literal(op.beta, DType.float32)});",
-    ]
 
 
 # (code, program, buffer) -> None: functions a template's call needs, emitted before the
