@@ -230,12 +230,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rerun-failed", action="store_true",
                    help="with --resume: run the recorded failures again")
     p.add_argument("--reverse", action="store_true", help="walk the database from its end")
+    p.add_argument("--render-only", action="store_true",
+                   help="run nothing: write the table from the record alone")
     p.add_argument("--skip-recorded", nargs="*", default=[],
                    help="other JSON-lines records whose cases are skipped too")
     args = p.parse_args(argv)
     results = Path(args.results)
-    if not args.resume and results.exists():
-        results.unlink()
+    if not (args.resume or args.render_only) and results.exists():
+        results.unlink()  # a fresh sweep
     before = load_results(results)
     for other in args.skip_recorded:
         before.update(load_results(Path(other)))
@@ -247,12 +249,15 @@ def main(argv: list[str] | None = None) -> int:
         cat, row = got
         return not (args.rerun_failed and cat == "in scope" and not row.ok)
 
-    sweep(set(args.only) if args.only else None, args.samples, results, skip, args.reverse)
+    if not args.render_only:
+        sweep(set(args.only) if args.only else None, args.samples, results, skip, args.reverse)
     rows: dict[str, list[Row]] = {c: [] for c in CATEGORIES}
     recorded = load_results(results)
     for (op, _), (_, row) in recorded.items():
         rows[category(op)].append(row)  # categories as this version draws them
-    command = "python -m aotc.tools.opcov" + (f" --only {' '.join(args.only)}" if args.only else "")
+    command = "python -m aotc.tools.opcov" + (
+        " (several runs, each case's latest result)" if args.render_only or args.resume else
+        f" --only {' '.join(args.only)}" if args.only else "")
     not_run = [(op, d) for op, d, cat in all_cases() if cat == "in scope" and (op, d) not in recorded]
     Path(args.out).write_text(render(rows, command, not_run))
     print(f"wrote {args.out}")
