@@ -1,5 +1,6 @@
 """Special float values: signbit and copysign (the sign bit of -0.0 and -NaN counts, as
-PyTorch reads it), fmax/fmin (a NaN operand is ignored), gcd/lcm of zeros and negatives."""
+PyTorch reads it), fmax/fmin (a NaN operand is ignored), gcd/lcm of zeros and negatives,
+nextafter in the operand's own type, hypot without overflow."""
 from __future__ import annotations
 
 import pytest
@@ -67,3 +68,17 @@ def test_nextafter_steps_one_ulp_of_the_dtype(dtype, compile_model):
     b = torch.tensor([2.0, 0.0, 1.0, -1.0, 3.5, 0.0, 1.0, NAN], dtype=dtype)
     ep, model = compile_model(Next(), (a, b))
     torch.testing.assert_close(model(a, b), ep.module()(a, b), equal_nan=True, atol=0, rtol=0)
+
+
+class Hypot(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.hypot(a, b), torch.eye(3, 5, dtype=a.dtype)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
+def test_hypot_does_not_overflow_in_its_squares(dtype, compile_model):
+    a = torch.tensor([3.0, 1e30, -1e30, 0.0, INF, NAN, 1e-30, -4.0], dtype=dtype)
+    b = torch.tensor([4.0, 1e30, 2.0, -0.0, NAN, 1.0, 1e-30, 0.0], dtype=dtype)
+    ep, model = compile_model(Hypot(), (a, b))
+    for g, w in zip(model(a, b), ep.module()(a, b)):
+        torch.testing.assert_close(g, w, equal_nan=True)

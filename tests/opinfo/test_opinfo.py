@@ -104,6 +104,7 @@ MILESTONE: dict[str, tuple] = {
     "meshgrid.variadic_tensors": (F32,), "quantile": (F32,), "scatter_reduce.sum": (F32, I64),
     "scatter_reduce.prod": (F32,), "scatter_reduce.mean": (F32, I64), "scatter_reduce.amax": (F32,),
     "scatter_reduce.amin": (I64,), "nextafter": (F32, BF16), "nn.functional.bilinear": (F32,),
+    "eye": (F32, BOOL), "hypot": (F32,),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset

@@ -102,6 +102,7 @@ class BinaryOp(enum.Enum):
     RSHIFT = "rshift"  # arithmetic; a shift outside [0, bits) shifts by bits - 1
     GCD = "gcd"  # integers: the non-negative greatest common divisor, gcd(0, 0) = 0
     NEXTAFTER = "nextafter"  # the next float after a toward b
+    HYPOT = "hypot"  # sqrt(a*a + b*b) without overflow in the squares
     ZETA = "zeta"  # Hurwitz zeta(x, q)
     POLYGAMMA = "polygamma"  # polygamma(n, x)
     CHEBYSHEV_T = "chebyshev_t"  # orthogonal polynomials (x, degree n)

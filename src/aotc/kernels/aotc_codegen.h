@@ -262,6 +262,8 @@ template <typename T> inline T gcd(T a, T b) {
   return b;
 }
 
+template <typename T> inline T hypot(T a, T b) { return std::hypot(a, b); }
+
 // The neighbour of a toward b in T itself: the standard one for float and double, a step
 // of the 16-bit pattern for _Float16 and bf16 (whose steps float's nextafter cannot take).
 template <typename T> inline T nextafter(T a, T b) {

@@ -97,3 +97,10 @@ def lower_linspace(ctx, start, end, steps, **kwargs):
 @register_lowering(aten.logspace.default, family=FAMILY)
 def lower_logspace(ctx, start, end, steps, base=10.0, **kwargs):
     return _spaced(ctx, start, end, int(steps), base)
+
+
+@register_lowering(aten.eye.default, aten.eye.m, family=FAMILY)
+def lower_eye(ctx, n, m=None, **kwargs):
+    """1 on the diagonal (row == column), 0 elsewhere."""
+    i, j = (IndexValue(index_var(k), DType.int64) for k in range(2))
+    return ctx.pointwise(cast(Binary(BinaryOp.EQ, i, j, DType.bool), ctx.out_dtype))

@@ -186,6 +186,11 @@ def lower_nextafter(ctx, a, b):
     return _binary(ctx, a, b, BinaryOp.NEXTAFTER)
 
 
+@register_lowering(aten.hypot.default, torch.ops.prims.hypot.default, family=FAMILY)
+def lower_hypot(ctx, a, b):
+    return _binary(ctx, a, b, BinaryOp.HYPOT, _float_dtype(ctx, a, b))
+
+
 @register_lowering(aten.gcd.default, torch.ops.prims.gcd.default, family=FAMILY)
 def lower_gcd(ctx, a, b):
     return _binary(ctx, a, b, BinaryOp.GCD)

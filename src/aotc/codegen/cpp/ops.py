@@ -101,7 +101,7 @@ _CALL = {
     BinaryOp.REMAINDER: "aotc::remainder", BinaryOp.FMOD: "aotc::fmod",
     BinaryOp.POW: "aotc::ipow", BinaryOp.ATAN2: "std::atan2",
     BinaryOp.LSHIFT: "aotc::lshift", BinaryOp.RSHIFT: "aotc::rshift", BinaryOp.GCD: "aotc::gcd",
-    BinaryOp.NEXTAFTER: "aotc::nextafter",
+    BinaryOp.NEXTAFTER: "aotc::nextafter", BinaryOp.HYPOT: "aotc::hypot",
 }
 
 
