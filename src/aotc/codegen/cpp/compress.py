@@ -3,6 +3,8 @@ one block per selected position, so rows come in PyTorch's order on every run) a
 MaskedScatter (the same walk, writing the next row of values at each selected position)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from ...ir.compress import Compress, Count, MaskedScatter
 from ...ir.nodes import Buffer, Program
 from ...ir.symbols import flat_offset, index_var, numel, reduction_var
@@ -13,48 +15,49 @@ from .exprs import BodyEmitter, c_index
 from .kernels import Kernel, describe, index_exprs, program_symbol_index, symbols_in
 
 
-def emit_compress(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> Kernel:
-    op = buf.op
-    assert isinstance(op, Compress)
+@contextmanager
+def _walk_kernel(code: CodeBuffer, program: Program, buf: Buffer, kid: int, exprs):
+    """The function of a mask walk: its header comment, signature (the output, then every
+    buffer it reads) and the shape symbols that `exprs` and the buffers' sizes use; yields
+    (its name, the buffers read, their sizes) with the body open."""
     reads = sorted(reads_of(buf))
     sizes = {b: program.buffers[b].sizes for b in reads}
     params = ["int *oob", f"{buf.dtype.ctype} *__restrict out"] + [
         f"const {program.buffers[b].dtype.ctype} *__restrict {b}" for b in reads]
-    used = [*buf.sizes, *op.ranges, *op.inner, *index_exprs(op.mask), *index_exprs(op.value),
-            *(s for b in reads for s in sizes[b])]
+    used = [*buf.sizes, *exprs, *(s for b in reads for s in sizes[b])]
     name = f"k{kid}_{buf.name}"
     code.lines_of(describe(buf))
     with code.block(f"static void {name}(const int64_t *sym, {', '.join(params)})"):
         for s in symbols_in(program, *used):
             code.line(f"const int64_t {s.name} = sym[{program_symbol_index(program, s)}];")
+        yield name, reads, sizes
+    code.line()
+
+
+def emit_compress(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> Kernel:
+    op = buf.op
+    assert isinstance(op, Compress)
+    exprs = [*op.ranges, *op.inner, *index_exprs(op.mask), *index_exprs(op.value)]
+    with _walk_kernel(code, program, buf, kid, exprs) as (name, reads, sizes):
         code.line(f"const int64_t rows = {c_index(buf.sizes[0])};")
         code.line("int64_t row = 0;")
         rv = [reduction_var(k) for k in range(len(op.ranges))]
-        for v, n in zip(rv, op.ranges):
-            code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
-            code.level += 1
+        _open(code, rv, op.ranges)
         body = BodyEmitter(sizes, lambda b: b)
         keep = body.value(op.mask)
         code.lines_of(body.lines)
         iv = [index_var(k + 1) for k in range(len(op.inner))]
         with code.block(f"if ({keep})"):  # the row's block: its own scope for temporaries
             code.line("if (row >= rows) { __atomic_store_n(oob, 1, __ATOMIC_RELAXED); return; }")
-            for v, n in zip(iv, op.inner):
-                code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
-                code.level += 1
+            _open(code, iv, op.inner)
             body = BodyEmitter(sizes, lambda b: b)
             value = body.value(op.value)
             code.lines_of(body.lines)
             off = c_index(flat_offset(tuple(iv), op.inner)) if iv else "0"
             code.line(f"out[row * {c_index(numel(op.inner))} + {off}] = {value};")
-            for _ in iv:
-                code.level -= 1
-                code.line("}")
+            _close(code, iv)
             code.line("++row;")
-        for _ in rv:
-            code.level -= 1
-            code.line("}")
-    code.line()
+        _close(code, rv)
     return Kernel(name, [buf.name] + reads, checks_bounds=True)
 
 
@@ -63,17 +66,9 @@ def emit_masked_scatter(code: CodeBuffer, program: Program, buf: Buffer, kid: in
     selected position; the count of rows used is checked against the values' rows."""
     op = buf.op
     assert isinstance(op, MaskedScatter)
-    reads = sorted(reads_of(buf))
-    sizes = {b: program.buffers[b].sizes for b in reads}
-    params = ["int *oob", f"{buf.dtype.ctype} *__restrict out"] + [
-        f"const {program.buffers[b].dtype.ctype} *__restrict {b}" for b in reads]
-    used = [*buf.sizes, *op.ranges, *op.inner, op.rows, *index_exprs(op.init),
-            *index_exprs(op.mask), *index_exprs(op.value), *(s for b in reads for s in sizes[b])]
-    name = f"k{kid}_{buf.name}"
-    code.lines_of(describe(buf))
-    with code.block(f"static void {name}(const int64_t *sym, {', '.join(params)})"):
-        for s in symbols_in(program, *used):
-            code.line(f"const int64_t {s.name} = sym[{program_symbol_index(program, s)}];")
+    exprs = [*op.ranges, *op.inner, op.rows, *index_exprs(op.init), *index_exprs(op.mask),
+             *index_exprs(op.value)]
+    with _walk_kernel(code, program, buf, kid, exprs) as (name, reads, sizes):
         iv = [index_var(k) for k in range(len(buf.sizes))]
         _open(code, iv, buf.sizes)
         body = BodyEmitter(sizes, lambda b: b)
@@ -106,7 +101,6 @@ def emit_masked_scatter(code: CodeBuffer, program: Program, buf: Buffer, kid: in
         _close(code, rv)
         if op.exact:
             code.line("if (row != rows) __atomic_store_n(oob, 1, __ATOMIC_RELAXED);")
-    code.line()
     what = ("the mask selects a number of positions other than the rows of values" if op.exact
             else "the mask selects more positions than the source has elements")
     return Kernel(name, [buf.name] + reads, checks_bounds=True, oob_message=what)
