@@ -55,11 +55,11 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def compile_once(name: str, model: torch.nn.Module, inputs: tuple) -> dict:
+def compile_once(name: str, model: torch.nn.Module, inputs: tuple, dynamic_shapes=None) -> dict:
     shutil.rmtree(BUILD / "cache" / "models", ignore_errors=True)
     shutil.rmtree(BUILD / "cache" / "libraries", ignore_errors=True)
     with torch.no_grad():
-        ep = torch.export.export(model.eval(), inputs)
+        ep = torch.export.export(model.eval(), inputs, dynamic_shapes=dynamic_shapes)
     path = BUILD / f"{name}.pt2"
     start, cpu, children = time.perf_counter(), time.process_time(), _children_cpu()
     aotc.compile_and_package(ep, package_path=path)
