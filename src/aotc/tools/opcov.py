@@ -34,9 +34,11 @@ LINALG = {"cholesky", "cholesky_inverse", "cholesky_solve", "det", "geqrf", "inv
 RANDOM = {"bernoulli", "normal", "rand_like", "randn_like", "randint_like", "randint", "randn",
           "rand", "uniform", "multinomial", "cauchy", "exponential", "geometric", "log_normal",
           "nn.functional.rrelu", "empty", "empty_like", "new_empty", "empty_strided",
-          "empty_permuted", "new_empty_strided"}
+          "empty_permuted", "new_empty_strided",
+          # the pooling regions are drawn with torch.rand when no _random_samples are given
+          "nn.functional.fractional_max_pool2d", "nn.functional.fractional_max_pool3d"}
 # ops whose result is complex (aotc computes no complex dtype) or that take sparse layouts
-COMPLEX = {"complex", "view_as_complex", "polar"}
+COMPLEX = {"complex", "view_as_complex", "polar", "cfloat", "cdouble", "chalf"}
 CASE_SECONDS = 180
 CATEGORIES = ("in scope", "linalg", "fft", "complex", "sparse", "random")
 
@@ -65,7 +67,7 @@ def category(name: str) -> str:
         return "complex"
     if name.startswith("sparse."):
         return "sparse"
-    if base in RANDOM or "dropout" in name or name.startswith("nn.functional.rrelu"):
+    if base in RANDOM or name in RANDOM or "dropout" in name or name.startswith("nn.functional.rrelu"):
         return "random"
     return "in scope"
 
