@@ -14,7 +14,7 @@ from torch.utils import _pytree as pytree
 
 
 def find_decomposition(op):
-    fn = decomposition_table.get(op)
+    fn = decomposition_table.get(op) or OWN.get(getattr(op, "name", lambda: "")())
     if fn is not None:
         return fn
     if isinstance(op, torch._ops.OpOverload) and torch._C._dispatch_has_kernel_for_dispatch_key(
@@ -74,3 +74,39 @@ def tensor_args(node: torch.fx.Node) -> list:
     flat, _ = pytree.tree_flatten((node.args, node.kwargs))
     return [a for a in flat if isinstance(a, torch.fx.Node)
             and isinstance(a.meta.get("val"), torch.Tensor)]
+
+
+# ---- decompositions for ops torch gives none (keyed by the op's qualified name) ------------
+
+def _linear_cross_entropy(input, linear_weight, target, linear_bias, weight, reduction,
+                          ignore_index, label_smoothing, batch_chunk_size, acc_policy, acc_dtype,
+                          allow_retain_graph=True, compute_input_grad=False,
+                          compute_linear_weight_grad=False, compute_linear_bias_grad=False):
+    """F.linear_cross_entropy's chunked op: the loss of the logits, computed in acc_dtype
+    (the chunking only bounds eager's memory), and the gradient slots left empty as the op
+    returns them outside training."""
+    if compute_input_grad or compute_linear_weight_grad or compute_linear_bias_grad:
+        raise NotImplementedError("linear_cross_entropy with gradients precomputed in the "
+                                  "forward pass (export the model under torch.no_grad())")
+    logits = torch.nn.functional.linear(
+        input.to(acc_dtype), linear_weight.to(acc_dtype),
+        None if linear_bias is None else linear_bias.to(acc_dtype))
+    loss = torch.nn.functional.cross_entropy(
+        logits, target, None if weight is None else weight.to(acc_dtype), reduction=reduction,
+        ignore_index=ignore_index, label_smoothing=label_smoothing).to(input.dtype)
+    if reduction == "none":
+        return loss
+    empty = input.new_empty
+    return loss, empty((0, 0)), empty((0, 0)), empty((0,))
+
+
+def _linear_cross_entropy_none(input, linear_weight, target, linear_bias, weight, ignore_index,
+                               batch_chunk_size, acc_policy, acc_dtype):
+    return _linear_cross_entropy(input, linear_weight, target, linear_bias, weight, "none",
+                                 ignore_index, 0.0, batch_chunk_size, acc_policy, acc_dtype)
+
+
+OWN = {
+    "torch_nn::_linear_cross_entropy_batch_chunked": _linear_cross_entropy,
+    "torch_nn::_linear_cross_entropy_batch_chunked_no_reduction": _linear_cross_entropy_none,
+}
