@@ -1,6 +1,6 @@
-"""Writes into regions: index_put (accumulate too), index_copy, index_add, scatter,
-scatter_add, slice_scatter and select_scatter, each one RegionWrite (ir/regions.py) of a
-copy of its input. Reads through indices are indexing.py."""
+"""Writes into regions: index_put (accumulate too), index_copy, index_add, index_reduce,
+scatter, scatter_add, scatter_reduce, slice_scatter and select_scatter, each one
+RegionWrite (ir/regions.py) of a copy of its input. Reads through indices are indexing.py."""
 from __future__ import annotations
 
 import sympy
@@ -247,8 +247,30 @@ def lower_scatter_reduce(ctx, x, dim, index, src, reduce, include_self=True):
     dim = dim_index(dim, x.ndim)
     sizes = index.sizes
     iv = index_vars(len(sizes))
-    at = (lambda iv: iv)  # noqa: E731 - index is read where src is
     value = cast(src.load(iv if src.ndim else ()), x.dtype)
+    return _reduce_along(ctx, x, dim, index, sizes, lambda iv: iv, value, reduce, include_self)
+
+
+@register_lowering(aten.index_reduce.default, family=FAMILY)
+def lower_index_reduce(ctx, x, dim, index, source, reduce, include_self=True):
+    """x.index_reduce(dim, index, source, reduce): slice j of source along dim combines into
+    slice index[j] of x, in order of j (prod, mean, amax, amin), as scatter_reduce does."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"reduce={reduce!r}")
+    dim = dim_index(dim, x.ndim)
+    sizes = source.sizes if source.ndim == x.ndim else (sympy.Integer(1),) * x.ndim
+    value = operand(source, x.dtype, sizes)
+    return _reduce_along(ctx, x, dim, index, sizes,
+                         lambda iv: ((iv[dim] if iv else sympy.Integer(0)),) if index.ndim else (),
+                         value, reduce, include_self)
+
+
+def _reduce_along(ctx, x, dim, index, sizes, at, value: Node, reduce: str,
+                  include_self: bool) -> TensorValue:
+    """Positions (i...) of `sizes` combine `value` into x[.., index[at(i)], ..] in row-major
+    order; without include_self the positions written start from the reduction's identity;
+    "mean" divides the sum by how many values met there (floor division for integers)."""
+    combine = _REDUCE_TWO[reduce]
     writes = [] if include_self else [_write_along(ctx, x, dim, index, sizes, at,
                                                     _identity(reduce, x.dtype), None)]
     writes.append(_write_along(ctx, x, dim, index, sizes, at, value, combine))
