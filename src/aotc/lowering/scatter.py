@@ -1,4 +1,4 @@
-"""Writes into regions: index_put (accumulate too), index_copy, index_add, index_reduce,
+"""Writes into regions: index_put (accumulate too), put, index_copy, index_add, index_reduce,
 scatter, scatter_add, scatter_reduce, slice_scatter and select_scatter, each one
 RegionWrite (ir/regions.py) of a copy of its input. Reads through indices are indexing.py."""
 from __future__ import annotations
@@ -318,3 +318,27 @@ def lower_diagonal_scatter(ctx, x, src, offset=0, dim1=0, dim2=1):
     _, _, dest = diagonal_index(x.ndim, int(offset), dim1, dim2)
     value = operand(src, x.dtype, src.sizes)
     return write_regions(ctx, x, [Write(src.sizes, dest, value)])
+
+
+def _flat(t: TensorValue, n) -> Node:
+    """Element i0 of `t` read in row-major order, as a 1-D tensor of `n` elements."""
+    return t.load(reshape_index(t.sizes, (n,))) if t.ndim else t.load(())
+
+
+@register_lowering(aten.put.default, family=FAMILY)
+def lower_put(ctx, x, index, source, accumulate=False):
+    """x.put(index, source): source's k-th element (row-major) goes to x's flat position
+    index[k] (negative counts from the end), in order of k: the last one wins, or each adds
+    in turn with accumulate."""
+    _integer_index(ctx, index)
+    n = numel(index.sizes)
+    if sympy.simplify(numel(source.sizes) - n) != 0:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "source and index must have the "
+                                       "same number of elements")
+    total = numel(x.sizes)
+    dest = tuple(sympy.sympify(e).xreplace({index_vars(1)[0]: indirect_var(0)})
+                 for e in reshape_index(x.sizes, (total,)))
+    write = Write((n,), dest, cast(_flat(source, n), x.dtype),
+                  (cast(_flat(index, n), DType.int64),), (total,),
+                  BinaryOp.ADD if accumulate else None, wrap=True)
+    return write_regions(ctx, x, [write])
