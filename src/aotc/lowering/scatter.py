@@ -1,6 +1,7 @@
 """Writes into regions: index_put (accumulate too), put, index_copy, index_add, index_reduce,
-scatter, scatter_add, scatter_reduce, slice_scatter and select_scatter, each one
-RegionWrite (ir/regions.py) of a copy of its input. Reads through indices are indexing.py."""
+scatter, scatter_add, scatter_reduce, slice_scatter, select_scatter and as_strided_scatter,
+each one RegionWrite (ir/regions.py) of a copy of its input. Reads through indices are
+indexing.py."""
 from __future__ import annotations
 
 import sympy
@@ -11,7 +12,7 @@ from ..errors import UnsupportedOperatorError
 from ..ir.compress import MaskedScatter
 from ..ir.expr import Binary, BinaryOp, Node, Where, cast, constant, indirect_var
 from ..ir.regions import RegionWrite, Write
-from ..ir.symbols import index_vars, numel, reduction_var
+from ..ir.symbols import index_vars, numel, reduction_var, surely_at_least
 from .common import broadcast_index, dim_index, operand
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
@@ -342,3 +343,47 @@ def lower_put(ctx, x, index, source, accumulate=False):
                   (cast(_flat(index, n), DType.int64),), (total,),
                   BinaryOp.ADD if accumulate else None, wrap=True)
     return write_regions(ctx, x, [write])
+
+
+@register_lowering(aten.as_strided_scatter.default, family=FAMILY, in_storage_type=True)
+def lower_as_strided_scatter(ctx, x, src, size, stride, storage_offset=None):
+    """x with the elements that x.as_strided(size, stride, storage_offset) views (over x's
+    elements in row-major order, as aotc keeps x) replaced by src; a copy, so half values
+    stay in their own type."""
+    if x.buffer_name() is None:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "as_strided_scatter into a view "
+                                       "(its storage is another tensor's)")
+    size = tuple(sympy.sympify(n) for n in size)
+    stride = tuple(sympy.sympify(st) for st in stride)
+    offset = sympy.sympify(storage_offset or 0)
+    total = numel(x.sizes)
+    last = offset + sum(((n - 1) * st for n, st in zip(size, stride)), sympy.Integer(0))
+    if not any(n == 0 for n in size) and not surely_at_least(total, last + 1):
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "as_strided_scatter whose view "
+                                       f"may reach past the tensor's {total} elements (last "
+                                       f"offset {last})")
+    if not _distinct_positions(size, stride):
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "as_strided_scatter through a "
+                                       "view whose elements overlap (PyTorch leaves which "
+                                       "value lands there unspecified)")
+    iv = index_vars(len(size))
+    flat = offset + sum((v * st for v, st in zip(iv, stride)), sympy.Integer(0))
+    dest = tuple(sympy.sympify(e).xreplace({index_vars(1)[0]: flat})
+                 for e in reshape_index(x.sizes, (total,)))
+    return write_regions(ctx, x, [Write(size, dest, operand(src, x.dtype, size))])
+
+
+def _distinct_positions(size, stride) -> bool:
+    """Whether no two positions of a strided view share an element: with the axes of more
+    than one element ordered by stride, each stride passes the span of the smaller ones."""
+    axes = [(st, n) for n, st in zip(size, stride) if n != 1]
+    if any(n == 0 for n in size):
+        return True
+    if not all(st.is_number and n.is_number for st, n in axes):
+        return False
+    span = 0
+    for st, n in sorted(axes, key=lambda a: int(a[0])):
+        if int(st) <= span:
+            return False
+        span += int(st) * (int(n) - 1)
+    return True
