@@ -387,3 +387,19 @@ def _distinct_positions(size, stride) -> bool:
             return False
         span += int(st) * (int(n) - 1)
     return True
+
+
+@register_lowering(aten.one_hot.default, family=FAMILY)
+def lower_one_hot(ctx, x, num_classes=-1):
+    """one_hot(x, C): zeros [*x, C] with a 1 written at (i..., x[i...]); a class outside
+    [0, C) is an input error, as PyTorch checks."""
+    _integer_index(ctx, x)
+    classes = ctx.out_sizes[-1]
+    if num_classes != -1:
+        classes = sympy.sympify(num_classes)
+    iv = index_vars(x.ndim)
+    one = constant(1, DType.int64)
+    write = Write(x.sizes, (*iv, indirect_var(0)), one, (cast(x.load(iv), DType.int64),),
+                  (classes,), wrap=False)
+    start = TensorValue((*x.sizes, classes), DType.int64, constant(0, DType.int64))
+    return write_regions(ctx, start, [write])
