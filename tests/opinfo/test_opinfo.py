@@ -105,6 +105,13 @@ MILESTONE: dict[str, tuple] = {
     "scatter_reduce.prod": (F32,), "scatter_reduce.mean": (F32, I64), "scatter_reduce.amax": (F32,),
     "scatter_reduce.amin": (I64,), "nextafter": (F32, BF16), "nn.functional.bilinear": (F32,),
     "eye": (F32, BOOL), "hypot": (F32,),
+    # reductions into indexed slices
+    "index_reduce.prod": (F32, I64), "index_reduce.mean": (F32,), "index_reduce.amax": (F32,),
+    "index_reduce.amin": (I64,), "put": (F32, I64, BOOL),
+    "nonzero_static": (F32, I64, BOOL), "as_strided_scatter": (F32, I64, F16),
+    "hash_tensor": (F32, I64, BOOL, F16), "take": (F32, I64, BOOL),
+    "unravel_index": (I64,), "nn.functional.one_hot": (I64,), "tril_indices": (I64,),
+    "triu_indices": (I64,),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset

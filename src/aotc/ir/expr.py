@@ -49,6 +49,7 @@ class UnaryOp(enum.Enum):
     BITWISE_NOT = "bitwise_not"
     ISNAN = "isnan"
     SIGNBIT = "signbit"  # the sign bit of a float: true for -0.0 and -NaN too
+    BITS64 = "bits64"  # the bits of x widened to double or int64, as uint64 (hash_tensor)
     # special functions (kernels/aotc_special.h); the value is the C++ name
     ERFC = "erfc"
     LGAMMA = "lgamma"

@@ -30,8 +30,8 @@ inline int fail(int status, const char *fmt, ...) {
 
 inline const char *dtype_name(int32_t d) {
   static const char *names[] = {"float32", "float64", "float16", "bfloat16", "int8",
-                                "int16", "int32", "int64", "uint8", "bool"};
-  return (d >= 0 && d < 10) ? names[d] : "unknown";
+                                "int16", "int32", "int64", "uint8", "bool", "uint64"};
+  return (d >= 0 && d < 11) ? names[d] : "unknown";
 }
 
 inline int64_t numel(const aotc_tensor &t) {
@@ -249,6 +249,19 @@ template <typename T> inline T sign(T x) { return T((T(0) < x) - (x < T(0))); }
 // The sign bit of x (set for -0.0 and -NaN). Spelled with copysign: g++ 12 fails with an
 // internal error on vectorized std::signbit after a bfloat16 widening.
 template <typename T> inline bool signbit(T x) { return std::copysign(T(1), x) < T(0); }
+
+// The bits of x widened to 64 bits (a float to double, an integer or bool to int64), as
+// hash_tensor reads each element before xor-ing them.
+template <typename T> inline uint64_t bits64(T x) {
+  if constexpr (std::is_integral_v<T>) {
+    return uint64_t(int64_t(x));
+  } else {
+    const double d = double(x);
+    uint64_t u;
+    std::memcpy(&u, &d, sizeof u);
+    return u;
+  }
+}
 
 // Euclid's algorithm on magnitudes, as PyTorch's gcd: never negative, gcd(0, 0) = 0.
 template <typename T> inline T gcd(T a, T b) {

@@ -1,5 +1,5 @@
 """Indexing lowerings: reads through data-dependent indices (index, index_select,
-embedding, gather) become IndirectLoads; codegen wraps negative indices and reports
+embedding, gather, take) become IndirectLoads; codegen wraps negative indices and reports
 out-of-range ones as an input error."""
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import torch
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
 from ..ir.expr import IndirectLoad, Load, cast, indirect_var
-from ..ir.symbols import index_vars
+from ..ir.symbols import index_vars, numel
 from .common import broadcast_index, dim_index
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
+from .views import reshape_index
 
 aten = torch.ops.aten
 FAMILY = "indexing"
@@ -105,3 +106,15 @@ def lower_gather(ctx, x, dim, index, sparse_grad=False):
     iv = index_vars(index.ndim)
     src = [None if k == dim else iv[k] for k in range(x.ndim)]
     return read_indirect(ctx, x, src, [cast(index.load(iv), DType.int64)])
+
+
+@register_lowering(aten.take.default, family=FAMILY)
+def lower_take(ctx, x, index):
+    """x.take(index): x's elements in row-major order read at `index` (negative ones count
+    from the end), in index's shape."""
+    _check_integer(ctx, index)
+    n = numel(x.sizes)
+    flat = TensorValue((n,), x.dtype, x.load(reshape_index(x.sizes, (n,))))
+    iv = index_vars(index.ndim)
+    return read_indirect(ctx, flat, [None], [cast(index.load(iv), DType.int64)], wrap=True,
+                         bounds=(n,), sizes=index.sizes)
