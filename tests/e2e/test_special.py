@@ -60,3 +60,30 @@ def test_ndtri_zeta_polygamma_match_eager(compile_model):
                                                                          50.0, -2.5, 3.0])])
     ep, model = compile_model(TwoArg(), (p, x, q))
     torch.testing.assert_close(model(p, x, q), ep.module()(p, x, q), equal_nan=True)
+
+
+POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+               "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+               "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+               "shifted_chebyshev_polynomial_w")
+
+
+class Polynomial(torch.nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        self.fn = getattr(S, name)
+
+    def forward(self, x, n):
+        return self.fn(x, n), self.fn(x, 3.0)
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_chebyshev_polynomials_match_eager(compile_model, name):
+    # endpoints of both intervals, |x| > 1, the trigonometric form of high degrees, negative
+    # and NaN degrees, and a huge degree (the recurrence stops once it overflows to NaN). No NaN
+    # x: eager's recurrence then returns an uninitialized value for some kinds.
+    xs = torch.tensor([-1.0, 1.0, 0.0, 0.5, -0.3, 0.99, 1.5, -2.0, 0.25, 3.0, 0.75])
+    ns = torch.tensor([0.0, 1.0, 2.0, 5.0, 7.0, 9.0, 12.0, -1.0, 30.0, float("nan"), 1e7])
+    x, n = xs.repeat_interleave(len(ns)), ns.repeat(len(xs))
+    ep, model = compile_model(Polynomial(name), (x, n))
+    torch.testing.assert_close(model(x, n), ep.module()(x, n), equal_nan=True)

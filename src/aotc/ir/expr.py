@@ -107,6 +107,12 @@ class BinaryOp(enum.Enum):
     POLYGAMMA = "polygamma"  # polygamma(n, x)
     CHEBYSHEV_T = "chebyshev_t"  # orthogonal polynomials (x, degree n)
     CHEBYSHEV_U = "chebyshev_u"
+    CHEBYSHEV_V = "chebyshev_v"
+    CHEBYSHEV_W = "chebyshev_w"
+    SHIFTED_CHEBYSHEV_T = "shifted_chebyshev_t"  # on [0, 1]: the kind at 2x - 1
+    SHIFTED_CHEBYSHEV_U = "shifted_chebyshev_u"
+    SHIFTED_CHEBYSHEV_V = "shifted_chebyshev_v"
+    SHIFTED_CHEBYSHEV_W = "shifted_chebyshev_w"
     HERMITE_H = "hermite_h"
     HERMITE_HE = "hermite_he"
     LAGUERRE_L = "laguerre_l"
@@ -117,8 +123,9 @@ SPECIAL_UNARY = frozenset(UnaryOp(v) for v in (
     "erfc", "lgamma", "digamma", "i0", "i1", "i0e", "i1e", "k0", "k1", "k0e", "k1e", "j0", "j1",
     "y0", "y1", "spherical_j0", "erfcx", "ndtr", "log_ndtr", "ndtri", "airy_ai"))
 SPECIAL_BINARY = frozenset(BinaryOp(v) for v in (
-    "zeta", "polygamma", "chebyshev_t", "chebyshev_u", "hermite_h", "hermite_he", "laguerre_l",
-    "legendre_p"))
+    "zeta", "polygamma", "chebyshev_t", "chebyshev_u", "chebyshev_v", "chebyshev_w",
+    "shifted_chebyshev_t", "shifted_chebyshev_u", "shifted_chebyshev_v", "shifted_chebyshev_w",
+    "hermite_h", "hermite_he", "laguerre_l", "legendre_p"))
 
 
 COMPARISONS = frozenset(

@@ -59,6 +59,12 @@ def lower_polygamma(ctx, n, x):
 _POLYNOMIALS = {
     aten.special_chebyshev_polynomial_t: BinaryOp.CHEBYSHEV_T,
     aten.special_chebyshev_polynomial_u: BinaryOp.CHEBYSHEV_U,
+    aten.special_chebyshev_polynomial_v: BinaryOp.CHEBYSHEV_V,
+    aten.special_chebyshev_polynomial_w: BinaryOp.CHEBYSHEV_W,
+    aten.special_shifted_chebyshev_polynomial_t: BinaryOp.SHIFTED_CHEBYSHEV_T,
+    aten.special_shifted_chebyshev_polynomial_u: BinaryOp.SHIFTED_CHEBYSHEV_U,
+    aten.special_shifted_chebyshev_polynomial_v: BinaryOp.SHIFTED_CHEBYSHEV_V,
+    aten.special_shifted_chebyshev_polynomial_w: BinaryOp.SHIFTED_CHEBYSHEV_W,
     aten.special_hermite_polynomial_h: BinaryOp.HERMITE_H,
     aten.special_hermite_polynomial_he: BinaryOp.HERMITE_HE,
     aten.special_laguerre_polynomial_l: BinaryOp.LAGUERRE_L,
