@@ -105,6 +105,8 @@ class BinaryOp(enum.Enum):
     HYPOT = "hypot"  # sqrt(a*a + b*b) without overflow in the squares
     ZETA = "zeta"  # Hurwitz zeta(x, q)
     POLYGAMMA = "polygamma"  # polygamma(n, x)
+    IGAMMA = "igamma"  # regularized lower incomplete gamma P(a, x)
+    IGAMMAC = "igammac"  # regularized upper incomplete gamma Q(a, x) = 1 - P(a, x)
     CHEBYSHEV_T = "chebyshev_t"  # orthogonal polynomials (x, degree n)
     CHEBYSHEV_U = "chebyshev_u"
     CHEBYSHEV_V = "chebyshev_v"
@@ -123,7 +125,7 @@ SPECIAL_UNARY = frozenset(UnaryOp(v) for v in (
     "erfc", "lgamma", "digamma", "i0", "i1", "i0e", "i1e", "k0", "k1", "k0e", "k1e", "j0", "j1",
     "y0", "y1", "spherical_j0", "erfcx", "ndtr", "log_ndtr", "ndtri", "airy_ai"))
 SPECIAL_BINARY = frozenset(BinaryOp(v) for v in (
-    "zeta", "polygamma", "chebyshev_t", "chebyshev_u", "chebyshev_v", "chebyshev_w",
+    "zeta", "polygamma", "igamma", "igammac", "chebyshev_t", "chebyshev_u", "chebyshev_v", "chebyshev_w",
     "shifted_chebyshev_t", "shifted_chebyshev_u", "shifted_chebyshev_v", "shifted_chebyshev_w",
     "hermite_h", "hermite_he", "laguerre_l", "legendre_p"))
 

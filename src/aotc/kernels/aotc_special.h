@@ -10,6 +10,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "aotc_incomplete_gamma.h"
+
 namespace aotc {
 namespace special_detail {
 

@@ -1,4 +1,4 @@
-"""Special functions (torch.special, digamma, lgamma, polygamma, i0, erfc): one IR op each,
+"""Special functions (torch.special, digamma, lgamma, polygamma, i0, erfc, igamma): one IR op each,
 spelled by aotc's own C++ implementations (kernels/aotc_special.h). Integer and bool inputs
 compute in float32, as PyTorch promotes them."""
 from __future__ import annotations
@@ -48,6 +48,18 @@ for _op, _uop in _UNARY.items():
 def lower_zeta(ctx, x, q):
     d, s = ctx.out_dtype, ctx.out_sizes
     return ctx.pointwise(Binary(BinaryOp.ZETA, operand(x, d, s), operand(q, d, s), d))
+
+
+def _register_binary(op, bop: BinaryOp) -> None:
+    @register_lowering(op, family=FAMILY)
+    def lower(ctx, a, x):
+        d, s = ctx.out_dtype, ctx.out_sizes
+        return ctx.pointwise(Binary(bop, operand(a, d, s), operand(x, d, s), d))
+
+
+for _op, _bop in {aten.igamma.default: BinaryOp.IGAMMA,
+                  aten.igammac.default: BinaryOp.IGAMMAC}.items():
+    _register_binary(_op, _bop)
 
 
 @register_lowering(aten.polygamma.default, family=FAMILY)
