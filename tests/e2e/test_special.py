@@ -116,3 +116,19 @@ def test_incomplete_gamma_matches_eager(compile_model, dtype):
         a, x = a[keep], x[keep]
     ep, model = compile_model(IncompleteGamma(), (a, x))
     torch.testing.assert_close(model(a, x), ep.module()(a, x), equal_nan=True)
+
+
+class ErfInv(torch.nn.Module):
+    def forward(self, x):
+        return torch.erfinv(x)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16, torch.bfloat16), ids=str)
+def test_erfinv_matches_eager(compile_model, dtype):
+    # the Newton branch (|x| < 1/2), the quantile branch up to the poles, and the domain's edge
+    inner = torch.linspace(-0.999, 0.999, 301)
+    edges = torch.tensor([0.0, -0.0, 1e-30, 1e-7, -0.4999, 0.5, 0.9999999, -0.99999, 1.0, -1.0,
+                          1.0001, -3.0, float("nan")])
+    x = torch.cat([inner, edges]).to(dtype)
+    ep, model = compile_model(ErfInv(), (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), equal_nan=True)

@@ -49,6 +49,8 @@ class UnaryOp(enum.Enum):
     BITWISE_NOT = "bitwise_not"
     ISNAN = "isnan"
     SIGNBIT = "signbit"  # the sign bit of a float: true for -0.0 and -NaN too
+    FREXP_MANTISSA = "frexp_mantissa"  # x = m * 2^e with 0.5 <= |m| < 1 (x itself if not finite)
+    FREXP_EXPONENT = "frexp_exponent"  # e as int32 (0 for 0, inf and NaN)
     # special functions (kernels/aotc_special.h); the value is the C++ name
     ERFC = "erfc"
     LGAMMA = "lgamma"
@@ -71,6 +73,7 @@ class UnaryOp(enum.Enum):
     LOG_NDTR = "log_ndtr"
     NDTRI = "ndtri"
     AIRY_AI = "airy_ai"
+    ERFINV = "erfinv"
 
 
 class BinaryOp(enum.Enum):
@@ -123,7 +126,7 @@ class BinaryOp(enum.Enum):
 
 SPECIAL_UNARY = frozenset(UnaryOp(v) for v in (
     "erfc", "lgamma", "digamma", "i0", "i1", "i0e", "i1e", "k0", "k1", "k0e", "k1e", "j0", "j1",
-    "y0", "y1", "spherical_j0", "erfcx", "ndtr", "log_ndtr", "ndtri", "airy_ai"))
+    "y0", "y1", "spherical_j0", "erfcx", "ndtr", "log_ndtr", "ndtri", "airy_ai", "erfinv"))
 SPECIAL_BINARY = frozenset(BinaryOp(v) for v in (
     "zeta", "polygamma", "igamma", "igammac", "chebyshev_t", "chebyshev_u", "chebyshev_v", "chebyshev_w",
     "shifted_chebyshev_t", "shifted_chebyshev_u", "shifted_chebyshev_v", "shifted_chebyshev_w",

@@ -279,6 +279,19 @@ inline double airy_ai(double x) {
     return (std::sin(phase) * even - std::cos(phase) * odd) / root;
 }
 
+// the inverse error function: Newton steps on erf(y) = x from the first Taylor terms where
+// |x| < 1/2; beyond, through the normal quantile, erfinv(x) = -ndtri((1 - |x|) / 2) / sqrt 2,
+// where 1 - |x| is exact
+inline double erfinv(double x) {
+    if (std::isnan(x) || x < -1 || x > 1) return kNaN;
+    if (std::fabs(x) == 1) return std::copysign(kInf, x);
+    if (std::fabs(x) >= 0.5) return std::copysign(-ndtri((1 - std::fabs(x)) / 2), x) / std::sqrt(2.0);
+    const double c = std::sqrt(kPi) / 2;  // 1 / erf'(0)
+    double y = c * x * (1 + kPi / 12 * x * x);
+    for (int k = 0; k < 4; ++k) y -= (std::erf(y) - x) * c * std::exp(y * y);
+    return y;
+}
+
 // digamma and trigamma in the argument's own precision (float for float), with the steps of
 // PyTorch's CPU kernels: their float results carry float rounding that a double evaluation
 // would not reproduce to assert_close's tolerance near the poles
@@ -486,6 +499,7 @@ AOTC_SPECIAL_UNARY(erfcx, special_detail::erfcx(x))
 AOTC_SPECIAL_UNARY(log_ndtr, special_detail::log_ndtr(x))
 AOTC_SPECIAL_UNARY(ndtri, special_detail::ndtri(x))
 AOTC_SPECIAL_UNARY(airy_ai, special_detail::airy_ai(x))
+AOTC_SPECIAL_UNARY(erfinv, special_detail::erfinv(x))
 #undef AOTC_SPECIAL_UNARY
 
 template <typename T> inline T digamma(T x) {

@@ -29,6 +29,7 @@ _UNARY = {
     aten.special_erfcx.default: UnaryOp.ERFCX, aten.special_ndtr.default: UnaryOp.NDTR,
     aten.special_log_ndtr.default: UnaryOp.LOG_NDTR,
     aten.special_ndtri.default: UnaryOp.NDTRI, aten.special_airy_ai.default: UnaryOp.AIRY_AI,
+    aten.erfinv.default: UnaryOp.ERFINV,
 }
 
 
