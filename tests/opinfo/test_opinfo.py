@@ -96,6 +96,12 @@ MILESTONE: dict[str, tuple] = {
     "special.zeta": (F32,), "special.bessel_j0": (F32,), "special.bessel_y1": (F32,),
     "special.modified_bessel_k0": (F32,), "special.airy_ai": (F32,),
     "special.chebyshev_polynomial_t": (F32,), "special.hermite_polynomial_h": (F32,),
+    "special.chebyshev_polynomial_w": (F32,), "special.shifted_chebyshev_polynomial_v": (F32,),
+    "igamma": (F32, F16), "igammac": (F32, BF16),
+    "erfinv": (F32, F16), "frexp": (F32, BF16), "angle": (F32, I64), "round.decimals_3": (F32,),
+    "round.decimals_neg_3": (BF16,),
+    "nn.functional.margin_ranking_loss": (F32, I64), "nn.functional.hinge_embedding_loss": (F32,),
+    "nn.functional.soft_margin_loss": (F16,),
     # sign bits, NaN-ignoring extrema, diagonals, batch-summed products, .item()
     "signbit": (F32, I64), "copysign": (F32, I64), "fmax": (F32, I64), "fmin": (F32,),
     "diagonal": (F32, BOOL), "diag": (F32, I64), "diagonal_scatter": (F32,), "addbmm": (F32,),

@@ -13,21 +13,33 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
 
-def find_decomposition(op):
-    fn = decomposition_table.get(op) or OWN.get(getattr(op, "name", lambda: "")())
-    if fn is not None:
-        return fn
+def find_decompositions(op) -> list:
+    """torch's decomposition table entry, aotc's own (OWN, below), then the op's own CompositeImplicitAutograd kernel:
+    some table entries (Python references) reject arguments that the aten op accepts, such as
+    margin_ranking_loss's integer reduction, where the composite kernel traces."""
+    own = OWN.get(op.name()) if isinstance(op, torch._ops.OpOverload) else None
+    found = [fn for fn in (decomposition_table.get(op), own) if fn is not None]
     if isinstance(op, torch._ops.OpOverload) and torch._C._dispatch_has_kernel_for_dispatch_key(
             op.name(), "CompositeImplicitAutograd"):
-        return op.decompose
-    return None
+        found.append(op.decompose)
+    return found
 
 
 def decompose_node(op, node: torch.fx.Node) -> torch.fx.GraphModule | None:
-    """A graph computing `node` from its tensor arguments (placeholders in argument order)."""
-    fn = find_decomposition(op)
-    if fn is None:
-        return None
+    """A graph computing `node` from its tensor arguments (placeholders in argument order),
+    by the first decomposition that traces; the first one's error if none does."""
+    first_error: Exception | None = None
+    for fn in find_decompositions(op):
+        try:
+            return _trace(fn, node)
+        except Exception as e:  # the next decomposition may trace
+            first_error = first_error or e
+    if first_error is not None:
+        raise first_error
+    return None
+
+
+def _trace(fn, node: torch.fx.Node) -> torch.fx.GraphModule | None:
     # fx keeps node arguments in immutable lists; decompositions may assign into theirs
     flat, spec = pytree.tree_flatten((_plain(node.args), _plain(node.kwargs)))
     values = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in flat]

@@ -299,6 +299,17 @@ template <typename T> inline T nextafter(T a, T b) {
 
 template <typename T> inline T round_half_even(T x) { return std::nearbyint(x); }
 
+// the two parts of std::frexp, one per output of torch.frexp
+template <typename T> inline T frexp_mantissa(T x) {
+  int e;
+  return std::frexp(x, &e);
+}
+template <typename T> inline int32_t frexp_exponent(T x) {
+  int e = 0;
+  std::frexp(x, &e);
+  return std::isfinite(x) ? e : 0;
+}
+
 template <typename T> inline T ipow(T base, T exp) {
   if constexpr (std::is_floating_point_v<T>) {
     return std::pow(base, exp);

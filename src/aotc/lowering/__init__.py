@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     grid_sample,
     indexing,
     linalg,
+    loss,
     nn,
     padding,
     pointwise,
