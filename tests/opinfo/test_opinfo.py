@@ -105,6 +105,9 @@ MILESTONE: dict[str, tuple] = {
     "scatter_reduce.prod": (F32,), "scatter_reduce.mean": (F32, I64), "scatter_reduce.amax": (F32,),
     "scatter_reduce.amin": (I64,), "nextafter": (F32, BF16), "nn.functional.bilinear": (F32,),
     "eye": (F32, BOOL), "hypot": (F32,),
+    # training-mode batch norm (running statistics updated in place)
+    "nn.functional.batch_norm": (F32, BF16), "_native_batch_norm_legit": (F32, F16),
+    "_batch_norm_with_update": (F32, BF16),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset
