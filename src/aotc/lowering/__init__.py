@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     resample,
     scan,
     scatter,
+    segment,
     sort,
     special,
     unique,
