@@ -118,6 +118,10 @@ MILESTONE: dict[str, tuple] = {
     "hash_tensor": (F32, I64, BOOL, F16), "take": (F32, I64, BOOL),
     "unravel_index": (I64,), "nn.functional.one_hot": (I64,), "tril_indices": (I64,),
     "triu_indices": (I64,),
+    # training-mode batch norm (running statistics updated in place)
+    "nn.functional.batch_norm": (F32, BF16), "_native_batch_norm_legit": (F32, F16),
+    "_batch_norm_with_update": (F32, BF16),
+    "_segment_reduce.lengths": (F32, F16), "_segment_reduce.offsets": (F32, BF16),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset

@@ -1,6 +1,7 @@
 """Lowering: ATen ops -> loop-level IR. Importing this package registers every rule."""
 from . import (  # noqa: F401
     attention,
+    batch_norm,
     bitwise,
     compress,
     conv,
@@ -17,6 +18,7 @@ from . import (  # noqa: F401
     resample,
     scan,
     scatter,
+    segment,
     sort,
     special,
     unique,
