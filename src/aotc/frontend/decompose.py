@@ -14,9 +14,10 @@ from torch.utils import _pytree as pytree
 
 
 def find_decompositions(op) -> list:
-    """torch's decomposition table entry, aotc's own (OWN, below), then the op's own CompositeImplicitAutograd kernel:
-    some table entries (Python references) reject arguments that the aten op accepts, such as
-    margin_ranking_loss's integer reduction, where the composite kernel traces."""
+    """torch's decomposition table entry, aotc's own (OWN, below), then the op's own
+    CompositeImplicitAutograd kernel: some table entries (Python references) reject
+    arguments that the aten op accepts, such as margin_ranking_loss's integer reduction,
+    where the composite kernel traces."""
     own = OWN.get(op.name()) if isinstance(op, torch._ops.OpOverload) else None
     found = [fn for fn in (decomposition_table.get(op), own) if fn is not None]
     if isinstance(op, torch._ops.OpOverload) and torch._C._dispatch_has_kernel_for_dispatch_key(
