@@ -63,3 +63,22 @@ def test_bincount_negative_value_is_an_input_error(compile_model):
     ep, model = compile_model(Bincount(), (x, w))
     with pytest.raises(InputError):
         model(torch.tensor([1, -1, 0, 0, 0]), w)
+
+
+class HistogramDD(torch.nn.Module):
+    def forward(self, x, w, e0, e1):
+        return (torch.histogramdd(x, [3, 4]),
+                torch.histogramdd(x, [2, 5], range=[-1.0, 1.0, 0.5, 0.5], weight=w, density=True),
+                torch.histogramdd(x, [e0, e1], weight=w))
+
+
+def test_histogramdd_matches_eager(compile_model):
+    g = torch.Generator().manual_seed(0)
+    first, w = torch.randn(4, 6, 2, generator=g), torch.rand(4, 6, generator=g)
+    e0, e1 = torch.tensor([-1.0, 0.0, 0.5, 2.0]), torch.tensor([-2.0, -0.25, 1.0])
+    ep, model = compile_model(HistogramDD(), (first, w, e0, e1))
+    for x in (first, torch.full((4, 6, 2), 0.5), torch.randn(4, 6, 2, generator=g)):
+        for got, want in zip(model(x, w, e0, e1), ep.module()(x, w, e0, e1)):
+            got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+            for a, b in zip(got, want):
+                torch.testing.assert_close(a, b, equal_nan=True)

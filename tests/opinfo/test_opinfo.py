@@ -112,6 +112,7 @@ MILESTONE: dict[str, tuple] = {
     "hash_tensor": (F32, I64, BOOL, F16), "take": (F32, I64, BOOL),
     "unravel_index": (I64,), "nn.functional.one_hot": (I64,), "tril_indices": (I64,),
     "triu_indices": (I64,), "histc": (F32, F16), "histogram": (F32,), "bincount": (I64,),
+    "histogramdd": (F32,),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset

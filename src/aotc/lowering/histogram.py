@@ -1,6 +1,7 @@
-"""Histograms: histc, histogram (a number of bins or explicit edges) and bincount. Each is a
-RegionWrite that adds every element's weight into its bin in row-major order, the bin found
-with PyTorch's CPU arithmetic in the input's type; elements outside the edges add nothing."""
+"""Histograms: histc, histogram and histogramdd (a number of bins or explicit edges) and
+bincount. Each is a RegionWrite that adds every element's weight into its bin in row-major
+order, the bin found with PyTorch's CPU arithmetic in the input's type; elements outside
+the edges add nothing."""
 from __future__ import annotations
 
 import sympy
@@ -71,16 +72,18 @@ def _last_inclusive(pos: Node, bins) -> Node:
     return Where(at_end, _op(BinaryOp.SUB, pos, constant(1, I64), I64), pos, I64)
 
 
-def _count_into(ctx: LoweringContext, x: TensorValue, weight: TensorValue | None, bins,
-                inside: Node, pos: Node, d: DType) -> TensorValue:
-    """Zeros [bins] of dtype d, then each element's weight (1 without weights) added at
-    `pos` where `inside` holds, in row-major order."""
-    iv = index_vars(x.ndim)
-    w = constant(1, d) if weight is None else cast(weight.load(iv), d)
-    write = Write(x.sizes, (indirect_var(0),), Where(inside, w, constant(0, d), d),
-                  (Where(inside, pos, constant(0, I64), I64),), (sympy.sympify(bins),),
-                  BinaryOp.ADD, wrap=False)
-    return ctx.emit(RegionWrite(constant(0, d), (write,)), (bins,), d)
+def _count_into(ctx: LoweringContext, sizes, weight: Node | None, bins: tuple,
+                inside: Node, pos: tuple, d: DType) -> TensorValue:
+    """Zeros of sizes `bins` and dtype d, then, for each position of `sizes` in row-major
+    order, its weight (a body over the positions; 1 without weights) added at bin `pos`
+    (one int64 body per dim) where `inside` holds."""
+    w = constant(1, d) if weight is None else cast(weight, d)
+    zero = constant(0, I64)
+    write = Write(tuple(sizes), tuple(indirect_var(k) for k in range(len(bins))),
+                  Where(inside, w, constant(0, d), d),
+                  tuple(Where(inside, p, zero, I64) for p in pos),
+                  tuple(sympy.sympify(b) for b in bins), BinaryOp.ADD, wrap=False)
+    return ctx.emit(RegionWrite(constant(0, d), (write,)), bins, d)
 
 
 def _between(elt: Node, left: Node, right: Node) -> Node:
@@ -117,7 +120,7 @@ def lower_histc(ctx, x, bins=100, min=0, max=0):
     right = cast(Where(empty, wide_hi, hi, f64), d)
     elt = x.load(index_vars(x.ndim))
     pos = _linear_bin(elt, left, right, bins, d, local_search=False)
-    return _count_into(ctx, x, None, bins, _between(elt, left, right), pos, d)
+    return _count_into(ctx, x.sizes, None, (bins,), _between(elt, left, right), (pos,), d)
 
 
 @register_lowering(aten.histogram.bin_ct, family=FAMILY)
@@ -137,11 +140,7 @@ def lower_histogram(ctx, x, bins=100, *, range=None, weight=None, density=False)
     else:
         lo = cast(_extremum(ctx, x, ReduceType.MIN), f64)
         hi = cast(_extremum(ctx, x, ReduceType.MAX), f64)
-    if range is None:
-        empty = _op(BinaryOp.EQ, lo, hi, DType.bool)
-        half = constant(0.5, f64)
-        lo = Where(empty, _op(BinaryOp.SUB, lo, half, f64), lo, f64)
-        hi = Where(empty, _op(BinaryOp.ADD, hi, half, f64), hi, f64)
+    lo, hi = _widen_empty(lo, hi)
     left, right = cast(lo, d), cast(hi, d)
     # the edges first, so that the element loops read two stored values
     edges = ctx.pointwise(_linspace_at(left, right, bins + 1, IndexValue(index_var(0), I64), d),
@@ -149,20 +148,31 @@ def lower_histogram(ctx, x, bins=100, *, range=None, weight=None, density=False)
     left, right = edges.load((0,)), edges.load((bins,))
     elt = x.load(index_vars(x.ndim))
     pos = _linear_bin(elt, left, right, bins, d, local_search=True)
-    hist = _count_into(ctx, x, weight, bins, _between(elt, left, right), pos, d)
+    w = None if weight is None else weight.load(index_vars(x.ndim))
+    hist = _count_into(ctx, x.sizes, w, (bins,), _between(elt, left, right), (pos,), d)
     if density:
-        hist = _density(ctx, hist, edges, bins, d)
+        hist = _density(ctx, hist, [edges], d)
     return hist, edges
 
 
-def _density(ctx: LoweringContext, hist: TensorValue, edges: TensorValue, bins, d: DType
-             ) -> TensorValue:
-    """hist / sum(hist) / the width of each bin."""
+def _widen_empty(lo: Node, hi: Node) -> tuple[Node, Node]:
+    """An empty range [a, a] becomes [a - 0.5, a + 0.5] (in double), as numpy's."""
+    f64 = DType.float64
+    empty = _op(BinaryOp.EQ, lo, hi, DType.bool)
+    half = constant(0.5, f64)
+    return (Where(empty, _op(BinaryOp.SUB, lo, half, f64), lo, f64),
+            Where(empty, _op(BinaryOp.ADD, hi, half, f64), hi, f64))
+
+
+def _density(ctx: LoweringContext, hist: TensorValue, edges: list, d: DType) -> TensorValue:
+    """hist / sum(hist), then divided by each bin's width along each dim in turn."""
     total = reduce(ctx, hist, None, False, ReduceType.SUM, d, hint=f"{ctx.node_name}_total")
-    (i,) = index_vars(1)
-    width = _op(BinaryOp.SUB, edges.load((i + 1,)), edges.load((i,)), d)
-    share = _op(BinaryOp.DIV, hist.body, total.body, d)
-    return ctx.pointwise(_op(BinaryOp.DIV, share, width, d), (bins,))
+    iv = index_vars(hist.ndim)
+    value = _op(BinaryOp.DIV, hist.body, total.body, d)
+    for k, e in enumerate(edges):
+        width = _op(BinaryOp.SUB, e.load((iv[k] + 1,)), e.load((iv[k],)), d)
+        value = _op(BinaryOp.DIV, value, width, d)
+    return ctx.pointwise(value, hist.sizes)
 
 
 @register_lowering(aten.histogram.bins_tensor, family=FAMILY)
@@ -179,11 +189,11 @@ def lower_histogram_edges(ctx, x, bins, *, weight=None, density=False):
     found = search_sorted(ctx, bins, flat, False, True, None)
     pos = _last_inclusive(_op(BinaryOp.SUB, found.body, constant(1, I64), I64), n - 1)
     inside = _between(flat.body, bins.load((0,)), bins.load((n - 1,)))
-    hist = _count_into(ctx, flat, None if weight is None else _flat(weight), n - 1, inside,
-                       pos, d)
+    hist = _count_into(ctx, flat.sizes, None if weight is None else _flat(weight).body,
+                       (n - 1,), inside, (pos,), d)
     edges = ctx.pointwise(bins.body, bins.sizes, hint=f"{ctx.node_name}_edges")
     if density:
-        hist = _density(ctx, hist, edges, n - 1, d)
+        hist = _density(ctx, hist, [edges], d)
     return hist, edges
 
 
@@ -217,3 +227,85 @@ def lower_bincount(ctx, x, weights=None, minlength=0):
     write = Write(x.sizes, (indirect_var(0),), w, (cast(x.load((i,)), I64),), (length,),
                   BinaryOp.ADD, wrap=False)
     return ctx.emit(RegionWrite(constant(0, d), (write,)), (length,), d)
+
+
+def _dd_edges(ctx: LoweringContext, x: TensorValue, bins, limits) -> list[TensorValue]:
+    """Each dim's edges for histogramdd of x [..., D]: linspace over `limits` (lo, hi pairs)
+    or the column's min and max ([0, 1] without data), an empty range widened by a half."""
+    d, f64 = x.dtype, DType.float64
+    if d is not DType.float32 or x.ndim < 2:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"of {d.name} with {x.ndim} dims")
+    lead = list(range(x.ndim - 1))
+    data = limits is None and numel(x.sizes) != 0
+    if data:
+        mins = reduce(ctx, x, lead, False, ReduceType.MIN, d, hint=f"{ctx.node_name}_min")
+        maxs = reduce(ctx, x, lead, False, ReduceType.MAX, d, hint=f"{ctx.node_name}_max")
+    edges = []
+    for k, n in enumerate(bins):
+        if limits is not None:
+            lo: Node = constant(float(limits[2 * k]), f64)
+            hi: Node = constant(float(limits[2 * k + 1]), f64)
+        elif data:
+            lo, hi = cast(mins.load((k,)), f64), cast(maxs.load((k,)), f64)
+        else:
+            lo, hi = constant(0.0, f64), constant(1.0, f64)
+        lo, hi = _widen_empty(lo, hi)
+        at = _linspace_at(cast(lo, d), cast(hi, d), int(n) + 1, IndexValue(index_var(0), I64), d)
+        edges.append(ctx.pointwise(at, (sympy.Integer(int(n) + 1),),
+                                   hint=f"{ctx.node_name}_edges{k}"))
+    return edges
+
+
+@register_lowering(aten._histogramdd_bin_edges.default, family=FAMILY)
+def lower_histogramdd_bin_edges(ctx, x, bins, *, range=None, weight=None, density=False):
+    return tuple(_dd_edges(ctx, x, bins, range))
+
+
+@register_lowering(aten._histogramdd_from_bin_cts.default, family=FAMILY)
+def lower_histogramdd_from_bin_cts(ctx, x, bins, *, range=None, weight=None, density=False):
+    """histogramdd with bins[k] equal bins along dim k: each row of x [..., D] adds its
+    weight at the bins its D values fall in, found as histogram finds them."""
+    edges = _dd_edges(ctx, x, bins, range)
+    d = x.dtype
+    lead = x.sizes[:-1]
+    iv = index_vars(len(lead))
+    inside: Node = constant(True, DType.bool)
+    pos = []
+    for k, (n, e) in enumerate(zip(bins, edges)):
+        elt = x.load((*iv, k))
+        left, right = e.load((0,)), e.load((int(n),))
+        inside = _op(BinaryOp.AND, inside, _between(elt, left, right), DType.bool)
+        pos.append(_linear_bin(elt, left, right, int(n), d, local_search=True))
+    w = None if weight is None else weight.load(iv)
+    hist = _count_into(ctx, lead, w, tuple(sympy.Integer(int(n)) for n in bins), inside,
+                       tuple(pos), d)
+    return _density(ctx, hist, edges, d) if density else hist
+
+
+@register_lowering(aten._histogramdd_from_bin_tensors.default, family=FAMILY)
+def lower_histogramdd_from_bin_tensors(ctx, x, bins, *, weight=None, density=False):
+    """histogramdd with explicit edges per dim: each row of x [..., D] adds its weight at
+    upper_bound(edges[k], x[.., k]) - 1 along each dim k, the last edge inclusive."""
+    d = x.dtype
+    if d is not DType.float32 or x.ndim < 2:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"of {d.name} with {x.ndim} dims")
+    lead = x.sizes[:-1]
+    m = numel(lead)
+    rows = reshape_index(lead, (m,))
+    inside: Node = constant(True, DType.bool)
+    pos, counts = [], []
+    for k, b in enumerate(bins):
+        n = b.sizes[0] if b.ndim == 1 else None
+        if n is None or not n.is_number:
+            raise UnsupportedOperatorError(ctx.target, ctx.source, f"edges of sizes {b.sizes}")
+        n = int(n)
+        column = ctx.realize(TensorValue((m,), d, x.load((*rows, k))))
+        found = search_sorted(ctx, b, column, False, True, None)
+        elt = column.body
+        inside = _op(BinaryOp.AND, inside, _between(elt, b.load((0,)), b.load((n - 1,))),
+                     DType.bool)
+        pos.append(_last_inclusive(_op(BinaryOp.SUB, found.body, constant(1, I64), I64), n - 1))
+        counts.append(sympy.Integer(n - 1))
+    w = None if weight is None else _flat(weight).body
+    hist = _count_into(ctx, (m,), w, tuple(counts), inside, tuple(pos), d)
+    return _density(ctx, hist, list(bins), d) if density else hist
