@@ -41,3 +41,20 @@ def test_hash_tensor_sees_signs_of_zero_and_nan():
     for got, want in zip(model(x), ep.module()(x)):
         assert torch.equal(got, want)
     assert model(x)[0] != model(torch.zeros(2, 2, 2))[0]
+
+
+def test_hash_tensor_runs_without_torch(tmp_path):
+    """The uint64 result comes back through the numpy-only runtime too."""
+    from numpy_only import run_without_torch
+
+    import aotc
+
+    x = torch.randn(3, 4, 5)
+    ep = torch.export.export(Hash(), (x,))
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")
+    calls = [[torch.randn(3, 4, 5)] for _ in range(2)]
+    got = run_without_torch(path, [[t.numpy() for t in c] for c in calls], tmp_path / "io")
+    for outs, c in zip(got, calls):
+        for o, want in zip(outs, ep.module()(*c)):
+            assert o.dtype.name == "uint64"
+            assert torch.equal(torch.from_numpy(o), want)

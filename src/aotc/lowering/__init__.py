@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     conv,
     creation,
     grid_sample,
+    histogram,
     indexing,
     linalg,
     loss,
