@@ -109,7 +109,8 @@ int aotc_share_state(void *model, int64_t k, void *data);
  * the packed layout, or a plain copy for a constant stored as given. */
 int aotc_pack_constant(int64_t k, const void *src, void *dst);
 
-/* version 6: the package's checksum. aotc_crc32 continues the CRC-32 `crc` (zlib's
+/* version 6: the dtype AOTC_UINT64 (hash_tensor's result), and the package's checksum:
+ * aotc_crc32 continues the CRC-32 `crc` (zlib's
  * polynomial and convention: crc32(crc32(0, a), b) is the CRC of a followed by b) over
  * `size` bytes, so a loader checks weights.bin with the library before it uses it. */
 uint32_t aotc_crc32(uint32_t crc, const void *data, size_t size);
