@@ -102,6 +102,8 @@ MILESTONE: dict[str, tuple] = {
     "round.decimals_neg_3": (BF16,),
     "nn.functional.margin_ranking_loss": (F32, I64), "nn.functional.hinge_embedding_loss": (F32,),
     "nn.functional.soft_margin_loss": (F16,),
+    "renorm": (F32, F16, BF16), "nn.functional.pdist": (F32,), "triu_indices": (I64,),
+    "tril_indices": (I64,),
     # sign bits, NaN-ignoring extrema, diagonals, batch-summed products, .item()
     "signbit": (F32, I64), "copysign": (F32, I64), "fmax": (F32, I64), "fmin": (F32,),
     "diagonal": (F32, BOOL), "diag": (F32, I64), "diagonal_scatter": (F32,), "addbmm": (F32,),

@@ -1,4 +1,4 @@
-"""Matrix products: mm/addmm/bmm/addbmm/linear/matmul onto the GEMM template; cdist.
+"""Matrix products: mm/addmm/bmm/addbmm/linear/matmul onto the GEMM template; cdist, pdist.
 
 float32 products become a Gemm template reading strided operands in place (a transposed
 weight costs nothing); other dtypes lower to a sum reduction.
@@ -6,12 +6,13 @@ weight costs nothing); other dtypes lower to a sum reduction.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import sympy
 import torch
 
 from ..dtypes import DType
-from ..errors import CompileError
+from ..errors import CompileError, UnsupportedOperatorError
 from ..ir.expr import Binary, BinaryOp, Load, Node, Unary, UnaryOp, cast, constant
 from ..ir.nodes import Gemm, Operand, ReduceType, Reduction
 from ..ir.symbols import (
@@ -193,6 +194,28 @@ def lower_cdist(ctx, x1, x2, p=2.0, compute_mode=None):
     root = Unary(UnaryOp.SQRT, total.body, d) if p == 2 else \
         Binary(BinaryOp.POW, total.body, constant(1 / p, d), d)
     return ctx.pointwise(cast(root, ctx.out_dtype))
+
+
+@register_lowering(aten.pdist.default, aten._pdist_forward.default, family=FAMILY)
+def lower_pdist(ctx, x, p=2.0):
+    """The distances of rows i < j in row-major pair order: cdist of x with itself, read
+    through the upper triangle's (i, j) pairs (folded into constants: the row count is
+    static)."""
+    from .creation import lower_triangle_indices
+    from .indexing import read_indirect
+
+    n = x.sizes[0]
+    if not n.is_number:
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       "the row count must be known when compiling")
+    if int(n) < 2:  # no pairs
+        return ctx.pointwise(constant(0, ctx.out_dtype))
+    full = lower_cdist(replace(ctx, out_sizes=(n, n)), x, x, p)
+    pairs = lower_triangle_indices(replace(ctx, target="aten.triu_indices", out_dtype=DType.int64),
+                                   int(n), int(n), 1)
+    m = index_vars(1)[0]
+    ij = [pairs.load((sympy.Integer(k), m)) for k in (0, 1)]
+    return read_indirect(ctx, full, [None, None], ij)
 
 
 @register_lowering(aten._trilinear.default, family=FAMILY)

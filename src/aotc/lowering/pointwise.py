@@ -361,7 +361,8 @@ def lower_hardswish(ctx, x):
 
 @register_lowering(aten.clone.default, aten._to_copy.default, aten.to.dtype,
                    aten.to.dtype_layout, aten.lift_fresh_copy.default,
-                   aten.contiguous.default, family=FAMILY)
+                   aten.contiguous.default, torch.ops.prims.convert_element_type.default,
+                   family=FAMILY)
 def lower_copy(ctx, x, *args, **kwargs):
     device = kwargs.get("device")
     if device is not None and str(device) != "cpu":
