@@ -158,22 +158,3 @@ def _at(index, rv) -> tuple:
     """An index over the broadcast shape (i* variables) read at the walk's r*."""
     mapping = dict(zip(index_vars(len(rv)), rv))
     return tuple(sympy.sympify(i).xreplace(mapping) for i in index)
-
-
-@register_lowering(aten.tril_indices.default, aten.triu_indices.default, family=FAMILY)
-def lower_tri_indices(ctx, row, col, offset=0, **_):
-    """tril_indices / triu_indices: the nonzero positions of the triangle mask of a
-    [row, col] matrix (c - r <= offset, or >= for triu), row by row, as [2, count]."""
-    if not all(sympy.sympify(v).is_number for v in (row, col, offset)):
-        raise UnsupportedOperatorError(ctx.target, ctx.source, "row, col and offset must be "
-                                       "numbers")
-    i0, i1 = index_vars(2)
-    op = BinaryOp.GE if "triu" in ctx.target else BinaryOp.LE
-    inside = Binary(op, IndexValue(i1 - i0, DType.int64), constant(int(offset), DType.int64),
-                    DType.bool)
-    mask = TensorValue((sympy.Integer(row), sympy.Integer(col)), DType.bool, inside)
-    count = ctx.out_sizes[1]
-    pairs = compress(ctx, mask, (sympy.Integer(2),), lambda rv, iv: cast(_coords(rv, iv),
-                                                                          ctx.out_dtype),
-                     "tril_indices", count)
-    return TensorValue((sympy.Integer(2), count), ctx.out_dtype, pairs.load((i1, i0)))
