@@ -82,7 +82,8 @@ def test_chebyshev_polynomials_match_eager(compile_model, name):
     # endpoints of both intervals, |x| > 1, the trigonometric form of high degrees, negative
     # and NaN degrees, and a huge degree (the recurrence stops once it overflows to NaN). No NaN
     # x: eager's recurrence then returns an uninitialized value for some kinds.
-    xs = torch.tensor([-1.0, 1.0, 0.0, 0.5, -0.3, 0.99, 1.5, -2.0, 0.25, 3.0, 0.75])
+    xs = torch.tensor([-1.0, 1.0, 0.0, 0.5, -0.3, 0.99, 1.5, -2.0, 0.25, 3.0, 0.75, 0.99999994,
+                       -0.99999994, 5.9604645e-08])
     ns = torch.tensor([0.0, 1.0, 2.0, 5.0, 7.0, 9.0, 12.0, -1.0, 30.0, float("nan"), 1e7])
     x, n = xs.repeat_interleave(len(ns)), ns.repeat(len(xs))
     ep, model = compile_model(Polynomial(name), (x, n))

@@ -390,19 +390,23 @@ template <typename T> inline T chebyshev_v_at(T y, int64_t n, int64_t trig_above
     return chebyshev_recurrence(y, y + y - T(1), n);
 }
 
-template <typename T> inline T chebyshev_w_at(T y, int64_t n, int64_t trig_above) {
+// where cos(a / 2) rounds to 1 (y just below 1), PyTorch's shifted form answers +-1 instead
+// of 2n + 1: `shifted` keeps that, so results agree with eager's
+template <typename T> inline T chebyshev_w_at(T y, int64_t n, int64_t trig_above, bool shifted) {
     if (n < 0) return 0;
     if (std::fabs(y) == T(1)) return y > 0 ? T(n + n + 1) : odd_sign(n, T(1));
     if (n > trig_above && std::fabs(y) < T(1)) {
         const T a = std::acos(y);
         if (std::cos(a / T(2)) != T(1)) return std::sin((T(n) + T(0.5)) * a) / std::sin(a / T(2));
-        return y > 0 ? T(n + n + 1) : odd_sign(n, T(1));
+        return y > 0 && !shifted ? T(n + n + 1) : odd_sign(n, T(1));
     }
     return chebyshev_recurrence(y, y + y + T(1), n);
 }
 
 template <typename T> inline T chebyshev_v(T x, int64_t n) { return chebyshev_v_at(x, n, 8); }
-template <typename T> inline T chebyshev_w(T x, int64_t n) { return chebyshev_w_at(x, n, 8); }
+template <typename T> inline T chebyshev_w(T x, int64_t n) {
+    return chebyshev_w_at(x, n, 8, false);
+}
 
 // the shifted polynomials on [0, 1]: the kind at y = 2x - 1, with the endpoints read from x
 // itself (x == 0 or 1 exactly) and a lower degree for the trigonometric form, as PyTorch
@@ -433,7 +437,7 @@ template <typename T> inline T shifted_chebyshev_v(T x, int64_t n) {
 
 template <typename T> inline T shifted_chebyshev_w(T x, int64_t n) {
     if (n >= 0 && (x == T(1) || x == T(0))) return x > 0 ? T(n + n + 1) : odd_sign(n, T(1));
-    return chebyshev_w_at(x + x - T(1), n, 4);
+    return chebyshev_w_at(x + x - T(1), n, 4, true);
 }
 
 template <typename T> inline T hermite_h(T x, int64_t n) {
