@@ -5,7 +5,8 @@ aotc sample by sample and compared with the exported program; writes docs/op_cov
                                [--results build/opcov.jsonl] [--resume] [--rerun-failed]
 
 Every (op, dtype) result is appended to a JSON-lines file as soon as it is known, so a long
-sweep can stop and go on (`--resume` skips recorded cases; `--rerun-failed` also re-runs the
+sweep can stop and go on (`--resume` skips recorded cases; `--rerun-revisions REV...` runs
+again those recorded at older revisions of the project; `--rerun-failed` also re-runs the
 recorded failures), and the table is rendered from everything recorded.
 
 In scope: float32, int64, bool, float16 and bfloat16 where OpInfo lists them. Linear
@@ -22,6 +23,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -53,6 +55,7 @@ class Row:
     passed: int
     reason: str = ""
     seconds: float = 0.0
+    revision: str = ""  # the project's git revision the case ran at ("" when unknown)
 
     @property
     def ok(self) -> bool:
@@ -158,6 +161,7 @@ def sweep(only: set[str] | None, max_samples: int, results: Path, skip,
     from .opsweep import opinfo_name
 
     signal.signal(signal.SIGALRM, _alarm)
+    revision = _revision()
     results.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="aotc-opcov-") as tmp, results.open("a") as log:
         for info in (reversed(op_db) if reverse else op_db):
@@ -181,10 +185,26 @@ def sweep(only: set[str] | None, max_samples: int, results: Path, skip,
                     finally:
                         signal.alarm(0)
                     row.seconds = round(time.time() - t0, 2)
+                    row.revision = revision
                     print(f"{'ok  ' if row.ok else 'FAIL'} {row.op} {row.dtype} {row.passed}/"
                           f"{row.samples} {row.reason}", flush=True)
                 log.write(json.dumps({"category": cat, **asdict(row)}) + "\n")
                 log.flush()
+
+
+def _revision() -> str:
+    """The checkout's short git revision, with '+' when it has uncommitted changes."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, text=True,
+                             capture_output=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, text=True, capture_output=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return rev + ("+" if rev and dirty else "")
 
 
 def render(rows: dict[str, list[Row]], command: str, not_run: list[tuple[str, str]]) -> str:
@@ -214,7 +234,11 @@ def render(rows: dict[str, list[Row]], command: str, not_run: list[tuple[str, st
         f"{len({r.op for r in rows['sparse']})} ops, random/uninitialized results "
         f"{len({r.op for r in rows['random']})} ops",
         f"- in-scope cases of the database not run yet: **{len(not_run)}** "
-        f"({len({op for op, _ in not_run})} ops, listed at the end)", "",
+        f"({len({op for op, _ in not_run})} ops, listed at the end)",
+        "- the revision each in-scope case last ran at: " + ", ".join(
+            f"{rev or 'unrecorded'} {n} cases" for rev, n in
+            sorted(Counter(r.revision for r in rows["in scope"]).items(), key=lambda x: -x[1])),
+        "",
         "| op | dtype | samples passed | result | reason (most common failure) |",
         "|---|---|---|---|---|",
     ]
@@ -238,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samples", type=int, default=8, help="samples per (op, dtype)")
     p.add_argument("--results", default="build/opcov.jsonl", help="JSON-lines record of every case")
     p.add_argument("--resume", action="store_true", help="skip the cases already recorded")
+    p.add_argument("--rerun-revisions", nargs="*", default=[],
+                   help="with --resume: run again the cases recorded at these revisions")
     p.add_argument("--rerun-failed", action="store_true",
                    help="with --resume: run the recorded failures again")
     p.add_argument("--reverse", action="store_true", help="walk the database from its end")
@@ -258,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         if got is None:
             return False
         cat, row = got
+        if cat == "in scope" and row.revision in args.rerun_revisions:
+            return False
         return not (args.rerun_failed and cat == "in scope" and not row.ok)
 
     if not args.render_only:
