@@ -60,6 +60,18 @@ struct Epilogue {
     int64_t sbm, sbn;
 };
 
+#if AOTC_GEMM_AVX2
+// Every cache line of an mr x nr tile of C (a row of C need not start on a line: numpy
+// and other callers align to 16 bytes), so that the sums are stored without waiting.
+inline void prefetch_tile(const float *c, int64_t ldc, int64_t mr, int64_t nr) {
+    for (int64_t i = 0; i < mr; ++i) {
+        const char *row = reinterpret_cast<const char *>(c + i * ldc);
+        for (int64_t j = 0; j < nr; j += 16) _mm_prefetch(row + 4 * j, _MM_HINT_T0);
+        _mm_prefetch(row + 4 * nr - 4, _MM_HINT_T0);
+    }
+}
+#endif
+
 #if AOTC_GEMM_AVX512
 
 constexpr int NV = int(NR / 16);  // zmm vectors per tile row
@@ -128,8 +140,7 @@ store_zmm(__m512 (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64_t nr,
 template <int ROWS, int W>
 void kernel_zmm(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                 int64_t mr, int64_t nr, const Epilogue &e, const char *pf, int64_t pf_lines) {
-    for (int64_t i = 0; i < mr; ++i)
-        for (int v = 0; v < W; ++v) _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc + 16 * v), _MM_HINT_T0);
+    prefetch_tile(c, ldc, mr, std::min<int64_t>(nr, 16 * W));
     __m512 acc[ROWS][W];
     accumulate_zmm<ROWS, W>(kc, a, b, acc, pf, pf_lines);
     store_zmm<ROWS, W>(acc, c, ldc, mr, nr, e);
@@ -313,7 +324,7 @@ accumulate_ymm(int64_t kc, const float *__restrict a, const float *__restrict b,
 template <int ROWS, int W>
 void kernel_ymm(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
                 int64_t nr, const Epilogue &e, const char *pf, int64_t pf_lines) {
-    for (int64_t i = 0; i < mr; ++i) _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc), _MM_HINT_T0);
+    prefetch_tile(c, ldc, mr, std::min<int64_t>(nr, 8 * W));
     __m256 acc[ROWS][W];
     accumulate_ymm<ROWS, W>(kc, a, b, acc, pf, pf_lines);
     __m256i mask[W];
