@@ -16,16 +16,19 @@
 // transposed weight, register strips of a row-major B).
 // A prepacked B skips its packing (and, with few rows, is read front to back).
 // Threads split the batch, or split C of each matrix into a tm x tn grid; a team
-// that splits the rows packs B once, shared. The epilogue runs on each finished
-// tile (on the last K slice), while the tile is in L1.
+// that splits the rows packs B once, shared, and then takes blocks of rows one at a
+// time (a thread the scheduler holds back takes fewer). The epilogue runs on each
+// finished tile (on the last K slice), while the tile is in L1.
 
 #include "aotc_kernels.h"
 #include "gemm_microkernels.h"
 #include "gemm_packing.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -380,22 +383,50 @@ void pack_panels(const Problem &p, int64_t b, int64_t q0, int64_t q1, float *pac
     }
 }
 
+// Work that a team hands out one piece at a time: a thread that the scheduler holds back
+// (other work on a shared machine) takes fewer pieces instead of holding up the rest.
+struct TeamQueue {
+    std::atomic<int64_t> next_pack{0}, packed{0}, next_rows{0};
+};
+
+// A team sharing one B (one matrix, or a batch reading the same B): the threads pack
+// its panels a few at a time, wait until all are packed, then take blocks of rows of C
+// (of every matrix of the batch) until none are left.
+void run_shared_one_b(const Problem &p, float *packed, TeamQueue &queue) {
+    const int64_t panels = ceil_div(p.N, NR);
+    const int64_t per_chunk = std::max<int64_t>(1, ceil_div(panels, 16));
+    const int64_t chunks = ceil_div(panels, per_chunk);
+    for (int64_t c; (c = queue.next_pack.fetch_add(1)) < chunks;) {
+        pack_panels(p, 0, c * per_chunk, std::min(panels, (c + 1) * per_chunk), packed);
+        queue.packed.fetch_add(1, std::memory_order_release);
+    }
+    for (int spins = 0; queue.packed.load(std::memory_order_acquire) < chunks; ++spins)
+        if (spins > 64) std::this_thread::yield();
+    Problem q = p;
+    q.packed_b = packed;
+    // Blocks as tall as one thread's M block (see gemm_range): no more passes over B
+    // than a single thread makes.
+    const int64_t rows = round_up(ceil_div(p.M, ceil_div(p.M, MC)), MR);
+    const int64_t per_matrix = ceil_div(p.M, rows);
+    for (int64_t u; (u = queue.next_rows.fetch_add(1)) < p.batch * per_matrix;) {
+        const int64_t b = u / per_matrix, m0 = u % per_matrix * rows;
+        gemm_range(q, b, m0, std::min(p.M, m0 + rows), 0, p.N);
+    }
+}
+
 // The team packs each matrix's B once, side by side, then multiplies it packed.
 void run_shared_b(const Problem &p, float *packed, int tid, int nt) {
     const int64_t panels = ceil_div(p.N, NR);
-    const bool one_b = p.sb_batch == 0;
-    for (int64_t b = 0; b < (one_b ? 1 : p.batch); ++b) {
+    for (int64_t b = 0; b < p.batch; ++b) {
         pack_panels(p, b, panels * tid / nt, panels * (tid + 1) / nt, packed);
 #pragma omp barrier
-        Problem q = p;
+        Problem q = p;  // this matrix alone
         q.packed_b = packed;
-        if (!one_b) {  // this matrix alone
-            q.batch = 1;
-            q.row_base = b * p.M;
-            q.A += b * p.sa_batch;
-            q.C += b * p.sc_batch;
-            if (q.bias) q.bias += b * p.sbias_batch;
-        }
+        q.batch = 1;
+        q.row_base = b * p.M;
+        q.A += b * p.sa_batch;
+        q.C += b * p.sc_batch;
+        if (q.bias) q.bias += b * p.sbias_batch;
         run_thread(q, tid, nt);
 #pragma omp barrier  // every thread is done with this B before the next is packed
     }
@@ -419,6 +450,12 @@ void run(const Problem &p) {
         // every thread derives the same split from the actual team size.
         float *shared = share_b(p, want)
             ? tls_shared_b.get(static_cast<size_t>(p.K * round_up(p.N, NR))) : nullptr;
+        if (shared && (p.sb_batch == 0 || p.batch == 1)) {
+            TeamQueue queue;
+#pragma omp parallel num_threads(want)
+            run_shared_one_b(p, shared, queue);
+            return;
+        }
         if (shared) {
 #pragma omp parallel num_threads(want)
             run_shared_b(p, shared, omp_get_thread_num(), omp_get_num_threads());
