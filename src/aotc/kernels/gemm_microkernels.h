@@ -61,13 +61,16 @@ struct Epilogue {
 };
 
 #if AOTC_GEMM_AVX2
-// Every cache line of an mr x nr tile of C (a row of C need not start on a line: numpy
-// and other callers align to 16 bytes), so that the sums are stored without waiting.
-inline void prefetch_tile(const float *c, int64_t ldc, int64_t mr, int64_t nr) {
+// Every cache line of the first mr rows of a tile of C, VW floats wide (a row of C need
+// not start on a line: numpy and other callers align to 16 bytes), so that the sums are
+// stored without waiting.
+template <int VW>
+__attribute__((always_inline)) inline void prefetch_tile(const float *c, int64_t ldc, int64_t mr) {
     for (int64_t i = 0; i < mr; ++i) {
         const char *row = reinterpret_cast<const char *>(c + i * ldc);
-        for (int64_t j = 0; j < nr; j += 16) _mm_prefetch(row + 4 * j, _MM_HINT_T0);
-        _mm_prefetch(row + 4 * nr - 4, _MM_HINT_T0);
+#pragma GCC unroll 4
+        for (int j = 0; j < VW; j += 16) _mm_prefetch(row + 4 * j, _MM_HINT_T1);
+        _mm_prefetch(row + 4 * VW - 4, _MM_HINT_T1);
     }
 }
 #endif
@@ -140,7 +143,7 @@ store_zmm(__m512 (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64_t nr,
 template <int ROWS, int W>
 void kernel_zmm(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                 int64_t mr, int64_t nr, const Epilogue &e, const char *pf, int64_t pf_lines) {
-    prefetch_tile(c, ldc, mr, std::min<int64_t>(nr, 16 * W));
+    prefetch_tile<16 * W>(c, ldc, mr);
     __m512 acc[ROWS][W];
     accumulate_zmm<ROWS, W>(kc, a, b, acc, pf, pf_lines);
     store_zmm<ROWS, W>(acc, c, ldc, mr, nr, e);
@@ -324,7 +327,7 @@ accumulate_ymm(int64_t kc, const float *__restrict a, const float *__restrict b,
 template <int ROWS, int W>
 void kernel_ymm(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
                 int64_t nr, const Epilogue &e, const char *pf, int64_t pf_lines) {
-    prefetch_tile(c, ldc, mr, std::min<int64_t>(nr, 8 * W));
+    prefetch_tile<8 * W>(c, ldc, mr);
     __m256 acc[ROWS][W];
     accumulate_ymm<ROWS, W>(kc, a, b, acc, pf, pf_lines);
     __m256i mask[W];
