@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     compress,
     conv,
     creation,
+    embedding_bag,
     grid_sample,
     indexing,
     linalg,
