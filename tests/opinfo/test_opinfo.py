@@ -63,9 +63,9 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.group_norm": (F32,),
     "nn.functional.instance_norm": (F32,), "t": ALL, "flatten": ALL, "unflatten": (F32,),
     # convolution, padding
-    "nn.functional.conv1d": (F32,), "nn.functional.conv2d": (F32,),
-    "nn.functional.conv3d": (F32,), "nn.functional.conv_transpose1d": (F32,),
-    "nn.functional.conv_transpose2d": (F32,), "nn.functional.conv_transpose3d": (F32,),
+    "nn.functional.conv1d": (F32, I64), "nn.functional.conv2d": (F32, I64),
+    "nn.functional.conv3d": (F32, I64), "nn.functional.conv_transpose1d": (F32, I64),
+    "nn.functional.conv_transpose2d": (F32, I64), "nn.functional.conv_transpose3d": (F32, I64),
     "constant_pad_nd": ALL, "nn.functional.pad.constant": ALL,
     "nn.functional.pad.reflect": (F32, I64), "nn.functional.pad.replicate": (F32, I64),
     "nn.functional.pad.replicate_negative": (F32,), "nn.functional.pad.circular": (F32, I64),
