@@ -81,8 +81,9 @@ MILESTONE: dict[str, tuple] = {
     "cummin": ALL,
     # pooling
     "nn.functional.max_pool1d": (F32,), "nn.functional.max_pool2d": (F32,),
-    "nn.functional.max_pool3d": (F32,), "nn.functional.avg_pool1d": (F32,),
-    "nn.functional.avg_pool2d": (F32,), "nn.functional.avg_pool3d": (F32,),
+    "nn.functional.max_pool3d": (F32,), "nn.functional.avg_pool1d": (F32, I64),
+    "nn.functional.avg_pool2d": (F32, I64), "nn.functional.avg_pool3d": (F32, I64),
+    "nn.functional.local_response_norm": (F32, I64),
     "nn.functional.adaptive_avg_pool1d": (F32,), "nn.functional.adaptive_avg_pool2d": (F32,),
     "nn.functional.adaptive_avg_pool3d": (F32,), "nn.functional.adaptive_max_pool1d": (F32,),
     "nn.functional.adaptive_max_pool2d": (F32,), "nn.functional.adaptive_max_pool3d": (F32,),
