@@ -110,7 +110,7 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.batch_norm": (F32, BF16), "_native_batch_norm_legit": (F32, F16),
     "_batch_norm_with_update": (F32, BF16),
     "_segment_reduce.lengths": (F32, F16), "_segment_reduce.offsets": (F32, BF16),
-    "nn.functional.embedding_bag": (F32, F16),
+    "nn.functional.embedding_bag": (F32, F16), "repeat_interleave": (F32, I64, BOOL),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset

@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     pointwise,
     pooling,
     reduction,
+    repeat_interleave,
     resample,
     scan,
     scatter,
