@@ -390,8 +390,10 @@ def _update_source(program: Program, spec) -> str:
     return found[0]
 
 
+# resize_/resize_as_ to at most the elements a local holds keep its data too (lowering
+# refuses growing it)
 _METADATA_ONLY = frozenset({"squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_",
-                            "swapaxes_", "as_strided_"})
+                            "swapaxes_", "as_strided_", "resize_", "resize_as_"})
 
 
 def _metadata_only(op) -> bool:
