@@ -112,6 +112,7 @@ MILESTONE: dict[str, tuple] = {
     "_segment_reduce.lengths": (F32, F16), "_segment_reduce.offsets": (F32, BF16),
     "nn.functional.embedding_bag": (F32, F16), "repeat_interleave": (F32, I64, BOOL),
     "resize_": (F32, BF16), "resize_as_": (I64, F16), "_upsample_bilinear2d_aa": (F32,),
+    "tensor_split": (F32, I64),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset

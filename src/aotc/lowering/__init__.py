@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     segment,
     sort,
     special,
+    tensor_split,
     unique,
     views,
 )
