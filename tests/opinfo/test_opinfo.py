@@ -63,9 +63,9 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.group_norm": (F32,),
     "nn.functional.instance_norm": (F32,), "t": ALL, "flatten": ALL, "unflatten": (F32,),
     # convolution, padding
-    "nn.functional.conv1d": (F32,), "nn.functional.conv2d": (F32,),
-    "nn.functional.conv3d": (F32,), "nn.functional.conv_transpose1d": (F32,),
-    "nn.functional.conv_transpose2d": (F32,), "nn.functional.conv_transpose3d": (F32,),
+    "nn.functional.conv1d": (F32, I64), "nn.functional.conv2d": (F32, I64),
+    "nn.functional.conv3d": (F32, I64), "nn.functional.conv_transpose1d": (F32, I64),
+    "nn.functional.conv_transpose2d": (F32, I64), "nn.functional.conv_transpose3d": (F32, I64),
     "constant_pad_nd": ALL, "nn.functional.pad.constant": ALL,
     "nn.functional.pad.reflect": (F32, I64), "nn.functional.pad.replicate": (F32, I64),
     "nn.functional.pad.replicate_negative": (F32,), "nn.functional.pad.circular": (F32, I64),
@@ -81,8 +81,9 @@ MILESTONE: dict[str, tuple] = {
     "cummin": ALL,
     # pooling
     "nn.functional.max_pool1d": (F32,), "nn.functional.max_pool2d": (F32,),
-    "nn.functional.max_pool3d": (F32,), "nn.functional.avg_pool1d": (F32,),
-    "nn.functional.avg_pool2d": (F32,), "nn.functional.avg_pool3d": (F32,),
+    "nn.functional.max_pool3d": (F32,), "nn.functional.avg_pool1d": (F32, I64),
+    "nn.functional.avg_pool2d": (F32, I64), "nn.functional.avg_pool3d": (F32, I64),
+    "nn.functional.local_response_norm": (F32, I64),
     "nn.functional.adaptive_avg_pool1d": (F32,), "nn.functional.adaptive_avg_pool2d": (F32,),
     "nn.functional.adaptive_avg_pool3d": (F32,), "nn.functional.adaptive_max_pool1d": (F32,),
     "nn.functional.adaptive_max_pool2d": (F32,), "nn.functional.adaptive_max_pool3d": (F32,),
@@ -124,6 +125,9 @@ MILESTONE: dict[str, tuple] = {
     "nn.functional.batch_norm": (F32, BF16), "_native_batch_norm_legit": (F32, F16),
     "_batch_norm_with_update": (F32, BF16),
     "_segment_reduce.lengths": (F32, F16), "_segment_reduce.offsets": (F32, BF16),
+    "nn.functional.embedding_bag": (F32, F16), "repeat_interleave": (F32, I64, BOOL),
+    "resize_": (F32, BF16), "resize_as_": (I64, F16), "_upsample_bilinear2d_aa": (F32,),
+    "tensor_split": (F32, I64),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset

@@ -13,12 +13,13 @@ from typing import Any
 import sympy
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
+from torch.utils._sympy.symbol import SymT, symbol_is_type
 
 from ..dtypes import COMPUTABLE, DType
 from ..errors import AotcError, CompileError, UnsupportedOperatorError
-from ..ir.expr import cast
+from ..ir.expr import IndexValue, Load, cast
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
-from ..ir.symbols import UNBOUNDED_BELOW
+from ..ir.symbols import UNBOUNDED_BELOW, contiguous_strides, index_vars
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from ..lowering.attention import lower_attention_chain
 from ..lowering.opmath import involves_half, lower_in_float
@@ -201,6 +202,9 @@ class Importer:
                     import_item(self.program, as_int, e.args[0],
                                 user_source(node.meta.get("stack_trace")) or node.name)
             return
+        if node.target is torch.ops.aten.sym_storage_offset.default:
+            self.env[node] = self._storage_offset(node)
+            return
         if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat, int, float, bool)):
             value = to_sympy(val)  # shape arithmetic: its value is the expression
             if any(s.is_integer is not True for s in getattr(value, "free_symbols", ())):
@@ -238,6 +242,25 @@ class Importer:
             self.env[node] = self._rebind_mutated(node, node.args[mutated], self.env[node], fresh)
         for position, value in sorted(writes.items()):
             self._rebind_mutated(node, _arg_at(node, op, position), value, fresh)
+
+    def _storage_offset(self, node) -> sympy.Expr:
+        """A view's storage offset: where its first element sits in its buffer (buffers are
+        contiguous), an expression over the bound symbols (a piece of a tensor_split)."""
+        value = self.arg(node.args[0])
+        body = value.body if isinstance(value, TensorValue) else None
+        buf = self.program.buffers.get(body.buffer) if isinstance(body, Load) else None
+        if buf is None:
+            return to_sympy(node.meta.get("val"))
+        origin = {v: 0 for v in index_vars(value.ndim)}
+        offset = sympy.expand(sum((sympy.sympify(i).xreplace(origin) * s for i, s in
+                                   zip(body.index, contiguous_strides(buf.sizes))),
+                                  sympy.Integer(0)))
+        symbol = to_sympy(node.meta.get("val"))
+        if isinstance(symbol, sympy.Symbol) and symbol_is_type(symbol, SymT.UNBACKED_INT) \
+                and symbol not in self.program.item_symbols:  # export's name for it
+            self.program.item_symbols[symbol] = IndexValue(offset, DType.int64)
+            self.program.symbols.setdefault(symbol, (0, None))
+        return offset
 
     def import_attention(self, chain) -> None:
         """An attention chain (passes/attention.py) as one template, at its output node."""
@@ -393,8 +416,10 @@ def _update_source(program: Program, spec) -> str:
     return found[0]
 
 
+# resize_/resize_as_ to at most the elements a local holds keep its data too (lowering
+# refuses growing it)
 _METADATA_ONLY = frozenset({"squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_",
-                            "swapaxes_", "as_strided_"})
+                            "swapaxes_", "as_strided_", "resize_", "resize_as_"})
 
 
 def _metadata_only(op) -> bool:

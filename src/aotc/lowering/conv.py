@@ -15,6 +15,7 @@ from ..errors import UnsupportedOperatorError
 from ..ir.nodes import BufferKind, Conv
 from ..ir.symbols import FloorDiv
 from .context import LoweringContext, TensorValue, buffer_value
+from .conv_integer import integer_convolution
 from .padding import constant_pad
 from .registry import register_lowering
 from .views import lower_squeeze, lower_unsqueeze
@@ -39,9 +40,11 @@ def convolution(ctx: LoweringContext, x: TensorValue, w: TensorValue, bias, stri
         return lower_squeeze(ctx, out, [0])
     if not 1 <= n <= 3:
         raise UnsupportedOperatorError(ctx.target, ctx.source, f"{n}-d convolution")
-    if x.dtype is not DType.float32 or w.dtype is not DType.float32:
+    integer = x.dtype is DType.int64 and w.dtype is DType.int64
+    if not integer and (x.dtype is not DType.float32 or w.dtype is not DType.float32):
         raise UnsupportedOperatorError(ctx.target, ctx.source,
-                                       f"convolution of {x.dtype.name}: only float32 so far")
+                                       f"convolution of {x.dtype.name} and {w.dtype.name}: "
+                                       "float32 and int64 so far")
     stride, dilation = _per_dim(stride, n), _per_dim(dilation, n)
     if isinstance(padding, str):
         x, padding = _string_padding(ctx, x, padding, w.sizes[2:], dilation)
@@ -64,6 +67,9 @@ def convolution(ctx: LoweringContext, x: TensorValue, w: TensorValue, bias, stri
     if ctx.out_sizes and len(ctx.out_sizes) == len(out_sizes):
         out_sizes = ctx.out_sizes  # the export's own expressions for the same sizes
         out_size = tuple(out_sizes[2:])
+    if integer:
+        return integer_convolution(ctx, x, w, bias, stride, padding, dilation, transposed,
+                                   int(groups), out_sizes)
     xb, wb = x.buffer_name(), w.buffer_name()
     assert xb is not None and wb is not None  # realized just above
     conv = Conv(xb, wb, b, x.sizes[0], x.sizes[1], out_channels,

@@ -146,7 +146,9 @@ for _n in (1, 2, 3):
 
 def _avg_pool(ctx, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override, n: int):
-    if not x.dtype.is_floating:
+    """The window's sum over its divisor; an int64 average is the int64 sum divided with C's
+    truncation toward zero, as eager's integer kernel does."""
+    if not (x.dtype.is_floating or x.dtype is I64):
         raise UnsupportedOperatorError(ctx.target, ctx.source, f"average of {x.dtype.name}")
     kernel = _per_dim(kernel_size, n)
     stride, padding = _per_dim(stride, n, kernel), _per_dim(padding, n)
@@ -168,7 +170,8 @@ def _avg_pool(ctx, x, kernel_size, stride, padding, ceil_mode, count_include_pad
             else:
                 count *= sympy.Min(end, size) - sympy.Max(start, 0)
         divisor = cast(_value(count), d)
-    return ctx.pointwise(Binary(BinaryOp.DIV, total.load(iv), divisor, d), out)
+    quotient = BinaryOp.DIV if d.is_floating else BinaryOp.TRUNCDIV
+    return ctx.pointwise(Binary(quotient, total.load(iv), divisor, d), out)
 
 
 @register_lowering(aten.avg_pool1d.default, family=FAMILY)

@@ -9,6 +9,7 @@ constants, read through indirect loads.
 from __future__ import annotations
 
 import numpy as np
+import sympy
 import torch
 
 from ..dtypes import DType
@@ -252,3 +253,77 @@ for _n in (1, 2, 3):
 for _n, _name in ((1, "upsample_linear1d"), (2, "upsample_bilinear2d"),
                   (3, "upsample_trilinear3d")):
     _register_linear(_n, _name)
+
+
+# ---- anti-aliased bilinear: a triangle filter widened by the downscale factor -------------
+
+def _aa_tables(m: int, o: int, align_corners: bool, scale):
+    """(first tap [o], taps [o, K] clamped into the input, weights [o, K]) of torch's
+    anti-aliased linear resampling along one dim, in float32 as its CPU kernel computes
+    them: the window around center = scale * (i + 0.5) spans the filter's support (1, times
+    the scale when downsampling), the weights are normalized to sum to 1, unused taps are 0."""
+    if align_corners:
+        r = F32(m - 1) / F32(o - 1) if o > 1 else F32(0)
+    else:
+        r = _ratio(m, o, scale)
+    support = F32(r) if r >= 1 else F32(1)
+    invscale = F32(1) / r if r >= 1 else F32(1)
+    k = int(np.ceil(support)) * 2 + 1
+    taps = np.zeros((o, k), np.int64)
+    weights = np.zeros((o, k), F32)
+    for i in range(o):
+        center = F32(r * F32(i + F32(0.5)))
+        lo = max(int(center - support + F32(0.5)), 0)
+        size = min(max(min(int(center + support + F32(0.5)), m) - lo, 0), k)
+        w = np.array([max(F32(1) - abs(F32((F32(j + lo) - center + F32(0.5)) * invscale)), F32(0))
+                      for j in range(size)], F32)
+        total = F32(w.sum(dtype=F32)) if size else F32(0)
+        if total != 0:
+            w = (w / total).astype(F32)
+        weights[i, :size] = w
+        taps[i] = np.minimum(lo + np.arange(k), m - 1)
+    return taps, weights
+
+
+def _aa_bilinear(ctx: LoweringContext, x: TensorValue, align_corners: bool,
+                 scales: list) -> TensorValue:
+    """Along the width first, then the height (torch's order): each pass a sum over the
+    taps of weight * x at the tap, the taps and weights compile-time tables."""
+    from ..ir.nodes import ReduceType, Reduction
+    from ..ir.symbols import reduction_var
+
+    out, d, lead = ctx.out_sizes, x.dtype, x.ndim - 2
+    if not d.is_floating:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"bilinear resize of {d.name}")
+    value = x
+    for k in (1, 0):  # width, then height
+        m, o = sympy.sympify(value.sizes[lead + k]), sympy.sympify(out[lead + k])
+        if not (m.is_number and o.is_number):
+            raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                           "anti-aliased resize of a dynamic dim")
+        taps, weights = _aa_tables(int(m), int(o), align_corners, scales[k])
+        tap_t = ctx.constant(torch.from_numpy(taps), f"aa_taps{k}")
+        w_t = ctx.constant(torch.from_numpy(weights), f"aa_weights{k}")
+        sizes = tuple(value.sizes[:lead + k]) + (o,) + tuple(value.sizes[lead + k + 1:])
+        iv = index_vars(len(sizes))
+        r = reduction_var(0)
+        if not isinstance(value.body, Load):
+            value = ctx.realize(value)
+        inner = value.load(tuple(iv[:lead + k]) + (indirect_var(0),) + tuple(iv[lead + k + 1:]))
+        assert isinstance(inner, Load)
+        tap = tap_t.load((iv[lead + k], r))
+        element = IndirectLoad(inner.buffer, inner.index, (tap,), (m,), value.dtype)
+        body = Binary(BinaryOp.MUL, cast(w_t.load((iv[lead + k], r)), d), cast(element, d), d)
+        value = ctx.emit(Reduction(ReduceType.SUM, (sympy.Integer(taps.shape[1]),), body), sizes, d,
+                         hint=f"{ctx.node_name}_aa{k}")
+    return value
+
+
+@register_lowering(aten._upsample_bilinear2d_aa.vec, family=FAMILY)
+def lower_aa_bilinear_vec(ctx, x, output_size, align_corners, scale_factors):
+    return _aa_bilinear(ctx, x, align_corners, _scales(2, output_size, scale_factors))
+
+
+@register_lowering(aten._upsample_bilinear2d_aa.default, family=FAMILY)
+def lower_aa_bilinear(ctx, x, output_size, align_corners, *scales):
+    return _aa_bilinear(ctx, x, align_corners, _scales(2, output_size, None, *scales))

@@ -311,6 +311,23 @@ def lower_view(ctx, x, sizes):
     return remap(x, sizes, reshape_index(x.sizes, sizes))
 
 
+@register_lowering(aten.resize.default, family=FAMILY, in_storage_type=True)
+def lower_resize(ctx, x, sizes, memory_format=None):
+    """x.resize_(sizes) of a buffer: its first numel(sizes) elements in storage order, with
+    the new sizes. Growing would expose uninitialized memory, and a view keeps its base's
+    storage order, which its value does not record: both are refused."""
+    new = tuple(sympy.sympify(s) for s in sizes)
+    if not surely_at_least(numel(x.sizes) - numel(new), 0):
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "resize_ to more elements than "
+                                       "the tensor holds leaves the new ones uninitialized")
+    if x.buffer_name() is None:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "resize_ of a view (its storage "
+                                       "order is its base's); resize a clone")
+    flat = remap(x, (numel(x.sizes),), reshape_index(x.sizes, (numel(x.sizes),)))
+    first = remap(flat, (numel(new),), (index_vars(1)[0],))
+    return remap(first, new, reshape_index(first.sizes, new))
+
+
 @register_lowering(aten.flatten.using_ints, family=FAMILY)
 def lower_flatten(ctx, x, start_dim=0, end_dim=-1):
     return lower_view(ctx, x, ctx.out_sizes)
