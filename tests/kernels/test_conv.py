@@ -161,6 +161,7 @@ RESIDUAL = {
     "direct_8x3": (lambda: nn.Conv2d(4, 24 + 8, 3, padding=1), (1, 4, 18, 17)),
     "depthwise": (lambda: nn.Conv2d(7, 7, 3, padding=1, groups=7, bias=False), (2, 7, 11, 13)),
     "pointwise": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5)),
+    "pointwise_groups_large_plane": (lambda: nn.Conv2d(6, 10, 1, groups=2), (2, 6, 17, 18)),
     "im2col": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9)),
     "transposed": (lambda: nn.ConvTranspose2d(4, 3, 2, stride=2), (2, 4, 5, 5)),
 }

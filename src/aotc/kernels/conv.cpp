@@ -7,7 +7,8 @@
 //     take the vector kernel of conv_direct.h (the same phased input, one channel at a
 //     time, 4 vectors of positions per tile); otherwise a direct loop per output plane,
 //     each row accumulated tap by tap over unit-stride spans that the compiler vectorizes;
-//   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images;
+//   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images,
+//     the residual and clamp applied by its epilogue on each finished block;
 //   the rest: im2col of one (image, group) into the workspace, then the GEMM
 //     (weights [Cog, Cig*K] times columns [Cig*K, out positions]); for small output
 //     planes, the columns of all images side by side and one GEMM.
@@ -241,6 +242,29 @@ bool depthwise(const Geometry &g, const float *x, const float *w, const float *b
     return false;
 }
 
+// The residual and clamp applied in place to a finished block of one group's y[Cog, P]
+// (rows: image * Cog + channel; columns: positions) by the GEMM's epilogue, while the
+// block is in cache.
+struct InPlace {
+    const Geometry *g;
+    const float *res;  // the residual at the group's first channel, or null
+};
+
+void finish_in_place(const void *ctx, float *c, int64_t ldc, int64_t row, int64_t col,
+                     int64_t rows, int64_t cols) {
+    const InPlace &st = *static_cast<const InPlace *>(ctx);
+    const Geometry &g = *st.g;
+    for (int64_t i = 0; i < rows; ++i) {
+        const int64_t n = (row + i) / g.cog, co = (row + i) % g.cog;
+        float *dst = c + i * ldc;
+        const float *res = st.res ? st.res + (n * g.cout + co) * g.out_plane + col : nullptr;
+        for (int64_t j = 0; j < cols; ++j) {
+            const float v = res ? dst[j] + res[j] : dst[j];
+            dst[j] = g.clamped ? std::min(std::max(v, g.lo), g.hi) : v;  // a NaN stays
+        }
+    }
+}
+
 // Output planes smaller than this take all images in one GEMM (columns side by side), so
 // that the weights are packed once rather than once per image (a 7x7 plane is 49 columns).
 constexpr int64_t kSmallPlane = 256;
@@ -284,13 +308,18 @@ bool forward(const Geometry &g, const float *x, const float *w, const float *bia
     }
 #endif
     if (is_pointwise(g)) {  // y_n[Cog, P] = w[Cog, Cig] x_n[Cig, P] for every image at once
-        for (int64_t gr = 0; gr < g.groups; ++gr)
-            aotc_sgemm_batched(g.batch, g.cog, g.out_plane, kdim,
-                               w + gr * g.cog * kdim, 0, kdim, 1,
-                               x + gr * g.cig * g.in_plane, g.cin * g.in_plane, g.in_plane, 1,
-                               y + gr * g.cog * g.out_plane, g.cout * g.out_plane, g.out_plane,
-                               bias ? bias + gr * g.cog : nullptr, 0, 1, 0, 1.0f, 1.0f);
-        return false;
+        for (int64_t gr = 0; gr < g.groups; ++gr) {
+            const int64_t at = gr * g.cog * g.out_plane;
+            const InPlace st{&g, g.residual ? g.residual + at : nullptr};
+            const aotc_gemm_epilogue epilogue{finish_in_place, &st};
+            aotc_sgemm_fused(g.batch, g.cog, g.out_plane, kdim,
+                             w + gr * g.cog * kdim, 0, kdim, 1,
+                             x + gr * g.cig * g.in_plane, g.cin * g.in_plane, g.in_plane, 1,
+                             y + at, g.cout * g.out_plane, g.out_plane,
+                             bias ? bias + gr * g.cog : nullptr, 0, 1, 0, 1.0f, 1.0f,
+                             g.clamped || g.residual ? &epilogue : nullptr);
+        }
+        return true;
     }
     if (g.out_plane < kSmallPlane && g.batch > 1) {
         // col[Cig*taps, N*P] for every image, one GEMM into res[Cog, N*P], then each image's
