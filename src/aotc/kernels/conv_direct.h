@@ -91,16 +91,26 @@ inline int64_t buffer_size(const Plan &pl) {
     return pl.cig * pl.chan + MAX_T + pl.ws + pl.chan;
 }
 
-// The phased, zero-padded copy of one channel x[h, w] into dst (pl.chan floats).
-inline void fill_channel(const Plan &pl, const float *src, float *dst) {
+// dst[0, n) = src[0, n): a loop rather than memmove, whose call costs more than the copy
+// of the short rows of small planes.
+inline void copy_run(const float *src, float *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + L <= n; i += L) vstore(dst + i, vload(src + i));
+    for (; i < n; ++i) dst[i] = src[i];
+}
+
+// The phased, zero-padded copy of one channel x[h, w] into dst (pl.chan floats). Every
+// channel writes the same elements, so a buffer that held another channel's copy (or was
+// zeroed) keeps its padding: `padded` skips zeroing it again.
+inline void fill_channel(const Plan &pl, const float *src, float *dst, bool padded = false) {
     const int64_t plane = pl.hs * pl.ws;
-    std::fill(dst, dst + pl.chan, 0.0f);
+    if (!padded) std::fill(dst, dst + pl.chan, 0.0f);
     for (int64_t ih = 0; ih < pl.h; ++ih) {
         const int64_t r = ih + pl.ph;
         float *row = dst + (r % pl.sh) * pl.sw * plane + (r / pl.sh) * pl.ws;
         const float *sr = src + ih * pl.w;
         if (pl.sw == 1) {
-            std::copy(sr, sr + pl.w, row + pl.pw);
+            copy_run(sr, row + pl.pw, pl.w);
             continue;
         }
         for (int64_t a = 0; a < pl.sw; ++a) {  // padded columns c = a + j*sw
@@ -131,7 +141,7 @@ inline void fill(const Plan &pl, const float *x, float *buf, bool threaded) {
 inline void store_run(const float *src, const float *res, int act, float lo, float hi,
                       float *dst, int64_t n) {
     if (!res) {
-        std::copy(src, src + n, dst);
+        copy_run(src, dst, n);
         return;
     }
     for (int64_t i = 0; i < n; ++i) {
@@ -215,18 +225,12 @@ inline void run_tiles(const Plan &pl, const float *buf, const float *w, const fl
                           act && !res, lo, hi, out);
             // the valid positions: row segments oh, ow in [0, wo)
             const int64_t q1 = std::min(q0 + T, pl.q);
-            for (int64_t q = q0; q < q1;) {
-                const int64_t oh = q / pl.ws, ow = q % pl.ws;
-                const int64_t end = std::min(q1, oh * pl.ws + pl.ws);
-                if (ow < pl.wo) {
-                    const int64_t n = std::min(end, oh * pl.ws + pl.wo) - q;
-                    for (int64_t o = 0; o < n_oc; ++o) {
-                        const int64_t at = (oc0 + o) * pl.ho * pl.wo + oh * pl.wo + ow;
-                        store_run(&out[o][q - q0], res ? res + at : nullptr, act, lo, hi,
-                                  y + at, n);
-                    }
+            for (int64_t oh = q0 / pl.ws, row = oh * pl.ws; row < q1; ++oh, row += pl.ws) {
+                const int64_t a = std::max(q0, row), n = std::min(q1, row + pl.wo) - a;
+                for (int64_t o = 0; o < n_oc && n > 0; ++o) {
+                    const int64_t at = (oc0 + o) * pl.ho * pl.wo + oh * pl.wo + (a - row);
+                    store_run(&out[o][a - q0], res ? res + at : nullptr, act, lo, hi, y + at, n);
                 }
-                q = end;
             }
         }
 }
@@ -274,7 +278,8 @@ inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t m
 #pragma omp for collapse(2) schedule(static)
         for (int64_t n = 0; n < batch; ++n)
             for (int64_t oc = 0; oc < cout; ++oc) {
-                fill_channel(pl, x + (n * channels + oc / mult) * pl.h * pl.w, buf.data());
+                fill_channel(pl, x + (n * channels + oc / mult) * pl.h * pl.w, buf.data(),
+                             true);  // the vector starts zeroed
                 const float *wc = w + oc * pl.taps;
                 const V b = vset(bias ? bias[oc] : 0.0f);
                 float *yc = y + (n * cout + oc) * out_plane;
@@ -294,17 +299,16 @@ inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t m
                         if (act && !res) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
                         vstore(out + j * L, v);
                     }
+                    // the valid positions: row segments oh, ow in [0, wo) (one division
+                    // per tile: per row, they cost more than a small plane's arithmetic)
                     const int64_t q1 = std::min(q0 + DW_T, pl.q);
-                    for (int64_t q = q0; q < q1;) {
-                        const int64_t oh = q / pl.ws, ow = q % pl.ws;
-                        const int64_t end = std::min(q1, oh * pl.ws + pl.ws);
-                        if (ow < pl.wo) {
-                            const int64_t cnt = std::min(end, oh * pl.ws + pl.wo) - q;
-                            const int64_t at = oh * pl.wo + ow;
-                            store_run(out + (q - q0), rc ? rc + at : nullptr, act, lo, hi,
-                                      yc + at, cnt);
-                        }
-                        q = end;
+                    for (int64_t oh = q0 / pl.ws, row = oh * pl.ws; row < q1;
+                         ++oh, row += pl.ws) {
+                        const int64_t a = std::max(q0, row), cnt = std::min(q1, row + pl.wo) - a;
+                        if (cnt <= 0) continue;
+                        const int64_t at = oh * pl.wo + (a - row);
+                        store_run(out + (a - q0), rc ? rc + at : nullptr, act, lo, hi, yc + at,
+                                  cnt);
                     }
                 }
             }
