@@ -21,10 +21,10 @@ CASES = {
     "3x3_batched_odd": (lambda: nn.Conv2d(16, 24, 3, padding=1), (2, 16, 7, 9)),
     "s2_dilated": (lambda: nn.Conv2d(12, 10, 3, stride=2, padding=2, dilation=2),
                    (1, 12, 15, 13)),
-    "pointwise": (lambda: nn.Conv2d(20, 33, 1), (3, 20, 5, 11)),
-    "pointwise_strided": (lambda: nn.Conv2d(16, 9, 1, stride=2), (1, 16, 14, 14)),
+    "pointwise": (lambda: nn.Conv2d(20, 33, 1), (3, 20, 3, 5)),
+    "pointwise_strided": (lambda: nn.Conv2d(64, 9, 1, stride=2), (1, 64, 13, 13)),
     "asymmetric_no_bias": (lambda: nn.Conv2d(9, 17, (3, 1), stride=(1, 2), padding=(1, 0),
-                                             bias=False), (2, 9, 6, 10)),
+                                             bias=False), (2, 9, 5, 10)),
     "several_k_slices": (lambda: nn.Conv2d(96, 40, 3, padding=1), (1, 96, 6, 6)),
     "conv1d": (lambda: nn.Conv1d(8, 16, 5, padding=2), (2, 8, 37)),
     "conv3d": (lambda: nn.Conv3d(4, 8, 3, padding=1, stride=(1, 2, 1)), (1, 4, 4, 5, 6)),
@@ -75,11 +75,13 @@ def test_packed_conv_fuses_residual_and_clamp(compile_model, isa):
     assert {(op.residual is not None, op.clamp_max) for op in ops} == {(True, None), (False, 6.0)}
 
 
-def test_large_planes_and_groups_keep_their_paths():
-    """The direct kernel (planes of 256 positions or more) and grouped convolutions read the
-    weight as given."""
+def test_large_planes_groups_and_thin_weights_keep_their_paths():
+    """The direct kernel (planes of 256 positions or more), grouped convolutions and a 1x1
+    with fewer input channels than positions read the weight as given."""
     m = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.Conv2d(16, 16, 3, padding=1, groups=2))
     ep = torch.export.export(m.eval(), (torch.randn(1, 8, 16, 16),))
+    assert packed_convs(ep) == []
+    ep = torch.export.export(nn.Conv2d(8, 16, 1).eval(), (torch.randn(1, 8, 9, 9),))
     assert packed_convs(ep) == []
 
 
@@ -87,11 +89,11 @@ def test_packed_conv_with_dynamic_batch(compile_model):
     torch.manual_seed(0)
     m = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 8, 1))
     batch = torch.export.Dim("batch", max=16)
-    ep, model = compile_model(m, (torch.randn(2, 8, 9, 9),),
+    ep, model = compile_model(m, (torch.randn(2, 8, 4, 4),),
                               dynamic_shapes={"input": {0: batch}})
     assert len(packed_convs(ep)) == 2
     for n in (1, 3, 7):
-        x = torch.randn(n, 8, 9, 9)
+        x = torch.randn(n, 8, 4, 4)
         torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
 
 
@@ -99,7 +101,7 @@ def test_packed_conv_with_dynamic_batch(compile_model):
 def test_swapped_packed_weight_equals_a_fresh_compile(tmp_path, user_managed):
     torch.manual_seed(0)
     m = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 8, 1)).eval()
-    x = torch.randn(2, 8, 9, 9)
+    x = torch.randn(2, 8, 4, 4)
     with torch.no_grad():
         ep = torch.export.export(m, (x,))
         model = aotc.load_package(aotc.compile_and_package(ep, tmp_path / "a.pt2"))

@@ -85,8 +85,10 @@ def _packing_of(op: Gemm, nr: int) -> PackedGemmB | None:
 def _conv_packing(op: Conv, nr: int) -> PackedGemmB | None:
     """How the convolution reads its weight as the GEMM's B (element (k, n) at n*K + k of the
     [Cout, Cin, k...] weight), when the kernel's packed path pays: forward, one group, more
-    than one input channel (not the depthwise path), static channels and an output plane of
-    fewer than SMALL_PLANE positions (larger ones take the direct kernel)."""
+    than one input channel (not the depthwise path), static channels, an output plane of
+    fewer than SMALL_PLANE positions (larger ones take the direct kernel) and no fewer
+    weight rows K than positions (below that, a 1x1 or strided 1x1 convolution moves more
+    output through the transposing store than weight through the packing it saves)."""
     cin, cout = _static(op.in_channels), _static(op.out_channels)
     plane = _static(sympy.Mul(*op.out_size))
     if op.transposed or op.groups != 1 or cin is None or cout is None or plane is None:
@@ -94,6 +96,8 @@ def _conv_packing(op: Conv, nr: int) -> PackedGemmB | None:
     if cin < 2 or cout < MIN_PACKED_N or plane >= SMALL_PLANE:
         return None
     k = cin * math.prod(op.kernel)
+    if k < plane:
+        return None
     return PackedGemmB(k, cout, 0, 1, k, nr, KC)
 
 
