@@ -7,8 +7,9 @@
 //     take the vector kernel of conv_direct.h (the same phased input, one channel at a
 //     time, 4 vectors of positions per tile); otherwise a direct loop per output plane,
 //     each row accumulated tap by tap over unit-stride spans that the compiler vectorizes;
-//   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images,
-//     the residual and clamp applied by its epilogue on each finished block;
+//   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images
+//     (the residual and clamp in a pass after it: in the GEMM's epilogue they wait on each
+//     block's stores to a large output, which measured slower);
 //   the rest: im2col of one (image, group) into the workspace, then the GEMM
 //     (weights [Cog, Cig*K] times columns [Cig*K, out positions]); for small output
 //     planes, the columns of all images side by side and one GEMM.
@@ -26,6 +27,7 @@
 #include "conv_direct.h"
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -242,29 +244,6 @@ bool depthwise(const Geometry &g, const float *x, const float *w, const float *b
     return false;
 }
 
-// The residual and clamp applied in place to a finished block of one group's y[Cog, P]
-// (rows: image * Cog + channel; columns: positions) by the GEMM's epilogue, while the
-// block is in cache.
-struct InPlace {
-    const Geometry *g;
-    const float *res;  // the residual at the group's first channel, or null
-};
-
-void finish_in_place(const void *ctx, float *c, int64_t ldc, int64_t row, int64_t col,
-                     int64_t rows, int64_t cols) {
-    const InPlace &st = *static_cast<const InPlace *>(ctx);
-    const Geometry &g = *st.g;
-    for (int64_t i = 0; i < rows; ++i) {
-        const int64_t n = (row + i) / g.cog, co = (row + i) % g.cog;
-        float *dst = c + i * ldc;
-        const float *res = st.res ? st.res + (n * g.cout + co) * g.out_plane + col : nullptr;
-        for (int64_t j = 0; j < cols; ++j) {
-            const float v = res ? dst[j] + res[j] : dst[j];
-            dst[j] = g.clamped ? std::min(std::max(v, g.lo), g.hi) : v;  // a NaN stays
-        }
-    }
-}
-
 // Output planes smaller than this take all images in one GEMM (columns side by side), so
 // that the weights are packed once rather than once per image (a 7x7 plane is 49 columns).
 constexpr int64_t kSmallPlane = 256;
@@ -308,18 +287,13 @@ bool forward(const Geometry &g, const float *x, const float *w, const float *bia
     }
 #endif
     if (is_pointwise(g)) {  // y_n[Cog, P] = w[Cog, Cig] x_n[Cig, P] for every image at once
-        for (int64_t gr = 0; gr < g.groups; ++gr) {
-            const int64_t at = gr * g.cog * g.out_plane;
-            const InPlace st{&g, g.residual ? g.residual + at : nullptr};
-            const aotc_gemm_epilogue epilogue{finish_in_place, &st};
-            aotc_sgemm_fused(g.batch, g.cog, g.out_plane, kdim,
-                             w + gr * g.cog * kdim, 0, kdim, 1,
-                             x + gr * g.cig * g.in_plane, g.cin * g.in_plane, g.in_plane, 1,
-                             y + at, g.cout * g.out_plane, g.out_plane,
-                             bias ? bias + gr * g.cog : nullptr, 0, 1, 0, 1.0f, 1.0f,
-                             g.clamped || g.residual ? &epilogue : nullptr);
-        }
-        return true;
+        for (int64_t gr = 0; gr < g.groups; ++gr)
+            aotc_sgemm_batched(g.batch, g.cog, g.out_plane, kdim,
+                               w + gr * g.cog * kdim, 0, kdim, 1,
+                               x + gr * g.cig * g.in_plane, g.cin * g.in_plane, g.in_plane, 1,
+                               y + gr * g.cog * g.out_plane, g.cout * g.out_plane, g.out_plane,
+                               bias ? bias + gr * g.cog : nullptr, 0, 1, 0, 1.0f, 1.0f);
+        return false;
     }
     if (g.out_plane < kSmallPlane && g.batch > 1) {
         // col[Cig*taps, N*P] for every image, one GEMM into res[Cog, N*P], then each image's
@@ -362,18 +336,25 @@ void store_transposed(const void *ctx, float *c, int64_t ldc, int64_t row, int64
                       int64_t rows, int64_t cols) {
     const PackedStore &st = *static_cast<const PackedStore *>(ctx);
     const Geometry &g = *st.g;
+    // locals: stores through y could otherwise alias them, which keeps the loops scalar
+    const float inf = std::numeric_limits<float>::infinity();
+    const float lo = g.clamped ? g.lo : -inf, hi = g.clamped ? g.hi : inf;
+    const int64_t plane = g.out_plane, cout = g.cout;
+    const float *residual = g.residual;
     for (int64_t i0 = 0; i0 < rows;) {  // runs of rows inside one image
-        const int64_t n = (row + i0) / g.out_plane, o = (row + i0) % g.out_plane;
-        const int64_t run = std::min(rows - i0, g.out_plane - o);
+        const int64_t n = (row + i0) / plane, o = (row + i0) % plane;
+        const int64_t run = std::min(rows - i0, plane - o);
         for (int64_t j = 0; j < cols; ++j) {
-            const int64_t at = (n * g.cout + col + j) * g.out_plane + o;
+            const int64_t at = (n * cout + col + j) * plane + o;
             const float *src = c + i0 * ldc + j;
-            float *dst = st.y + at;
-            const float *res = g.residual ? g.residual + at : nullptr;
-            for (int64_t i = 0; i < run; ++i) {
-                float v = src[i * ldc];
-                if (res) v += res[i];
-                dst[i] = g.clamped ? std::min(std::max(v, g.lo), g.hi) : v;  // a NaN stays
+            float *__restrict dst = st.y + at;
+            if (residual) {
+                const float *res = residual + at;
+                for (int64_t i = 0; i < run; ++i)
+                    dst[i] = std::min(std::max(src[i * ldc] + res[i], lo), hi);  // NaN stays
+            } else {
+                for (int64_t i = 0; i < run; ++i)
+                    dst[i] = std::min(std::max(src[i * ldc], lo), hi);
             }
         }
         i0 += run;
