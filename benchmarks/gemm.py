@@ -11,7 +11,9 @@ each thread count. Inference shapes multiply activations by a transposed [N, K] 
 nn.Linear does), prepacked once when the kernel offers prepacking, as a compiled model does.
 The GEMV 1x4096x4096 is also timed against torch.mm on the same data, calls alternating.
 Each figure is the median of repeated timings; the machine's load average is recorded
-beside the results.
+beside the results. At 1 thread, the GEMM and the peak loop are timed in the calling thread's
+CPU time (the time it was descheduled by other work on a shared machine does not count);
+a team of threads is timed by the wall clock (`--clock wall` times 1 thread so too).
 """
 from __future__ import annotations
 
@@ -85,15 +87,21 @@ def build(march: str, out_dir: Path) -> ctypes.CDLL:
     return lib
 
 
-def timed(fn, min_reps: int, min_seconds: float) -> float:
+def clock_for(threads: int, wall: bool):
+    """The clock that times a call at this many threads: the calling thread's CPU time
+    when it does all the work (unless `wall`), else the wall clock."""
+    return time.thread_time if threads == 1 and not wall else time.perf_counter
+
+
+def timed(fn, min_reps: int, min_seconds: float, clock=time.perf_counter) -> float:
     """Median seconds of one call, after a warm-up call."""
     fn()
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < min_reps or time.perf_counter() - start < min_seconds:
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
         if len(times) >= 200:
             break
     return statistics.median(times)
@@ -102,20 +110,21 @@ def timed(fn, min_reps: int, min_seconds: float) -> float:
 class Peak:
     """The register-only FMA loop of one build, sized to run about 20 ms a call."""
 
-    def __init__(self, lib, threads: int):
+    def __init__(self, lib, threads: int, wall: bool):
         self.lib, self.threads = lib, threads
+        self.clock = clock_for(threads, wall)
         self.per_step = 2.0 * lib.bench_fma_lanes() * lib.bench_fma_chains() * threads
         self.iters = 100_000
         while True:  # grow until one call takes 20 ms
-            t = timed(lambda: lib.bench_fma_run(self.iters, threads), 1, 0.0)
+            t = timed(lambda: lib.bench_fma_run(self.iters, threads), 1, 0.0, self.clock)
             if t > 0.02:
                 break
             self.iters *= 2
 
     def gflops(self) -> float:
-        t0 = time.perf_counter()
+        t0 = self.clock()
         self.lib.bench_fma_run(self.iters, self.threads)
-        return self.per_step * self.iters / (time.perf_counter() - t0) / 1e9
+        return self.per_step * self.iters / (self.clock() - t0) / 1e9
 
 
 class Case:
@@ -165,10 +174,10 @@ def interleaved(peak: Peak, fn, flops: float, seconds: float) -> tuple[float, fl
     while len(secs) < 5 or time.perf_counter() - start < seconds:
         p = peak.gflops()
         reps = max(1, int(0.01 / max(secs[-1], 1e-6))) if secs else 1  # ~10 ms of fn
-        t0 = time.perf_counter()
+        t0 = peak.clock()
         for _ in range(reps):
             fn()
-        t = (time.perf_counter() - t0) / reps
+        t = (peak.clock() - t0) / reps
         secs.append(t)
         peaks.append(p)
         pcts.append(100.0 * flops / t / 1e9 / p)
@@ -177,10 +186,10 @@ def interleaved(peak: Peak, fn, flops: float, seconds: float) -> tuple[float, fl
     return statistics.median(secs), statistics.median(peaks), statistics.median(pcts)
 
 
-def measure(march: str, lib, threads: int, quick: bool) -> list[tuple]:
+def measure(march: str, lib, threads: int, quick: bool, wall: bool) -> list[tuple]:
     """Rows (march, threads, shape, ms, GFLOP/s, peak GFLOP/s, % of peak, note)."""
     set_threads(threads)
-    peak = Peak(lib, threads)
+    peak = Peak(lib, threads, wall)
     rows = []
     secs = 0.3 if quick else 2.0
     for name, m, n, k, weight in SQUARE + INFERENCE + [GEMV]:
@@ -235,7 +244,11 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="shorter timings")
     ap.add_argument("--out", type=Path, default=OUT, help="markdown file to prepend a section to")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
+                    help="cpu: 1-thread rows in the calling thread's CPU time (default); "
+                    "wall: every row by the wall clock")
     args = ap.parse_args(argv)
+    wall = args.clock == "wall"
     threads = [int(t) for t in args.threads.split(",")]
     flags = cpu_flags()
     load_before = os.getloadavg()[0]
@@ -249,7 +262,7 @@ def main(argv=None) -> int:
                 continue
             lib = build(march, Path(tmp))
             for t in threads:
-                for row in measure(march, lib, t, args.quick):
+                for row in measure(march, lib, t, args.quick, wall):
                     rows.append(row)
                     print(f"{row[0]:10} {row[1]}t {row[2]:14} {row[3]:9.3f} ms {row[4]:7.1f} "
                           f"GFLOP/s  peak {row[5]:6.1f}  {row[6]:5.1f}%  {row[7]}", flush=True)
@@ -268,7 +281,10 @@ def main(argv=None) -> int:
              f"- load average (1 min) before / after: {load_before:.2f} / {load_after:.2f} "
              "(other work on the machine lowers every figure, the peak included)", "",
              "Each shape's timings alternate with the FMA loop's; '% of peak' is the median over",
-             "those rounds of GEMM GFLOP/s over the peak measured just before it.", "",
+             "those rounds of GEMM GFLOP/s over the peak measured just before it.",
+             "1-thread rows: ms and GFLOP/s of the calling thread's CPU time, peak likewise"
+             if not wall else "Every row: wall-clock time.",
+             "(rows of 2 or more threads: wall clock).", "",
              "| build | threads | shape (MxNxK) | ms | GFLOP/s | peak GFLOP/s | % of peak | B |",
              "|---|--:|---|--:|--:|--:|--:|---|"]
     for march, t, name, ms, gf, peak, pct, note in rows:

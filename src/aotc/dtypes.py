@@ -19,6 +19,7 @@ class DType(enum.Enum):
     int64 = (7, "int64_t", 8, "int64")
     uint8 = (8, "uint8_t", 1, "uint8")
     bool = (9, "bool", 1, "bool")
+    uint64 = (10, "uint64_t", 8, "uint64")  # hash_tensor's result
 
     @property
     def code(self) -> int:

@@ -186,3 +186,38 @@ def test_shape_changing_in_place_op_on_an_input_is_refused(tmp_path):
     ep = torch.export.export(SqueezeInput(), (torch.randn(1, 4),))
     with pytest.raises(CompileError, match="squeeze_.*changes the shape of its target 'x'"):
         aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")
+
+
+class RenormedLookup(torch.nn.Module):
+    """embedding(max_norm=...) scales the rows it reads in the caller's weight, in place."""
+
+    def __init__(self, norm_type):
+        super().__init__()
+        self.norm_type = norm_type
+
+    def forward(self, idx, weight):
+        return torch.nn.functional.embedding(idx, weight, max_norm=1.5, norm_type=self.norm_type)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16, torch.bfloat16), ids=str)
+@pytest.mark.parametrize("norm_type", (1.0, 2.0, 3.0, float("inf")))
+def test_embedding_max_norm_renormalizes_the_rows_it_reads(tmp_path, norm_type, dtype):
+    g = torch.Generator().manual_seed(0)
+    weight = (torch.randn(8, 5, generator=g) * 2).to(dtype)
+    weight[3] = 0.01  # a row read but under the max norm: left as it is
+    idx = torch.tensor([[1, 3, 1], [6, 0, 3]])  # repeats; rows 2, 4, 5, 7 are not read
+    ep, path = _compile(RenormedLookup(norm_type), (idx, weight), tmp_path)
+    model = aotc.load_package(path)
+    ours, theirs = weight.clone(), weight.clone()
+    torch.testing.assert_close(model(idx, ours), ep.module()(idx, theirs))
+    torch.testing.assert_close(ours, theirs)  # the weight's read rows changed as eager's did
+    assert not torch.equal(ours, weight)
+
+
+def test_embedding_max_norm_on_a_parameter_is_refused():
+    from aotc.frontend.importer import import_program
+
+    with torch.no_grad():
+        ep = torch.export.export(torch.nn.Embedding(6, 3, max_norm=1.0), (torch.tensor([1, 2]),))
+    with pytest.raises(CompileError, match=r"embedding_renorm_.*read-only"):
+        import_program(ep)

@@ -74,3 +74,30 @@ def test_exception_inside_a_decomposition_names_the_op_and_line(monkeypatch):
                        match=r"aten.softplus.default \(at test_decompose.py:\d+ .*its decomposition "
                              r"failed \(RuntimeError: tracing went wrong\)"):
         aotc.compile_and_package(ep)
+
+
+class LinearCrossEntropy(torch.nn.Module):
+    """F.linear_cross_entropy with batch chunking: export keeps torch's custom op (torch has
+    no decomposition for it); aotc decomposes it itself."""
+
+    def __init__(self, reduction):
+        super().__init__()
+        self.reduction = reduction
+        self.head = torch.nn.Parameter(torch.randn(7, 5))
+        self.class_weight = torch.nn.Parameter(torch.rand(7) + 0.5)
+
+    def forward(self, x, target):
+        from torch.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions
+
+        return F.linear_cross_entropy(x, self.head, target, weight=self.class_weight,
+                                      reduction=self.reduction, ignore_index=3,
+                                      options=LinearCrossEntropyOptions(batch_chunk_size=4))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_chunked_linear_cross_entropy(compile_model, reduction):
+    torch.manual_seed(0)
+    x, target = torch.randn(10, 5), torch.tensor([0, 3, 6, 1, 2, 3, 4, 5, 6, 0])
+    ep, model = compile_model(LinearCrossEntropy(reduction), (x, target))
+    assert any("torch_nn" in str(n.target) for n in ep.graph.nodes)
+    torch.testing.assert_close(model(x, target), ep.module()(x, target))

@@ -285,6 +285,9 @@ def test_thread_counts(lib, threads):
         run_case(lib, 1, 400, 45, 300, b_t=True, bias="row")
         run_case(lib, 3, 250, 33, 70, bias="full")
         run_case(lib, 3, 250, 33, 70, a_t=True, shared_b=True, bias="col")
+        # the team takes blocks of rows one at a time: several blocks and K slices each
+        run_case(lib, 1, 700, 150, 1100, bias="row", seed=1)
+        run_case(lib, 2, 433, 77, 530, b_t=True, shared_b=True, bias="full", seed=2)
     finally:
         gomp.omp_set_num_threads(before)
 

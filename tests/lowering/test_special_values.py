@@ -82,3 +82,36 @@ def test_hypot_does_not_overflow_in_its_squares(dtype, compile_model):
     ep, model = compile_model(Hypot(), (a, b))
     for g, w in zip(model(a, b), ep.module()(a, b)):
         torch.testing.assert_close(g, w, equal_nan=True)
+
+
+class FloatParts(torch.nn.Module):
+    def forward(self, x):
+        mantissa, exponent = torch.frexp(x)
+        return (mantissa, exponent, torch.angle(x), torch.round(x, decimals=3),
+                torch.round(x, decimals=-2), torch.round(x, decimals=0),
+                torch.round(x, decimals=50))
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16, torch.bfloat16), ids=str)
+def test_frexp_angle_round_decimals_match_eager(dtype, compile_model):
+    # zeros of both signs, subnormals, ties of the decimal rounding, infinities and NaN
+    x = torch.tensor([0.0, -0.0, 1.0, -1.0, 0.5, 3.0, -7.25, 1e-6, -2.5e-7, 6e-8, 0.0625,
+                      1.2345, -2.0005, 150.0, -250.0, 1234.5, 31000.0, INF, -INF, NAN, -NAN,
+                      0.0015, 2.5, -0.5], dtype=dtype)
+    ep, model = compile_model(FloatParts(), (x,))
+    got, want = model(x), ep.module()(x)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w, equal_nan=True)
+
+
+class AngleOfInts(torch.nn.Module):
+    def forward(self, i, b):
+        return torch.angle(i), torch.angle(b)
+
+
+def test_angle_of_integers_and_bools(compile_model):
+    i, b = torch.tensor([-3, 0, 5, -1]), torch.tensor([True, False, True, False])
+    ep, model = compile_model(AngleOfInts(), (i, b))
+    for g, w in zip(model(i, b), ep.module()(i, b)):
+        torch.testing.assert_close(g, w)

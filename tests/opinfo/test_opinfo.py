@@ -57,7 +57,7 @@ MILESTONE: dict[str, tuple] = {
     "prod": (F32, I64), "any": ALL, "all": ALL, "std": (F32,),
     "argmax": (F32, I64), "argmin": (F32, I64), "max.reduction_with_dim": (F32, I64),
     "min.reduction_with_dim": (F32, I64),
-    "gather": (F32, I64), "index_select": (F32, I64), "nn.functional.embedding": (F32,),
+    "gather": (F32, I64), "index_select": (F32, I64), "nn.functional.embedding": (F32, F16),
     "stack": ALL, "split": (F32,), "chunk": (F32,), "masked_fill": (F32, I64),
     "nn.functional.layer_norm": (F32,), "native_layer_norm": (F32,),
     "nn.functional.group_norm": (F32,),
@@ -96,6 +96,14 @@ MILESTONE: dict[str, tuple] = {
     "special.zeta": (F32,), "special.bessel_j0": (F32,), "special.bessel_y1": (F32,),
     "special.modified_bessel_k0": (F32,), "special.airy_ai": (F32,),
     "special.chebyshev_polynomial_t": (F32,), "special.hermite_polynomial_h": (F32,),
+    "special.chebyshev_polynomial_w": (F32,), "special.shifted_chebyshev_polynomial_v": (F32,),
+    "igamma": (F32, F16), "igammac": (F32, BF16),
+    "erfinv": (F32, F16), "frexp": (F32, BF16), "angle": (F32, I64), "round.decimals_3": (F32,),
+    "round.decimals_neg_3": (BF16,),
+    "nn.functional.margin_ranking_loss": (F32, I64), "nn.functional.hinge_embedding_loss": (F32,),
+    "nn.functional.soft_margin_loss": (F16,),
+    "renorm": (F32, F16, BF16), "nn.functional.pdist": (F32,), "triu_indices": (I64,),
+    "tril_indices": (I64,),
     # sign bits, NaN-ignoring extrema, diagonals, batch-summed products, .item()
     "signbit": (F32, I64), "copysign": (F32, I64), "fmax": (F32, I64), "fmin": (F32,),
     "diagonal": (F32, BOOL), "diag": (F32, I64), "diagonal_scatter": (F32,), "addbmm": (F32,),
@@ -105,6 +113,17 @@ MILESTONE: dict[str, tuple] = {
     "scatter_reduce.prod": (F32,), "scatter_reduce.mean": (F32, I64), "scatter_reduce.amax": (F32,),
     "scatter_reduce.amin": (I64,), "nextafter": (F32, BF16), "nn.functional.bilinear": (F32,),
     "eye": (F32, BOOL), "hypot": (F32,),
+    # reductions into indexed slices
+    "index_reduce.prod": (F32, I64), "index_reduce.mean": (F32,), "index_reduce.amax": (F32,),
+    "index_reduce.amin": (I64,), "put": (F32, I64, BOOL),
+    "nonzero_static": (F32, I64, BOOL), "as_strided_scatter": (F32, I64, F16),
+    "hash_tensor": (F32, I64, BOOL, F16), "take": (F32, I64, BOOL),
+    "unravel_index": (I64,), "nn.functional.one_hot": (I64,), "histc": (F32, F16),
+    "histogram": (F32,), "bincount": (I64,), "histogramdd": (F32,),
+    # training-mode batch norm (running statistics updated in place)
+    "nn.functional.batch_norm": (F32, BF16), "_native_batch_norm_legit": (F32, F16),
+    "_batch_norm_with_update": (F32, BF16),
+    "_segment_reduce.lengths": (F32, F16), "_segment_reduce.offsets": (F32, BF16),
 }
 
 # half precision (stored as half, computed in float32 and rounded once per op) on a subset

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import ctypes
+import zlib
 
+import numpy as np
 import pytest
 import torch
 
@@ -27,6 +29,19 @@ def _status(lib, rc):
 def test_abi_version(lib_and_model):
     lib, _ = lib_and_model
     assert lib.aotc_abi_version() == abi.ABI_VERSION
+
+
+@pytest.mark.parametrize("size", [0, 1, 15, 63, 64, 65, 255, 256, 257, 4095, (4 << 20) + 3])
+def test_library_crc32_is_zlibs(lib_and_model, size):
+    """aotc_crc32 (the weights check of the Python loader) equals zlib.crc32 at every length
+    its folding paths split at, and continues a CRC as zlib does."""
+    lib, _ = lib_and_model
+    data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes()
+    crc = abi.crc32_of(lib)
+    assert crc(memoryview(data)) == zlib.crc32(data)
+    head = zlib.crc32(data[:size // 3])
+    tail = lib.aotc_crc32(head, ctypes.c_char_p(data[size // 3:]), size - size // 3)
+    assert tail == zlib.crc32(data)
 
 
 def test_create_rejects_bad_constants(lib_and_model):

@@ -147,3 +147,31 @@ def test_no_kernel_touches_two_buffers_of_one_slot(module, shape):
     schedule = group_rows(p)
     plan = plan_memory(p, kernel_members(schedule), local_buffers(schedule))
     assert shared_slots_within_kernels(p, schedule, plan) == []
+
+
+class TwoUpdates(torch.nn.Module):
+    """Two buffers updated early; their final values are copied into the state at the end."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("total", torch.zeros(3))
+
+    def forward(self, x):
+        self.count.add_(1)
+        self.total.mul_(0.5).add_(x.mean(0))
+        return (x - x.mean(0)).var(0) * 2
+
+
+def test_updated_values_keep_their_slots_to_the_end():
+    p = fuse_pointwise(lowered(TwoUpdates(), torch.randn(4, 3)))
+    groups = group_rows(p)
+    plan = plan_memory(p, kernel_members(groups), local_buffers(groups))
+    finals = set(p.updates.values())
+    assert finals
+    for final in finals:  # no later buffer may take the slot of a value copied at the end
+        if final in plan.slot_of:
+            sharing = [b.name for b in p.computed() if b.name != final
+                       and plan.slot_of.get(b.name) == plan.slot_of[final]]
+            order = [b.name for b in p.computed()]
+            assert all(order.index(b) < order.index(final) for b in sharing), sharing

@@ -52,7 +52,11 @@ def kernel_sources() -> list[Path]:
 
 
 def kernel_headers() -> list[Path]:
-    return sorted(KERNELS_DIR.glob("*.h")) + [INCLUDE_DIR / "aotc_abi.h"]
+    """Every file a kernel source includes: its key covers them all (checksum.cpp compiles
+    the C++ runtime's CRC-32)."""
+    runtime = KERNELS_DIR.parent / "runtime_cpp"
+    return sorted(KERNELS_DIR.glob("*.h")) + [INCLUDE_DIR / "aotc_abi.h", runtime / "crc32.h",
+                                              runtime / "crc32.cpp"]
 
 
 def build_kernels(target: Target) -> list[Path]:

@@ -13,21 +13,34 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
 
-def find_decomposition(op):
-    fn = decomposition_table.get(op)
-    if fn is not None:
-        return fn
+def find_decompositions(op) -> list:
+    """torch's decomposition table entry, aotc's own (OWN, below), then the op's own
+    CompositeImplicitAutograd kernel: some table entries (Python references) reject
+    arguments that the aten op accepts, such as margin_ranking_loss's integer reduction,
+    where the composite kernel traces."""
+    own = OWN.get(op.name()) if isinstance(op, torch._ops.OpOverload) else None
+    found = [fn for fn in (decomposition_table.get(op), own) if fn is not None]
     if isinstance(op, torch._ops.OpOverload) and torch._C._dispatch_has_kernel_for_dispatch_key(
             op.name(), "CompositeImplicitAutograd"):
-        return op.decompose
-    return None
+        found.append(op.decompose)
+    return found
 
 
 def decompose_node(op, node: torch.fx.Node) -> torch.fx.GraphModule | None:
-    """A graph computing `node` from its tensor arguments (placeholders in argument order)."""
-    fn = find_decomposition(op)
-    if fn is None:
-        return None
+    """A graph computing `node` from its tensor arguments (placeholders in argument order),
+    by the first decomposition that traces; the first one's error if none does."""
+    first_error: Exception | None = None
+    for fn in find_decompositions(op):
+        try:
+            return _trace(fn, node)
+        except Exception as e:  # the next decomposition may trace
+            first_error = first_error or e
+    if first_error is not None:
+        raise first_error
+    return None
+
+
+def _trace(fn, node: torch.fx.Node) -> torch.fx.GraphModule | None:
     # fx keeps node arguments in immutable lists; decompositions may assign into theirs
     flat, spec = pytree.tree_flatten((_plain(node.args), _plain(node.kwargs)))
     values = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in flat]
@@ -74,3 +87,39 @@ def tensor_args(node: torch.fx.Node) -> list:
     flat, _ = pytree.tree_flatten((node.args, node.kwargs))
     return [a for a in flat if isinstance(a, torch.fx.Node)
             and isinstance(a.meta.get("val"), torch.Tensor)]
+
+
+# ---- decompositions for ops torch gives none (keyed by the op's qualified name) ------------
+
+def _linear_cross_entropy(input, linear_weight, target, linear_bias, weight, reduction,
+                          ignore_index, label_smoothing, batch_chunk_size, acc_policy, acc_dtype,
+                          allow_retain_graph=True, compute_input_grad=False,
+                          compute_linear_weight_grad=False, compute_linear_bias_grad=False):
+    """F.linear_cross_entropy's chunked op: the loss of the logits, computed in acc_dtype
+    (the chunking only bounds eager's memory), and the gradient slots left empty as the op
+    returns them outside training."""
+    if compute_input_grad or compute_linear_weight_grad or compute_linear_bias_grad:
+        raise NotImplementedError("linear_cross_entropy with gradients precomputed in the "
+                                  "forward pass (export the model under torch.no_grad())")
+    logits = torch.nn.functional.linear(
+        input.to(acc_dtype), linear_weight.to(acc_dtype),
+        None if linear_bias is None else linear_bias.to(acc_dtype))
+    loss = torch.nn.functional.cross_entropy(
+        logits, target, None if weight is None else weight.to(acc_dtype), reduction=reduction,
+        ignore_index=ignore_index, label_smoothing=label_smoothing).to(input.dtype)
+    if reduction == "none":
+        return loss
+    empty = input.new_empty
+    return loss, empty((0, 0)), empty((0, 0)), empty((0,))
+
+
+def _linear_cross_entropy_none(input, linear_weight, target, linear_bias, weight, ignore_index,
+                               batch_chunk_size, acc_policy, acc_dtype):
+    return _linear_cross_entropy(input, linear_weight, target, linear_bias, weight, "none",
+                                 ignore_index, 0.0, batch_chunk_size, acc_policy, acc_dtype)
+
+
+OWN = {
+    "torch_nn::_linear_cross_entropy_batch_chunked": _linear_cross_entropy,
+    "torch_nn::_linear_cross_entropy_batch_chunked_no_reduction": _linear_cross_entropy_none,
+}

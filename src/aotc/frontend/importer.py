@@ -212,14 +212,18 @@ class Importer:
             return
         op = node.target
         mutated = _mutated_arg(op)
+        if mutated is not None and lookup(op) is not None:
+            mutated = None  # a rule for the in-place op itself states its writes (ctx.writes)
         if mutated is not None:
             op = _functional_variant(op, node)
         before = set(self.program.buffers)
         rule = lookup(op)
+        writes: dict[int, TensorValue] = {}
         if rule is None:
             self._import_decomposed(node, op)
         else:
             ctx = self.context(node, op)
+            ctx.writes = writes
             args = self.arg(node.args)
             kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
             try:
@@ -229,8 +233,11 @@ class Importer:
                     self.env[node] = rule.fn(ctx, *args, **kwargs)
             except Decompose:
                 self._import_decomposed(node, op)
+        fresh = set(self.program.buffers) - before
         if mutated is not None:
-            self._rebind_mutated(node, node.args[mutated], set(self.program.buffers) - before)
+            self.env[node] = self._rebind_mutated(node, node.args[mutated], self.env[node], fresh)
+        for position, value in sorted(writes.items()):
+            self._rebind_mutated(node, _arg_at(node, op, position), value, fresh)
 
     def import_attention(self, chain) -> None:
         """An attention chain (passes/attention.py) as one template, at its output node."""
@@ -251,6 +258,9 @@ class Importer:
         outputs = tuple((meta_sizes(v), meta_dtype(v, f"{node.name} ({op})"))
                         if isinstance(v, torch.Tensor) else None for v in vals)
         first = next((o for o in outputs if o is not None), None)
+        if first is None and isinstance(val, (tuple, list)) and not val:
+            # no outputs at all (unbind of an empty dim): the rule returns an empty tuple
+            first = ((), DType.int64)
         if first is None:
             raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),
                                            "the exported graph has no shape metadata for it")
@@ -294,8 +304,9 @@ class Importer:
             elif n.op == "output":
                 self.env[node] = self.arg(n.args[0])
 
-    def _rebind_mutated(self, node, target, fresh: set[str]) -> None:
-        """After `x.op_(...)`, later readers of x (and of every view of x) see the new value."""
+    def _rebind_mutated(self, node, target, result, fresh: set[str]):
+        """After `x.op_(...)`, later readers of x (and of every view of x) see the new value
+        `result`; returns the value the node itself now has."""
         value = self.env[target]
         where = user_source(node.meta.get("stack_trace")) or node.name
         root = self.program.buffers.get(base_buffer(self.context(node, node.target), value))
@@ -305,16 +316,14 @@ class Importer:
                 f"{node.target} at {where} updates parameter or constant '{target.name}' in "
                 "place; aotc keeps parameters and lifted constants read-only (registered "
                 "buffers may change: they become model state)")
-        result = self.env[node]
         if _metadata_only(node.target) and (root is None or root.kind is BufferKind.COMPUTED):
             # x.squeeze_() on a local: x is now that view of the same data; no value changes
-            self.env[target] = self.env[node] = result
-            return
+            self.env[target] = result
+            return result
         if isinstance(result, TensorValue) and result.sizes != value.sizes:
             raise CompileError(f"{node.target} at {where}: in-place result changes the shape of "
                                f"its target '{target.name}', an input or buffer")
-        self.env[node] = update_in_place(self.context(node, node.target), self.env, value,
-                                         result, fresh)
+        return update_in_place(self.context(node, node.target), self.env, value, result, fresh)
 
     def _import_update(self, spec, value) -> None:
         source = _update_source(self.program, spec)
@@ -452,6 +461,13 @@ def _mutated_arg(op) -> int | None:
         if a.alias_info is not None and a.alias_info.is_write:
             return k
     return None
+
+
+def _arg_at(node, op, position: int):
+    """The node's argument at schema position `position`, given positionally or by name."""
+    if position < len(node.args):
+        return node.args[position]
+    return node.kwargs[op._schema.arguments[position].name]
 
 
 def _functional_variant(op, node):

@@ -28,16 +28,20 @@ class Count:
 @dataclass(frozen=True)
 class Compress(Template):
     """Output [count, *inner]: for each position r of `ranges` (row-major) where `mask`
-    holds, the next row is `value` over r* and the inner index i1, ..., i{len(inner)}."""
+    holds, the next row is `value` over r* and the inner index i1, ..., i{len(inner)}.
+
+    With `fill` the count is a fixed capacity (nonzero_static): rows past the selected
+    positions hold `fill`, and positions past the capacity are dropped."""
 
     mask: Node
     ranges: tuple[sympy.Expr, ...]
     inner: tuple[sympy.Expr, ...]
     value: Node
+    fill: Node | None = None
 
     def reads(self) -> tuple[str, ...]:
         names: dict[str, None] = {}
-        for e in (self.mask, self.value):
+        for e in (self.mask, self.value) + (() if self.fill is None else (self.fill,)):
             for ld in loads(e):
                 names[ld.buffer] = None
         return tuple(names)
@@ -45,8 +49,9 @@ class Compress(Template):
     def describe(self) -> str:
         from .printer import format_expr, format_index
 
+        rest = "" if self.fill is None else f", the rest {format_expr(self.fill)}"
         return (f"compress over ({format_index(self.ranges)}) where {format_expr(self.mask)}: "
-                f"rows of ({format_index(self.inner)}) = {format_expr(self.value)}")
+                f"rows of ({format_index(self.inner)}) = {format_expr(self.value)}{rest}")
 
 
 @dataclass(frozen=True)

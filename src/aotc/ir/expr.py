@@ -49,6 +49,9 @@ class UnaryOp(enum.Enum):
     BITWISE_NOT = "bitwise_not"
     ISNAN = "isnan"
     SIGNBIT = "signbit"  # the sign bit of a float: true for -0.0 and -NaN too
+    BITS64 = "bits64"  # the bits of x widened to double or int64, as uint64 (hash_tensor)
+    FREXP_MANTISSA = "frexp_mantissa"  # x = m * 2^e with 0.5 <= |m| < 1 (x itself if not finite)
+    FREXP_EXPONENT = "frexp_exponent"  # e as int32 (0 for 0, inf and NaN)
     # special functions (kernels/aotc_special.h); the value is the C++ name
     ERFC = "erfc"
     LGAMMA = "lgamma"
@@ -71,6 +74,7 @@ class UnaryOp(enum.Enum):
     LOG_NDTR = "log_ndtr"
     NDTRI = "ndtri"
     AIRY_AI = "airy_ai"
+    ERFINV = "erfinv"
 
 
 class BinaryOp(enum.Enum):
@@ -105,8 +109,16 @@ class BinaryOp(enum.Enum):
     HYPOT = "hypot"  # sqrt(a*a + b*b) without overflow in the squares
     ZETA = "zeta"  # Hurwitz zeta(x, q)
     POLYGAMMA = "polygamma"  # polygamma(n, x)
+    IGAMMA = "igamma"  # regularized lower incomplete gamma P(a, x)
+    IGAMMAC = "igammac"  # regularized upper incomplete gamma Q(a, x) = 1 - P(a, x)
     CHEBYSHEV_T = "chebyshev_t"  # orthogonal polynomials (x, degree n)
     CHEBYSHEV_U = "chebyshev_u"
+    CHEBYSHEV_V = "chebyshev_v"
+    CHEBYSHEV_W = "chebyshev_w"
+    SHIFTED_CHEBYSHEV_T = "shifted_chebyshev_t"  # on [0, 1]: the kind at 2x - 1
+    SHIFTED_CHEBYSHEV_U = "shifted_chebyshev_u"
+    SHIFTED_CHEBYSHEV_V = "shifted_chebyshev_v"
+    SHIFTED_CHEBYSHEV_W = "shifted_chebyshev_w"
     HERMITE_H = "hermite_h"
     HERMITE_HE = "hermite_he"
     LAGUERRE_L = "laguerre_l"
@@ -115,10 +127,11 @@ class BinaryOp(enum.Enum):
 
 SPECIAL_UNARY = frozenset(UnaryOp(v) for v in (
     "erfc", "lgamma", "digamma", "i0", "i1", "i0e", "i1e", "k0", "k1", "k0e", "k1e", "j0", "j1",
-    "y0", "y1", "spherical_j0", "erfcx", "ndtr", "log_ndtr", "ndtri", "airy_ai"))
+    "y0", "y1", "spherical_j0", "erfcx", "ndtr", "log_ndtr", "ndtri", "airy_ai", "erfinv"))
 SPECIAL_BINARY = frozenset(BinaryOp(v) for v in (
-    "zeta", "polygamma", "chebyshev_t", "chebyshev_u", "hermite_h", "hermite_he", "laguerre_l",
-    "legendre_p"))
+    "zeta", "polygamma", "igamma", "igammac", "chebyshev_t", "chebyshev_u", "chebyshev_v", "chebyshev_w",
+    "shifted_chebyshev_t", "shifted_chebyshev_u", "shifted_chebyshev_v", "shifted_chebyshev_w",
+    "hermite_h", "hermite_he", "laguerre_l", "legendre_p"))
 
 
 COMPARISONS = frozenset(

@@ -30,8 +30,8 @@ inline int fail(int status, const char *fmt, ...) {
 
 inline const char *dtype_name(int32_t d) {
   static const char *names[] = {"float32", "float64", "float16", "bfloat16", "int8",
-                                "int16", "int32", "int64", "uint8", "bool"};
-  return (d >= 0 && d < 10) ? names[d] : "unknown";
+                                "int16", "int32", "int64", "uint8", "bool", "uint64"};
+  return (d >= 0 && d < 11) ? names[d] : "unknown";
 }
 
 inline int64_t numel(const aotc_tensor &t) {
@@ -254,6 +254,19 @@ template <typename T> inline T sign(T x) { return T((T(0) < x) - (x < T(0))); }
 // internal error on vectorized std::signbit after a bfloat16 widening.
 template <typename T> inline bool signbit(T x) { return std::copysign(T(1), x) < T(0); }
 
+// The bits of x widened to 64 bits (a float to double, an integer or bool to int64), as
+// hash_tensor reads each element before xor-ing them.
+template <typename T> inline uint64_t bits64(T x) {
+  if constexpr (std::is_integral_v<T>) {
+    return uint64_t(int64_t(x));
+  } else {
+    const double d = double(x);
+    uint64_t u;
+    std::memcpy(&u, &d, sizeof u);
+    return u;
+  }
+}
+
 // Euclid's algorithm on magnitudes, as PyTorch's gcd: never negative, gcd(0, 0) = 0.
 template <typename T> inline T gcd(T a, T b) {
   a = a < 0 ? T(-a) : a;
@@ -289,6 +302,17 @@ template <typename T> inline T nextafter(T a, T b) {
 }
 
 template <typename T> inline T round_half_even(T x) { return std::nearbyint(x); }
+
+// the two parts of std::frexp, one per output of torch.frexp
+template <typename T> inline T frexp_mantissa(T x) {
+  int e;
+  return std::frexp(x, &e);
+}
+template <typename T> inline int32_t frexp_exponent(T x) {
+  int e = 0;
+  std::frexp(x, &e);
+  return std::isfinite(x) ? e : 0;
+}
 
 template <typename T> inline T ipow(T base, T exp) {
   if constexpr (std::is_floating_point_v<T>) {

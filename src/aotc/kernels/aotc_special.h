@@ -10,6 +10,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "aotc_incomplete_gamma.h"
+
 namespace aotc {
 namespace special_detail {
 
@@ -277,6 +279,19 @@ inline double airy_ai(double x) {
     return (std::sin(phase) * even - std::cos(phase) * odd) / root;
 }
 
+// the inverse error function: Newton steps on erf(y) = x from the first Taylor terms where
+// |x| < 1/2; beyond, through the normal quantile, erfinv(x) = -ndtri((1 - |x|) / 2) / sqrt 2,
+// where 1 - |x| is exact
+inline double erfinv(double x) {
+    if (std::isnan(x) || x < -1 || x > 1) return kNaN;
+    if (std::fabs(x) == 1) return std::copysign(kInf, x);
+    if (std::fabs(x) >= 0.5) return std::copysign(-ndtri((1 - std::fabs(x)) / 2), x) / std::sqrt(2.0);
+    const double c = std::sqrt(kPi) / 2;  // 1 / erf'(0)
+    double y = c * x * (1 + kPi / 12 * x * x);
+    for (int k = 0; k < 4; ++k) y -= (std::erf(y) - x) * c * std::exp(y * y);
+    return y;
+}
+
 // digamma and trigamma in the argument's own precision (float for float), with the steps of
 // PyTorch's CPU kernels: their float results carry float rounding that a double evaluation
 // would not reproduce to assert_close's tolerance near the poles
@@ -329,28 +344,100 @@ template <typename T> inline T trigamma_in(T x) {
 
 // orthogonal polynomials of degree n at x, by their three-term recurrences, with PyTorch's
 // special cases (negative degree 0, the endpoints, the trigonometric form of high degrees)
+// the recurrence r_k = 2y r_{k-1} - r_{k-2} that all four kinds share, from r_0 = 1 and the
+// kind's r_1; it stops once a term is NaN (past overflow), so a huge degree ends early
+template <typename T> inline T chebyshev_recurrence(T y, T r1, int64_t n) {
+    if (n == 0) return 1;
+    T p = 1, q = r1;
+    for (int64_t k = 2; k <= n && !std::isnan(q); ++k) {
+        const T r = (y + y) * q - p;
+        p = q;
+        q = r;
+    }
+    return q;
+}
+
+template <typename T> inline T odd_sign(int64_t n, T v) { return n % 2 == 0 ? v : -v; }
+
 template <typename T> inline T chebyshev_t(T x, int64_t n) {
     if (n < 0) return 0;
-    if (std::fabs(x) == T(1)) return (x > 0 || n % 2 == 0) ? T(1) : T(-1);
+    if (std::fabs(x) == T(1)) return x > 0 ? T(1) : odd_sign(n, T(1));
     if (n > 6 && std::fabs(x) < T(1)) return std::cos(T(n) * std::acos(x));
-    if (n == 0) return 1;
-    T p = 1, q = x, r = x;
-    for (int64_t k = 2; k <= n; ++k, p = q, q = r) r = (x + x) * q - p;
-    return r;
+    return chebyshev_recurrence(x, x, n);
 }
 
 template <typename T> inline T chebyshev_u(T x, int64_t n) {
     if (n < 0) return 0;
-    if (std::fabs(x) == T(1)) return (x > 0 || n % 2 == 0) ? T(n + 1) : T(-(n + 1));
+    if (std::fabs(x) == T(1)) return x > 0 ? T(n + 1) : odd_sign(n, T(n + 1));
     if (n > 8 && std::fabs(x) < T(1)) {
         const T a = std::acos(x);
         if (std::sin(a) != T(0)) return std::sin(T(n + 1) * a) / std::sin(a);
         return T(n + 1) * std::cos(T(n + 1) * a) / x;
     }
-    if (n == 0) return 1;
-    T p = 1, q = x + x, r = x + x;
-    for (int64_t k = 2; k <= n; ++k, p = q, q = r) r = (x + x) * q - p;
-    return r;
+    return chebyshev_recurrence(x, x + x, n);
+}
+
+// third kind V_n(cos a) = cos((n + 1/2) a) / cos(a / 2), fourth kind W_n = sin(..) / sin(a / 2);
+// `trig_above` is the degree above which PyTorch switches to the trigonometric form
+template <typename T> inline T chebyshev_v_at(T y, int64_t n, int64_t trig_above) {
+    if (n < 0) return 0;
+    if (std::fabs(y) == T(1)) return y > 0 ? T(1) : odd_sign(n, T(n + n + 1));
+    if (n > trig_above && std::fabs(y) < T(1)) {
+        const T a = std::acos(y);
+        if (std::sin(a / T(2)) != T(1)) return std::cos((T(n) + T(0.5)) * a) / std::cos(a / T(2));
+        return odd_sign(n, T(n + n + 1));
+    }
+    return chebyshev_recurrence(y, y + y - T(1), n);
+}
+
+// where cos(a / 2) rounds to 1 (y just below 1), PyTorch's shifted form answers +-1 instead
+// of 2n + 1: `shifted` keeps that, so results agree with eager's
+template <typename T> inline T chebyshev_w_at(T y, int64_t n, int64_t trig_above, bool shifted) {
+    if (n < 0) return 0;
+    if (std::fabs(y) == T(1)) return y > 0 ? T(n + n + 1) : odd_sign(n, T(1));
+    if (n > trig_above && std::fabs(y) < T(1)) {
+        const T a = std::acos(y);
+        if (std::cos(a / T(2)) != T(1)) return std::sin((T(n) + T(0.5)) * a) / std::sin(a / T(2));
+        return y > 0 && !shifted ? T(n + n + 1) : odd_sign(n, T(1));
+    }
+    return chebyshev_recurrence(y, y + y + T(1), n);
+}
+
+template <typename T> inline T chebyshev_v(T x, int64_t n) { return chebyshev_v_at(x, n, 8); }
+template <typename T> inline T chebyshev_w(T x, int64_t n) {
+    return chebyshev_w_at(x, n, 8, false);
+}
+
+// the shifted polynomials on [0, 1]: the kind at y = 2x - 1, with the endpoints read from x
+// itself (x == 0 or 1 exactly) and a lower degree for the trigonometric form, as PyTorch
+template <typename T> inline T shifted_chebyshev_t(T x, int64_t n) {
+    if (n < 0) return 0;
+    if (x == T(1) || x == T(0)) return x > 0 ? T(1) : odd_sign(n, T(1));
+    const T y = x + x - T(1);
+    if (n > 6 && std::fabs(y) < T(1)) return std::cos(T(n) * std::acos(y));
+    return chebyshev_recurrence(y, y, n);
+}
+
+template <typename T> inline T shifted_chebyshev_u(T x, int64_t n) {
+    if (n < 0) return 0;
+    if (x == T(1) || x == T(0)) return x > 0 ? T(n + 1) : odd_sign(n, T(n + 1));
+    const T y = x + x - T(1);
+    if (n > 6 && std::fabs(y) < T(1)) {
+        const T a = std::acos(y);
+        if (std::sin(a) != T(0)) return std::sin(T(n + 1) * a) / std::sin(a);
+        return T(n + 1) * std::cos(T(n + 1) * a) / y;
+    }
+    return chebyshev_recurrence(y, y + y, n);
+}
+
+template <typename T> inline T shifted_chebyshev_v(T x, int64_t n) {
+    if (n >= 0 && (x == T(1) || x == T(0))) return x > 0 ? T(1) : odd_sign(n, T(n + n + 1));
+    return chebyshev_v_at(x + x - T(1), n, 6);
+}
+
+template <typename T> inline T shifted_chebyshev_w(T x, int64_t n) {
+    if (n >= 0 && (x == T(1) || x == T(0))) return x > 0 ? T(n + n + 1) : odd_sign(n, T(1));
+    return chebyshev_w_at(x + x - T(1), n, 4, true);
 }
 
 template <typename T> inline T hermite_h(T x, int64_t n) {
@@ -416,6 +503,7 @@ AOTC_SPECIAL_UNARY(erfcx, special_detail::erfcx(x))
 AOTC_SPECIAL_UNARY(log_ndtr, special_detail::log_ndtr(x))
 AOTC_SPECIAL_UNARY(ndtri, special_detail::ndtri(x))
 AOTC_SPECIAL_UNARY(airy_ai, special_detail::airy_ai(x))
+AOTC_SPECIAL_UNARY(erfinv, special_detail::erfinv(x))
 #undef AOTC_SPECIAL_UNARY
 
 template <typename T> inline T digamma(T x) {
@@ -438,6 +526,12 @@ template <typename T> inline T polygamma(T n, T x) {
     }
 AOTC_SPECIAL_POLYNOMIAL(chebyshev_t)
 AOTC_SPECIAL_POLYNOMIAL(chebyshev_u)
+AOTC_SPECIAL_POLYNOMIAL(chebyshev_v)
+AOTC_SPECIAL_POLYNOMIAL(chebyshev_w)
+AOTC_SPECIAL_POLYNOMIAL(shifted_chebyshev_t)
+AOTC_SPECIAL_POLYNOMIAL(shifted_chebyshev_u)
+AOTC_SPECIAL_POLYNOMIAL(shifted_chebyshev_v)
+AOTC_SPECIAL_POLYNOMIAL(shifted_chebyshev_w)
 AOTC_SPECIAL_POLYNOMIAL(hermite_h)
 AOTC_SPECIAL_POLYNOMIAL(hermite_he)
 AOTC_SPECIAL_POLYNOMIAL(laguerre_l)

@@ -60,6 +60,21 @@ struct Epilogue {
     int64_t sbm, sbn;
 };
 
+#if AOTC_GEMM_AVX2
+// Every cache line of the first mr rows of a tile of C, VW floats wide (a row of C need
+// not start on a line: numpy and other callers align to 16 bytes), so that the sums are
+// stored without waiting.
+template <int VW>
+__attribute__((always_inline)) inline void prefetch_tile(const float *c, int64_t ldc, int64_t mr) {
+    for (int64_t i = 0; i < mr; ++i) {
+        const char *row = reinterpret_cast<const char *>(c + i * ldc);
+#pragma GCC unroll 4
+        for (int j = 0; j < VW; j += 16) _mm_prefetch(row + 4 * j, _MM_HINT_T1);
+        _mm_prefetch(row + 4 * VW - 4, _MM_HINT_T1);
+    }
+}
+#endif
+
 #if AOTC_GEMM_AVX512
 
 constexpr int NV = int(NR / 16);  // zmm vectors per tile row
@@ -77,7 +92,7 @@ inline __mmask16 lane_mask(int64_t n, int v) {
 template <int ROWS, int W>
 __attribute__((always_inline)) inline void
 accumulate_zmm(int64_t kc, const float *__restrict a, const float *__restrict b,
-               __m512 (&acc)[ROWS][W]) {
+               __m512 (&acc)[ROWS][W], const char *pf = nullptr, int64_t pf_lines = 0) {
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i)
 #pragma GCC unroll 4
@@ -87,6 +102,7 @@ accumulate_zmm(int64_t kc, const float *__restrict a, const float *__restrict b,
         __m512 bv[W];
 #pragma GCC unroll 4
         for (int v = 0; v < W; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
+        if (k < pf_lines) _mm_prefetch(pf + 64 * k, _MM_HINT_T1);
 #pragma GCC unroll 16
         for (int i = 0; i < ROWS; ++i) {
             const __m512 ai = _mm512_set1_ps(a[i]);
@@ -126,29 +142,30 @@ store_zmm(__m512 (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64_t nr,
 // An mr x nr tile of packed panels straight into C with the epilogue fused.
 template <int ROWS, int W>
 void kernel_zmm(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                int64_t mr, int64_t nr, const Epilogue &e) {
-    for (int64_t i = 0; i < mr; ++i) _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc), _MM_HINT_T0);
+                int64_t mr, int64_t nr, const Epilogue &e, const char *pf, int64_t pf_lines) {
+    prefetch_tile<16 * W>(c, ldc, mr);
     __m512 acc[ROWS][W];
-    accumulate_zmm<ROWS, W>(kc, a, b, acc);
+    accumulate_zmm<ROWS, W>(kc, a, b, acc, pf, pf_lines);
     store_zmm<ROWS, W>(acc, c, ldc, mr, nr, e);
 }
 
 // Any tile with a fast bias: the smallest instantiation that covers mr x nr.
 template <int W>
 void kernel_rows(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                 int64_t mr, int64_t nr, const Epilogue &e) {
-    if (mr > 8) kernel_zmm<MR, W>(kc, a, b, c, ldc, mr, nr, e);
-    else if (mr > 4) kernel_zmm<8, W>(kc, a, b, c, ldc, mr, nr, e);
-    else if (mr > 2) kernel_zmm<4, W>(kc, a, b, c, ldc, mr, nr, e);
-    else if (mr > 1) kernel_zmm<2, W>(kc, a, b, c, ldc, mr, nr, e);
-    else kernel_zmm<1, W>(kc, a, b, c, ldc, mr, nr, e);
+                 int64_t mr, int64_t nr, const Epilogue &e, const char *pf, int64_t pf_lines) {
+    if (mr > 8) kernel_zmm<MR, W>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
+    else if (mr > 4) kernel_zmm<8, W>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
+    else if (mr > 2) kernel_zmm<4, W>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
+    else if (mr > 1) kernel_zmm<2, W>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
+    else kernel_zmm<1, W>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
 }
 static_assert(MR > 8 && NV == 2, "kernel_rows and kernel_tile assume 12x32-like tiles");
 
 inline void kernel_tile(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                        int64_t mr, int64_t nr, const Epilogue &e) {
-    if (nr > 16) kernel_rows<2>(kc, a, b, c, ldc, mr, nr, e);
-    else kernel_rows<1>(kc, a, b, c, ldc, mr, nr, e);
+                        int64_t mr, int64_t nr, const Epilogue &e, const char *pf = nullptr,
+                        int64_t pf_lines = 0) {
+    if (nr > 16) kernel_rows<2>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
+    else kernel_rows<1>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
 }
 
 // Raw product into a local MR x NR tile (bias with other strides).
@@ -282,7 +299,7 @@ inline __m256i lane_mask8(int64_t n, int v) {
 template <int ROWS, int W>
 __attribute__((always_inline)) inline void
 accumulate_ymm(int64_t kc, const float *__restrict a, const float *__restrict b,
-               __m256 (&acc)[ROWS][W]) {
+               __m256 (&acc)[ROWS][W], const char *pf = nullptr, int64_t pf_lines = 0) {
 #pragma GCC unroll 6
     for (int i = 0; i < ROWS; ++i)
 #pragma GCC unroll 2
@@ -292,6 +309,7 @@ accumulate_ymm(int64_t kc, const float *__restrict a, const float *__restrict b,
         __m256 bv[W];
 #pragma GCC unroll 2
         for (int v = 0; v < W; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
+        if (k < pf_lines) _mm_prefetch(pf + 64 * k, _MM_HINT_T1);
 #pragma GCC unroll 6
         for (int i = 0; i < ROWS; ++i) {
             const __m256 ai = _mm256_broadcast_ss(a + i);
@@ -308,10 +326,10 @@ accumulate_ymm(int64_t kc, const float *__restrict a, const float *__restrict b,
 // needs sbn of 0 or 1.
 template <int ROWS, int W>
 void kernel_ymm(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
-                int64_t nr, const Epilogue &e) {
-    for (int64_t i = 0; i < mr; ++i) _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc), _MM_HINT_T0);
+                int64_t nr, const Epilogue &e, const char *pf, int64_t pf_lines) {
+    prefetch_tile<8 * W>(c, ldc, mr);
     __m256 acc[ROWS][W];
-    accumulate_ymm<ROWS, W>(kc, a, b, acc);
+    accumulate_ymm<ROWS, W>(kc, a, b, acc, pf, pf_lines);
     __m256i mask[W];
     for (int v = 0; v < W; ++v) mask[v] = lane_mask8(nr, v);
     const __m256 va = _mm256_set1_ps(e.alpha), vb = _mm256_set1_ps(e.beta);
@@ -333,22 +351,23 @@ void kernel_ymm(int64_t kc, const float *a, const float *b, float *c, int64_t ld
 
 template <int W>
 void kernel_rows(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
-                 int64_t nr, const Epilogue &e) {
+                 int64_t nr, const Epilogue &e, const char *pf, int64_t pf_lines) {
     switch (mr) {
-        case 1: return kernel_ymm<1, W>(kc, a, b, c, ldc, mr, nr, e);
-        case 2: return kernel_ymm<2, W>(kc, a, b, c, ldc, mr, nr, e);
-        case 3: return kernel_ymm<3, W>(kc, a, b, c, ldc, mr, nr, e);
-        case 4: return kernel_ymm<4, W>(kc, a, b, c, ldc, mr, nr, e);
-        default: return kernel_ymm<MR, W>(kc, a, b, c, ldc, mr, nr, e);
+        case 1: return kernel_ymm<1, W>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
+        case 2: return kernel_ymm<2, W>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
+        case 3: return kernel_ymm<3, W>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
+        case 4: return kernel_ymm<4, W>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
+        default: return kernel_ymm<MR, W>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
     }
 }
 static_assert(MR == 6 && NR == 16, "kernel_rows and kernel_tile assume 6x16 tiles");
 
 // Any tile with a fast bias: the smallest instantiation that covers mr x nr.
 inline void kernel_tile(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                        int64_t mr, int64_t nr, const Epilogue &e) {
-    if (nr > 8) kernel_rows<2>(kc, a, b, c, ldc, mr, nr, e);
-    else kernel_rows<1>(kc, a, b, c, ldc, mr, nr, e);
+                        int64_t mr, int64_t nr, const Epilogue &e, const char *pf = nullptr,
+                        int64_t pf_lines = 0) {
+    if (nr > 8) kernel_rows<2>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
+    else kernel_rows<1>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
 }
 
 #else  // portable fallback: plain loops the compiler can vectorise for any target

@@ -36,7 +36,16 @@ inline void pack_a_rows(const float *src, int64_t sa_m, int64_t rows, int64_t kc
             _mm_storeu_ps(dst + (k + 2) * MR + i, r2);
             _mm_storeu_ps(dst + (k + 3) * MR + i, r3);
         }
-    // what the blocks left over: the k tails, and rows past the last group of 4
+    for (; i + 2 <= rows; i += 2)  // pairs of rows (the last 2 of AVX2's 6): 8-byte stores
+        for (int64_t k = 0; k + 4 <= kc; k += 4) {
+            const __m128 r0 = _mm_loadu_ps(src + i * sa_m + k), r1 = _mm_loadu_ps(src + (i + 1) * sa_m + k);
+            const __m128 lo = _mm_unpacklo_ps(r0, r1), hi = _mm_unpackhi_ps(r0, r1);
+            _mm_storel_pi(reinterpret_cast<__m64 *>(dst + k * MR + i), lo);
+            _mm_storeh_pi(reinterpret_cast<__m64 *>(dst + (k + 1) * MR + i), lo);
+            _mm_storel_pi(reinterpret_cast<__m64 *>(dst + (k + 2) * MR + i), hi);
+            _mm_storeh_pi(reinterpret_cast<__m64 *>(dst + (k + 3) * MR + i), hi);
+        }
+    // what the blocks left over: the k tails, and a last odd row
     for (int64_t r = 0; r < rows; ++r) {
         const int64_t done = r < rows / 8 * 8 ? kc / 8 * 8 : r < i ? kc / 4 * 4 : 0;
         for (int64_t k = done; k < kc; ++k) dst[k * MR + r] = src[r * sa_m + k];

@@ -1,6 +1,7 @@
-"""Data-dependent sizes: nonzero, boolean-mask indexing (x[mask]) and masked_select, as a
-Compress (ir/compress.py) whose count symbol binds from the inputs before the run, or
-during the run once the kernels computing the mask have run (ir/binding.py)."""
+"""Data-dependent sizes: nonzero, boolean-mask indexing (x[mask]) and masked_select as a
+Compress (ir/compress.py) whose count symbol binds from the inputs before the run, or during
+the run once the kernels computing the mask have run (ir/binding.py); nonzero_static and
+tril/triu_indices as a Compress of a static count."""
 from __future__ import annotations
 
 import sympy
@@ -58,8 +59,9 @@ def over_inputs(program: Program, e: Node) -> Node | None:
 
 
 def compress(ctx: LoweringContext, mask: TensorValue, inner, value_of, what: str,
-             count=None, dtype: DType | None = None) -> TensorValue:
-    """Rows of `value_of(r, inner index)` for each position r of `mask` that holds."""
+             count=None, dtype: DType | None = None, fill: Node | None = None) -> TensorValue:
+    """Rows of `value_of(r, inner index)` for each position r of `mask` that holds; with
+    `fill`, `count` rows exactly: the first positions, then rows of `fill`."""
     count = ctx.out_sizes[0] if count is None else count
     rv = tuple(reduction_var(k) for k in range(mask.ndim))
     cond = cast(mask.load(rv), DType.bool)
@@ -75,7 +77,7 @@ def compress(ctx: LoweringContext, mask: TensorValue, inner, value_of, what: str
         raise UnsupportedOperatorError(ctx.target, ctx.source, f"{what}: export gave the "
                                        f"selected count as {count}")
     iv = tuple(index_var(k + 1) for k in range(len(inner)))
-    op = Compress(cond, tuple(mask.sizes), tuple(inner), value_of(rv, iv))
+    op = Compress(cond, tuple(mask.sizes), tuple(inner), value_of(rv, iv), fill)
     return ctx.emit(op, (count, *inner), dtype or ctx.out_dtype)
 
 
@@ -93,19 +95,30 @@ def lower_nonzero_numpy(ctx, x: TensorValue):
                           "nonzero", count, DType.int64) for k in range(max(x.ndim, 1)))
 
 
+def _coords(rv, iv) -> Node:
+    """Column k of a row of nonzero's result is r_k."""
+    out: Node = IndexValue(sympy.Integer(0), DType.int64)
+    for k in reversed(range(len(rv))):
+        at = Binary(BinaryOp.EQ, IndexValue(iv[0], DType.int64), constant(k, DType.int64),
+                    DType.bool)
+        out = Where(at, IndexValue(rv[k], DType.int64), out, DType.int64)
+    return out
+
+
 @register_lowering(aten.nonzero.default, aten.argwhere.default, family=FAMILY)
 def lower_nonzero(ctx, x: TensorValue):
-    mask = _nonzero_mask(x)
+    return compress(ctx, _nonzero_mask(x), (sympy.Integer(x.ndim),), _coords, "nonzero")
 
-    def coords(rv, iv):  # column k of a row is r_k
-        out: Node = IndexValue(sympy.Integer(0), DType.int64)
-        for k in reversed(range(len(rv))):
-            at = Binary(BinaryOp.EQ, IndexValue(iv[0], DType.int64), constant(k, DType.int64),
-                        DType.bool)
-            out = Where(at, IndexValue(rv[k], DType.int64), out, DType.int64)
-        return out
 
-    return compress(ctx, mask, (sympy.Integer(x.ndim),), coords, "nonzero")
+@register_lowering(aten.nonzero_static.default, family=FAMILY)
+def lower_nonzero_static(ctx, x: TensorValue, *, size, fill_value=-1):
+    """nonzero with a static row count: the first `size` nonzero positions, then rows of
+    `fill_value`."""
+    if not sympy.sympify(size).is_number or int(size) < 0:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"size={size} (a non-negative "
+                                       "number is needed)")
+    return compress(ctx, _nonzero_mask(x), (sympy.Integer(x.ndim),), _coords, "nonzero_static",
+                    sympy.Integer(int(size)), DType.int64, constant(int(fill_value), DType.int64))
 
 
 @register_lowering(aten.masked_select.default, family=FAMILY)

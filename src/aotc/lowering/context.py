@@ -1,7 +1,7 @@
 """What a lowering rule works with: tensor values and the explicit lowering context."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy
 
@@ -58,6 +58,9 @@ class LoweringContext:
     source: str = ""
     # every output of a multi-output node (sizes, dtype); None where it is not a tensor
     outputs: tuple[tuple[tuple[sympy.Expr, ...], DType] | None, ...] = ()
+    # new values of arguments the op updates in place (schema position -> value), set by a
+    # rule whose op writes its arguments: batch_norm in training updates its running stats
+    writes: dict[int, TensorValue] = field(default_factory=dict)
 
     def origin(self) -> Origin:
         return Origin((self.node_name,), (self.target,), self.source)

@@ -1,9 +1,11 @@
-"""Tensor creation: full/zeros/ones/arange/linspace/logspace and their *_like / new_* forms."""
+"""Tensor creation: full/zeros/ones/arange/linspace/logspace and their *_like / new_* forms,
+and the triangle indices (triu_indices, tril_indices)."""
 from __future__ import annotations
 
 import torch
 
 from ..dtypes import DType
+from ..errors import UnsupportedOperatorError
 from ..ir.expr import Binary, BinaryOp, IndexValue, Node, Where, cast, constant
 from ..ir.symbols import index_var
 from .context import LoweringContext
@@ -104,3 +106,18 @@ def lower_eye(ctx, n, m=None, **kwargs):
     """1 on the diagonal (row == column), 0 elsewhere."""
     i, j = (IndexValue(index_var(k), DType.int64) for k in range(2))
     return ctx.pointwise(cast(Binary(BinaryOp.EQ, i, j, DType.bool), ctx.out_dtype))
+
+
+@register_lowering(aten.triu_indices.default, aten.tril_indices.default, family=FAMILY)
+def lower_triangle_indices(ctx, row, col, offset=0, **kwargs):
+    """The (row, col) pairs of the upper (triu) or lower (tril) triangle above or below
+    diagonal `offset`, in row-major order, folded into a constant: its sizes are static."""
+    if not all(isinstance(v, int) for v in (row, col, offset)):
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       "the triangle's sizes must be known when compiling")
+    r, c = torch.meshgrid(torch.arange(row), torch.arange(col), indexing="ij")
+    keep = (c - r >= offset) if "triu" in ctx.target else (c - r <= offset)
+    pairs = torch.stack([r[keep], c[keep]])
+    if pairs.numel() == 0:
+        return _fill(ctx, 0)
+    return ctx.constant(pairs.to(getattr(torch, ctx.out_dtype.name)), "pairs")

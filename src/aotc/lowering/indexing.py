@@ -1,5 +1,5 @@
 """Indexing lowerings: reads through data-dependent indices (index, index_select,
-embedding, gather) become IndirectLoads; codegen wraps negative indices and reports
+embedding, gather, take) become IndirectLoads; codegen wraps negative indices and reports
 out-of-range ones as an input error."""
 from __future__ import annotations
 
@@ -8,11 +8,26 @@ import torch
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
-from ..ir.expr import IndirectLoad, Load, cast, indirect_var
-from ..ir.symbols import index_vars
+from ..ir.expr import (
+    Binary,
+    BinaryOp,
+    IndexValue,
+    IndirectLoad,
+    Load,
+    Unary,
+    UnaryOp,
+    Where,
+    cast,
+    constant,
+    indirect_var,
+)
+from ..ir.nodes import ReduceType, Reduction
+from ..ir.symbols import index_vars, numel, reduction_var
 from .common import broadcast_index, dim_index
 from .context import LoweringContext, TensorValue
+from .linalg import norm_reduce_type, norm_root, norm_term
 from .registry import register_lowering
+from .views import reshape_index
 
 aten = torch.ops.aten
 FAMILY = "indexing"
@@ -98,6 +113,38 @@ def lower_embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=Fal
     return lower_index(ctx, weight, [indices], wrap=False)
 
 
+@register_lowering(aten.embedding_renorm.default, family=FAMILY, in_storage_type=True)
+def lower_embedding_renorm(ctx, weight, indices, max_norm, norm_type):
+    """The weight with each row that `indices` reads scaled by max_norm / (norm + 1e-7) where
+    its p-norm is above max_norm, other rows as they are: what embedding(max_norm=...) does to
+    its weight (in place) before reading it. As in eager, the norm is rounded to the weight's
+    type and the scale computed in double."""
+    _check_integer(ctx, indices)
+    d = weight.dtype.compute
+    rows, cols = weight.sizes
+    i = index_vars(1)[0]
+    p = float(norm_type)
+    magnitude = Unary(UnaryOp.ABS, cast(weight.load((i, reduction_var(0))), d), d)
+    total = ctx.emit(Reduction(norm_reduce_type(p), (cols,), norm_term(magnitude, p, d)),
+                     (rows,), d, f"{ctx.node_name}_norm")
+    norm = cast(cast(norm_root(total.body, p, d), weight.dtype), DType.float64)
+    rvars = [reduction_var(k) for k in range(indices.ndim)]
+    hit = Binary(BinaryOp.EQ, cast(indices.load(rvars), DType.int64), IndexValue(i, DType.int64),
+                 DType.bool)
+    read = ctx.emit(Reduction(ReduceType.ANY, tuple(indices.sizes), hit), (rows,), DType.bool,
+                    f"{ctx.node_name}_read")
+    limit = constant(max_norm, DType.float64)
+    above = Binary(BinaryOp.AND, read.body, Binary(BinaryOp.GT, norm, limit, DType.bool),
+                   DType.bool)
+    shrink = Binary(BinaryOp.DIV, limit, Binary(BinaryOp.ADD, norm, constant(1e-7, DType.float64),
+                                                 DType.float64), DType.float64)
+    scale = ctx.pointwise(cast(Where(above, shrink, constant(1, DType.float64), DType.float64), d),
+                          (rows,))
+    i, j = index_vars(2)
+    body = Binary(BinaryOp.MUL, cast(weight.load((i, j)), d), scale.load((i,)), d)
+    return ctx.pointwise(cast(body, weight.dtype), weight.sizes)
+
+
 @register_lowering(aten.gather.default, family=FAMILY)
 def lower_gather(ctx, x, dim, index, sparse_grad=False):
     _check_integer(ctx, index)
@@ -105,3 +152,15 @@ def lower_gather(ctx, x, dim, index, sparse_grad=False):
     iv = index_vars(index.ndim)
     src = [None if k == dim else iv[k] for k in range(x.ndim)]
     return read_indirect(ctx, x, src, [cast(index.load(iv), DType.int64)])
+
+
+@register_lowering(aten.take.default, family=FAMILY)
+def lower_take(ctx, x, index):
+    """x.take(index): x's elements in row-major order read at `index` (negative ones count
+    from the end), in index's shape."""
+    _check_integer(ctx, index)
+    n = numel(x.sizes)
+    flat = TensorValue((n,), x.dtype, x.load(reshape_index(x.sizes, (n,))))
+    iv = index_vars(index.ndim)
+    return read_indirect(ctx, flat, [None], [cast(index.load(iv), DType.int64)], wrap=True,
+                         bounds=(n,), sizes=index.sizes)

@@ -1,4 +1,4 @@
-"""Matrix products: mm/addmm/bmm/addbmm/linear/matmul onto the GEMM template; cdist.
+"""Matrix products: mm/addmm/bmm/addbmm/linear/matmul onto the GEMM template; cdist, pdist.
 
 float32 products become a Gemm template reading strided operands in place (a transposed
 weight costs nothing); other dtypes lower to a sum reduction.
@@ -6,12 +6,13 @@ weight costs nothing); other dtypes lower to a sum reduction.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import sympy
 import torch
 
 from ..dtypes import DType
-from ..errors import CompileError
+from ..errors import CompileError, UnsupportedOperatorError
 from ..ir.expr import Binary, BinaryOp, Load, Node, Unary, UnaryOp, cast, constant
 from ..ir.nodes import Gemm, Operand, ReduceType, Reduction
 from ..ir.symbols import (
@@ -180,19 +181,56 @@ def lower_cdist(ctx, x1, x2, p=2.0, compute_mode=None):
 
     diff = Unary(UnaryOp.ABS, Binary(BinaryOp.SUB, row(x1, nb), row(x2, nb + 1), d), d)
     p = float(p)
-    if p == 0:
-        term: Node = cast(Binary(BinaryOp.NE, diff, constant(0, d), DType.bool), d)
-    elif p in (1, math.inf):
-        term = diff
-    else:
-        term = Binary(BinaryOp.POW, diff, constant(p, d), d)
-    rtype = ReduceType.MAX if p == math.inf else ReduceType.SUM
-    total = ctx.emit(Reduction(rtype, (x1.sizes[-1],), term), out, d, "cdist_sum")
+    total = ctx.emit(Reduction(norm_reduce_type(p), (x1.sizes[-1],), norm_term(diff, p, d)),
+                     out, d, "cdist_sum")
     if p in (0, 1, math.inf):
         return total if d is ctx.out_dtype else ctx.pointwise(cast(total.body, ctx.out_dtype))
-    root = Unary(UnaryOp.SQRT, total.body, d) if p == 2 else \
-        Binary(BinaryOp.POW, total.body, constant(1 / p, d), d)
-    return ctx.pointwise(cast(root, ctx.out_dtype))
+    return ctx.pointwise(cast(norm_root(total.body, p, d), ctx.out_dtype))
+
+
+def norm_term(magnitude: Node, p: float, d: DType) -> Node:
+    """What a p-norm reduces of each |element|: its power p, or (p = 0) whether it is
+    nonzero."""
+    if p == 0:
+        return cast(Binary(BinaryOp.NE, magnitude, constant(0, d), DType.bool), d)
+    if p in (1, math.inf):
+        return magnitude
+    return Binary(BinaryOp.POW, magnitude, constant(p, d), d)
+
+
+def norm_reduce_type(p: float) -> ReduceType:
+    return ReduceType.MAX if p == math.inf else ReduceType.SUM
+
+
+def norm_root(total: Node, p: float, d: DType) -> Node:
+    """The p-norm from the reduced terms."""
+    if p in (0, 1, math.inf):
+        return total
+    if p == 2:
+        return Unary(UnaryOp.SQRT, total, d)
+    return Binary(BinaryOp.POW, total, constant(1 / p, d), d)
+
+
+@register_lowering(aten.pdist.default, aten._pdist_forward.default, family=FAMILY)
+def lower_pdist(ctx, x, p=2.0):
+    """The distances of rows i < j in row-major pair order: cdist of x with itself, read
+    through the upper triangle's (i, j) pairs (folded into constants: the row count is
+    static)."""
+    from .creation import lower_triangle_indices
+    from .indexing import read_indirect
+
+    n = x.sizes[0]
+    if not n.is_number:
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       "the row count must be known when compiling")
+    if int(n) < 2:  # no pairs
+        return ctx.pointwise(constant(0, ctx.out_dtype))
+    full = lower_cdist(replace(ctx, out_sizes=(n, n)), x, x, p)
+    pairs = lower_triangle_indices(replace(ctx, target="aten.triu_indices", out_dtype=DType.int64),
+                                   int(n), int(n), 1)
+    m = index_vars(1)[0]
+    ij = [pairs.load((sympy.Integer(k), m)) for k in (0, 1)]
+    return read_indirect(ctx, full, [None, None], ij)
 
 
 @register_lowering(aten._trilinear.default, family=FAMILY)

@@ -1,35 +1,20 @@
-"""Neural-network ops kept whole by torch.export: layer, batch (inference), group and
-instance norm."""
+"""Neural-network ops kept whole by torch.export: layer, group and instance norm (batch
+norm is in batch_norm.py)."""
 from __future__ import annotations
 
 import torch
 
-from ..errors import CompileError
 from ..ir.expr import Binary, BinaryOp, Unary, UnaryOp, cast, constant
 from ..ir.symbols import FloorDiv, index_var, numel
+from .batch_norm import batch_norm_inference, normalize
 from .common import operand
 from .context import TensorValue
-from .conv import fold_batch_norm
 from .reduction import lower_mean_keep, variance
 from .registry import register_lowering
 from .views import lower_view
 
 aten = torch.ops.aten
 FAMILY = "nn"
-
-
-def normalize(ctx, x, mean, var, weight, bias, eps, read) -> TensorValue:
-    """(x - mean) * rsqrt(var + eps) * weight + bias, elementwise over the output, where
-    read(v) gives a statistic or parameter at the output index (they broadcast differently
-    in layer and batch norm)."""
-    d, out = ctx.out_dtype, ctx.out_sizes
-    rstd = Unary(UnaryOp.RSQRT, Binary(BinaryOp.ADD, read(var), constant(eps, d), d), d)
-    y = Binary(BinaryOp.MUL, Binary(BinaryOp.SUB, operand(x, d, out), read(mean), d), rstd, d)
-    if weight is not None:
-        y = Binary(BinaryOp.MUL, y, read(weight), d)
-    if bias is not None:
-        y = Binary(BinaryOp.ADD, y, read(bias), d)
-    return ctx.pointwise(y, out)
 
 
 @register_lowering(aten.layer_norm.default, family=FAMILY)
@@ -53,35 +38,6 @@ def lower_native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
     rstd = Unary(UnaryOp.RSQRT, Binary(BinaryOp.ADD, operand(var, d, var.sizes),
                                        constant(eps, d), d), d)
     return y, mean, ctx.pointwise(rstd, var.sizes, hint=f"{ctx.node_name}_rstd")
-
-
-def _batch_norm(ctx, x, weight, bias, mean, var, eps):
-    """Inference batch norm: the statistics and parameters are per channel (dim 1). After a
-    convolution with constant weights it folds into that convolution at compile time."""
-    folded = fold_batch_norm(ctx, x, weight, bias, mean, var, eps)
-    if folded is not None:
-        return folded
-    return normalize(ctx, x, mean, var, weight, bias, eps,
-                     lambda v: cast(v.load((index_var(1),)), ctx.out_dtype))
-
-
-@register_lowering(aten.batch_norm.default, family=FAMILY)
-def lower_batch_norm(ctx, x, weight, bias, running_mean, running_var, training, momentum, eps,
-                     cudnn_enabled=True):
-    if training or running_mean is None or running_var is None:
-        raise CompileError("batch_norm in training mode (batch statistics) is not supported; "
-                           "export the model after model.eval()")
-    return _batch_norm(ctx, x, weight, bias, running_mean, running_var, eps)
-
-
-@register_lowering(aten._native_batch_norm_legit_no_training.default, family=FAMILY)
-def lower_native_batch_norm_inference(ctx, x, weight, bias, running_mean, running_var, momentum,
-                                      eps):
-    y = _batch_norm(ctx, x, weight, bias, running_mean, running_var, eps)
-    # the saved mean/invstd outputs are empty in inference mode
-    empties = tuple(ctx.pointwise(constant(0, dtype), sizes, hint=f"unused{k}")
-                    for k, (sizes, dtype) in enumerate(ctx.outputs[1:3], 1))
-    return (y,) + empties
 
 
 def _group_stats(ctx, x: TensorValue, groups: int, d):
@@ -131,4 +87,4 @@ def lower_instance_norm(ctx, x, weight, bias, running_mean, running_var, use_inp
     """Statistics per (instance, channel); with running statistics, a batch norm."""
     if use_input_stats:
         return group_norm(ctx, x, x.sizes[1], weight, bias, eps)[0]
-    return _batch_norm(ctx, x, weight, bias, running_mean, running_var, eps)
+    return batch_norm_inference(ctx, x, weight, bias, running_mean, running_var, eps)

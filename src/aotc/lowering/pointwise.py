@@ -361,7 +361,8 @@ def lower_hardswish(ctx, x):
 
 @register_lowering(aten.clone.default, aten._to_copy.default, aten.to.dtype,
                    aten.to.dtype_layout, aten.lift_fresh_copy.default,
-                   aten.contiguous.default, family=FAMILY)
+                   aten.contiguous.default, torch.ops.prims.convert_element_type.default,
+                   family=FAMILY)
 def lower_copy(ctx, x, *args, **kwargs):
     device = kwargs.get("device")
     if device is not None and str(device) != "cpu":
@@ -409,3 +410,43 @@ def lower_log_sigmoid_forward(ctx, x):
     sizes, dtype = ctx.outputs[1]
     return _activation(ctx, x, _log_sigmoid), ctx.pointwise(constant(0, dtype), sizes,
                                                             hint=f"{ctx.node_name}_buffer")
+
+
+@register_lowering(aten.round.decimals, family=FAMILY)
+def lower_round_decimals(ctx, x, decimals=0):
+    """round(x * 10^k) / 10^k, or round(x / 10^-k) * 10^-k for negative k, in the compute
+    type with 10^|k| rounded to it once (infinite past its range), as torch's kernel."""
+    if not x.dtype.is_floating:
+        return ctx.pointwise(operand(x, x.dtype, ctx.out_sizes))
+    d = ctx.out_dtype
+    v = operand(x, d, ctx.out_sizes)
+    k = abs(int(decimals))
+    scale = constant(10.0 ** k if k <= 308 else math.inf, d)
+    if decimals >= 0:
+        scaled, back = Binary(BinaryOp.MUL, v, scale, d), BinaryOp.DIV
+    else:
+        scaled, back = Binary(BinaryOp.DIV, v, scale, d), BinaryOp.MUL
+    return ctx.pointwise(Binary(back, Unary(UnaryOp.ROUND, scaled, d), scale, d))
+
+
+@register_lowering(aten.frexp.Tensor, family=FAMILY)
+def lower_frexp(ctx, x):
+    """The mantissa in [0.5, 1) (x's type) and the int32 exponent, as std::frexp."""
+    if not x.dtype.is_floating:
+        raise CompileError(f"frexp needs a floating-point input, not {x.dtype.name}")
+    d, s = x.dtype.compute, ctx.out_sizes
+    v = operand(x, d, s)
+    mantissa = ctx.pointwise(cast(Unary(UnaryOp.FREXP_MANTISSA, v, d), ctx.outputs[0][1]))
+    return mantissa, ctx.pointwise(Unary(UnaryOp.FREXP_EXPONENT, v, DType.int32))
+
+
+@register_lowering(aten.angle.default, family=FAMILY)
+def lower_angle(ctx, x):
+    """The argument of a real number: pi for negatives, 0 otherwise, NaN kept."""
+    d = ctx.out_dtype
+    v = operand(x, d, ctx.out_sizes)
+    zero = constant(0, d)
+    body: Node = Where(Binary(BinaryOp.LT, v, zero, DType.bool), constant(math.pi, d), zero, d)
+    if x.dtype.is_floating:
+        body = Where(Unary(UnaryOp.ISNAN, v, DType.bool), v, body, d)
+    return ctx.pointwise(body)

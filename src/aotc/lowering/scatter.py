@@ -1,6 +1,7 @@
-"""Writes into regions: index_put (accumulate too), index_copy, index_add, scatter,
-scatter_add, slice_scatter and select_scatter, each one RegionWrite (ir/regions.py) of a
-copy of its input. Reads through indices are indexing.py."""
+"""Writes into regions: index_put (accumulate too), put, index_copy, index_add, index_reduce,
+scatter, scatter_add, scatter_reduce, slice_scatter, select_scatter and as_strided_scatter,
+each one RegionWrite (ir/regions.py) of a copy of its input. Reads through indices are
+indexing.py."""
 from __future__ import annotations
 
 import sympy
@@ -11,7 +12,7 @@ from ..errors import UnsupportedOperatorError
 from ..ir.compress import MaskedScatter
 from ..ir.expr import Binary, BinaryOp, Node, Where, cast, constant, indirect_var
 from ..ir.regions import RegionWrite, Write
-from ..ir.symbols import index_vars, numel, reduction_var
+from ..ir.symbols import index_vars, numel, reduction_var, surely_at_least
 from .common import broadcast_index, dim_index, operand
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
@@ -247,8 +248,30 @@ def lower_scatter_reduce(ctx, x, dim, index, src, reduce, include_self=True):
     dim = dim_index(dim, x.ndim)
     sizes = index.sizes
     iv = index_vars(len(sizes))
-    at = (lambda iv: iv)  # noqa: E731 - index is read where src is
     value = cast(src.load(iv if src.ndim else ()), x.dtype)
+    return _reduce_along(ctx, x, dim, index, sizes, lambda iv: iv, value, reduce, include_self)
+
+
+@register_lowering(aten.index_reduce.default, family=FAMILY)
+def lower_index_reduce(ctx, x, dim, index, source, reduce, include_self=True):
+    """x.index_reduce(dim, index, source, reduce): slice j of source along dim combines into
+    slice index[j] of x, in order of j (prod, mean, amax, amin), as scatter_reduce does."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"reduce={reduce!r}")
+    dim = dim_index(dim, x.ndim)
+    sizes = source.sizes if source.ndim == x.ndim else (sympy.Integer(1),) * x.ndim
+    value = operand(source, x.dtype, sizes)
+    return _reduce_along(ctx, x, dim, index, sizes,
+                         lambda iv: ((iv[dim] if iv else sympy.Integer(0)),) if index.ndim else (),
+                         value, reduce, include_self)
+
+
+def _reduce_along(ctx, x, dim, index, sizes, at, value: Node, reduce: str,
+                  include_self: bool) -> TensorValue:
+    """Positions (i...) of `sizes` combine `value` into x[.., index[at(i)], ..] in row-major
+    order; without include_self the positions written start from the reduction's identity;
+    "mean" divides the sum by how many values met there (floor division for integers)."""
+    combine = _REDUCE_TWO[reduce]
     writes = [] if include_self else [_write_along(ctx, x, dim, index, sizes, at,
                                                     _identity(reduce, x.dtype), None)]
     writes.append(_write_along(ctx, x, dim, index, sizes, at, value, combine))
@@ -296,3 +319,87 @@ def lower_diagonal_scatter(ctx, x, src, offset=0, dim1=0, dim2=1):
     _, _, dest = diagonal_index(x.ndim, int(offset), dim1, dim2)
     value = operand(src, x.dtype, src.sizes)
     return write_regions(ctx, x, [Write(src.sizes, dest, value)])
+
+
+def _flat(t: TensorValue, n) -> Node:
+    """Element i0 of `t` read in row-major order, as a 1-D tensor of `n` elements."""
+    return t.load(reshape_index(t.sizes, (n,))) if t.ndim else t.load(())
+
+
+@register_lowering(aten.put.default, family=FAMILY)
+def lower_put(ctx, x, index, source, accumulate=False):
+    """x.put(index, source): source's k-th element (row-major) goes to x's flat position
+    index[k] (negative counts from the end), in order of k: the last one wins, or each adds
+    in turn with accumulate."""
+    _integer_index(ctx, index)
+    n = numel(index.sizes)
+    if sympy.simplify(numel(source.sizes) - n) != 0:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "source and index must have the "
+                                       "same number of elements")
+    total = numel(x.sizes)
+    dest = tuple(sympy.sympify(e).xreplace({index_vars(1)[0]: indirect_var(0)})
+                 for e in reshape_index(x.sizes, (total,)))
+    write = Write((n,), dest, cast(_flat(source, n), x.dtype),
+                  (cast(_flat(index, n), DType.int64),), (total,),
+                  BinaryOp.ADD if accumulate else None, wrap=True)
+    return write_regions(ctx, x, [write])
+
+
+@register_lowering(aten.as_strided_scatter.default, family=FAMILY, in_storage_type=True)
+def lower_as_strided_scatter(ctx, x, src, size, stride, storage_offset=None):
+    """x with the elements that x.as_strided(size, stride, storage_offset) views (over x's
+    elements in row-major order, as aotc keeps x) replaced by src; a copy, so half values
+    stay in their own type."""
+    if x.buffer_name() is None:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "as_strided_scatter into a view "
+                                       "(its storage is another tensor's)")
+    size = tuple(sympy.sympify(n) for n in size)
+    stride = tuple(sympy.sympify(st) for st in stride)
+    offset = sympy.sympify(storage_offset or 0)
+    total = numel(x.sizes)
+    last = offset + sum(((n - 1) * st for n, st in zip(size, stride)), sympy.Integer(0))
+    if not any(n == 0 for n in size) and not surely_at_least(total, last + 1):
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "as_strided_scatter whose view "
+                                       f"may reach past the tensor's {total} elements (last "
+                                       f"offset {last})")
+    if not _distinct_positions(size, stride):
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "as_strided_scatter through a "
+                                       "view whose elements overlap (PyTorch leaves which "
+                                       "value lands there unspecified)")
+    iv = index_vars(len(size))
+    flat = offset + sum((v * st for v, st in zip(iv, stride)), sympy.Integer(0))
+    dest = tuple(sympy.sympify(e).xreplace({index_vars(1)[0]: flat})
+                 for e in reshape_index(x.sizes, (total,)))
+    return write_regions(ctx, x, [Write(size, dest, operand(src, x.dtype, size))])
+
+
+def _distinct_positions(size, stride) -> bool:
+    """Whether no two positions of a strided view share an element: with the axes of more
+    than one element ordered by stride, each stride passes the span of the smaller ones."""
+    axes = [(st, n) for n, st in zip(size, stride) if n != 1]
+    if any(n == 0 for n in size):
+        return True
+    if not all(st.is_number and n.is_number for st, n in axes):
+        return False
+    span = 0
+    for st, n in sorted(axes, key=lambda a: int(a[0])):
+        if int(st) <= span:
+            return False
+        span += int(st) * (int(n) - 1)
+    return True
+
+
+@register_lowering(aten.one_hot.default, family=FAMILY)
+def lower_one_hot(ctx, x, num_classes=-1):
+    """one_hot(x, C): zeros [*x, C] with a 1 written at (i..., x[i...]); a class outside
+    [0, C) is an input error, as PyTorch checks."""
+    _integer_index(ctx, x)
+    classes = ctx.out_sizes[-1]
+    if num_classes != -1:
+        classes = sympy.sympify(num_classes)
+    iv = index_vars(x.ndim)
+    one = constant(1, DType.int64)
+    write = Write(x.sizes, (*iv, indirect_var(0)), one, (cast(x.load(iv), DType.int64),),
+                  (classes,), wrap=False)
+    start = TensorValue((*x.sizes, classes), DType.int64, constant(0, DType.int64))
+    return write_regions(ctx, start, [write])

@@ -145,8 +145,9 @@ def lower_nanmedian(ctx, x):
     return _median_of_all(ctx, x, SortAlgorithm.NANMEDIAN)
 
 
-def _search(ctx: LoweringContext, boundaries: TensorValue, values: TensorValue, out_int32: bool,
-            right: bool, sorter) -> TensorValue:
+def search_sorted(ctx: LoweringContext, boundaries: TensorValue, values: TensorValue,
+                  out_int32: bool, right: bool, sorter) -> TensorValue:
+    """Each value's position among the sorted boundaries (a SearchSorted template)."""
     if sorter is not None:  # search the boundaries in the order the sorter gives them
         boundaries = gather_along(ctx, boundaries, -1, sorter)
     if boundaries.dtype is not values.dtype:
@@ -168,12 +169,13 @@ def _search(ctx: LoweringContext, boundaries: TensorValue, values: TensorValue, 
 @register_lowering(aten.searchsorted.Tensor, family=FAMILY)
 def lower_searchsorted(ctx, sorted_sequence, x, *, out_int32=False, right=False, side=None,
                        sorter=None):
-    return _search(ctx, sorted_sequence, x, out_int32, bool(right) or side == "right", sorter)
+    return search_sorted(ctx, sorted_sequence, x, out_int32, bool(right) or side == "right",
+                         sorter)
 
 
 @register_lowering(aten.bucketize.Tensor, family=FAMILY)
 def lower_bucketize(ctx, x, boundaries, *, out_int32=False, right=False):
-    return _search(ctx, boundaries, x, out_int32, bool(right), None)
+    return search_sorted(ctx, boundaries, x, out_int32, bool(right), None)
 
 
 @register_lowering(aten.searchsorted.Scalar, family=FAMILY)
@@ -181,4 +183,5 @@ def lower_searchsorted_scalar(ctx, sorted_sequence, value, *, out_int32=False, r
                               side=None, sorter=None):
     """A Python number searched in the sequence: a one-element tensor of its dtype."""
     scalar = ctx.pointwise(Constant(value, sorted_sequence.dtype), ())
-    return _search(ctx, sorted_sequence, scalar, out_int32, bool(right) or side == "right", sorter)
+    return search_sorted(ctx, sorted_sequence, scalar, out_int32,
+                         bool(right) or side == "right", sorter)

@@ -1,4 +1,4 @@
-"""Special functions (torch.special, digamma, lgamma, polygamma, i0, erfc): one IR op each,
+"""Special functions (torch.special, digamma, lgamma, polygamma, i0, erfc, igamma): one IR op each,
 spelled by aotc's own C++ implementations (kernels/aotc_special.h). Integer and bool inputs
 compute in float32, as PyTorch promotes them."""
 from __future__ import annotations
@@ -29,6 +29,7 @@ _UNARY = {
     aten.special_erfcx.default: UnaryOp.ERFCX, aten.special_ndtr.default: UnaryOp.NDTR,
     aten.special_log_ndtr.default: UnaryOp.LOG_NDTR,
     aten.special_ndtri.default: UnaryOp.NDTRI, aten.special_airy_ai.default: UnaryOp.AIRY_AI,
+    aten.erfinv.default: UnaryOp.ERFINV,
 }
 
 
@@ -50,6 +51,18 @@ def lower_zeta(ctx, x, q):
     return ctx.pointwise(Binary(BinaryOp.ZETA, operand(x, d, s), operand(q, d, s), d))
 
 
+def _register_binary(op, bop: BinaryOp) -> None:
+    @register_lowering(op, family=FAMILY)
+    def lower(ctx, a, x):
+        d, s = ctx.out_dtype, ctx.out_sizes
+        return ctx.pointwise(Binary(bop, operand(a, d, s), operand(x, d, s), d))
+
+
+for _op, _bop in {aten.igamma.default: BinaryOp.IGAMMA,
+                  aten.igammac.default: BinaryOp.IGAMMAC}.items():
+    _register_binary(_op, _bop)
+
+
 @register_lowering(aten.polygamma.default, family=FAMILY)
 def lower_polygamma(ctx, n, x):
     d, s = ctx.out_dtype, ctx.out_sizes
@@ -59,6 +72,12 @@ def lower_polygamma(ctx, n, x):
 _POLYNOMIALS = {
     aten.special_chebyshev_polynomial_t: BinaryOp.CHEBYSHEV_T,
     aten.special_chebyshev_polynomial_u: BinaryOp.CHEBYSHEV_U,
+    aten.special_chebyshev_polynomial_v: BinaryOp.CHEBYSHEV_V,
+    aten.special_chebyshev_polynomial_w: BinaryOp.CHEBYSHEV_W,
+    aten.special_shifted_chebyshev_polynomial_t: BinaryOp.SHIFTED_CHEBYSHEV_T,
+    aten.special_shifted_chebyshev_polynomial_u: BinaryOp.SHIFTED_CHEBYSHEV_U,
+    aten.special_shifted_chebyshev_polynomial_v: BinaryOp.SHIFTED_CHEBYSHEV_V,
+    aten.special_shifted_chebyshev_polynomial_w: BinaryOp.SHIFTED_CHEBYSHEV_W,
     aten.special_hermite_polynomial_h: BinaryOp.HERMITE_H,
     aten.special_hermite_polynomial_he: BinaryOp.HERMITE_HE,
     aten.special_laguerre_polynomial_l: BinaryOp.LAGUERRE_L,

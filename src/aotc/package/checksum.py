@@ -37,16 +37,18 @@ def _threads(size: int, chunks: int) -> int:
     return max(1, min(cpus, chunks, _MAX_THREADS))
 
 
-def first_bad_chunk(data, expected: str, chunk_bytes: int) -> int | None:
+def first_bad_chunk(data, expected: str, chunk_bytes: int, crc32=zlib.crc32) -> int | None:
     """The index of the first chunk of `data` whose CRC-32 differs from `expected` (None
-    when all match). The caller has checked that `expected` holds one value per chunk."""
+    when all match). The caller has checked that `expected` holds one value per chunk.
+    `crc32(buffer) -> int` computes one chunk's (zlib's, or a model library's
+    aotc_crc32: either must release the GIL for the threads to help)."""
     view = memoryview(data).cast("B")
     n = len(expected) // 8
     bad: list[int] = []
 
     def check(first: int, step: int) -> None:
         for k in range(first, n, step):
-            crc = zlib.crc32(view[k * chunk_bytes:(k + 1) * chunk_bytes])
+            crc = crc32(view[k * chunk_bytes:(k + 1) * chunk_bytes])
             if crc != int(expected[8 * k:8 * k + 8], 16):
                 bad.append(k)  # list.append is atomic
                 return

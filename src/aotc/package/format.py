@@ -185,14 +185,14 @@ class PackageReader:
             raise PackageError(f"{self.path}: {name} is truncated")
         return memoryview(self._map)[offset:offset + info.file_size], offset
 
-    def _checked(self, model: str, meta: dict, file: str) -> tuple[memoryview, int]:
+    def _checked(self, model: str, meta: dict, file: str, crc32=zlib.crc32) -> tuple[memoryview, int]:
         data, offset = self._span(model, file)
         sums, chunk = meta["crc32"][file], meta["crc32"]["chunk_bytes"]
         if len(sums) != 8 * chunk_count(len(data), chunk):
             raise PackageError(f"{self.path}: metadata field 'crc32.{file}' holds {len(sums) // 8} "
                                f"checksums; {file} of {model!r} ({len(data)} bytes) has "
                                f"{chunk_count(len(data), chunk)} chunks of {chunk} bytes")
-        bad = first_bad_chunk(data, sums, chunk)
+        bad = first_bad_chunk(data, sums, chunk, crc32)
         if bad is not None:
             end = min((bad + 1) * chunk, len(data))
             raise PackageError(f"{self.path}: {file} of {model!r} does not match its CRC-32 (bytes "
@@ -207,10 +207,11 @@ class PackageReader:
                                "digest; the package is corrupt")
         return data
 
-    def weights(self, model: str, meta: dict) -> tuple[memoryview, int]:
-        """weights.bin over the file's read-only mapping (no copy), verified, and its offset
-        in the archive (64-byte aligned in packages aotc writes)."""
-        data, offset = self._checked(model, meta, "weights.bin")
+    def weights(self, model: str, meta: dict, crc32=zlib.crc32) -> tuple[memoryview, int]:
+        """weights.bin over the file's read-only mapping (no copy), verified (by `crc32`:
+        the model library's, once loaded), and its offset in the archive (64-byte aligned
+        in packages aotc writes)."""
+        data, offset = self._checked(model, meta, "weights.bin", crc32)
         try:
             check_constants_fit(meta, len(data))
         except PackageError as e:

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import ctypes
 
+import numpy as np
+
 from ..errors import InputError, PackageError, RuntimeFailure
 from .wait_policy import spin_setting
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 ERR_INPUT, ERR_MEMORY, ERR_ARGUMENT, ERR_PACKAGE = 1, 2, 3, 5
 
 i64p = ctypes.POINTER(ctypes.c_int64)
@@ -40,10 +42,25 @@ def open_library(path: str) -> ctypes.CDLL:
     lib.aotc_destroy.argtypes = [ctypes.c_void_p]
     lib.aotc_destroy.restype = None
     lib.aotc_last_error.restype = ctypes.c_char_p
+    lib.aotc_crc32.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t]
+    lib.aotc_crc32.restype = ctypes.c_uint32
     for fn in (lib.aotc_create, lib.aotc_output_shapes, lib.aotc_run, lib.aotc_set_num_threads,
                lib.aotc_pack_constant):
         fn.restype = ctypes.c_int
     return lib
+
+
+def crc32_of(lib: ctypes.CDLL):
+    """zlib.crc32(buffer) computed by the library's aotc_crc32 (ctypes releases the GIL
+    for the call, so chunks are checked on several threads at once)."""
+    fn = lib.aotc_crc32
+
+    def crc32(view: memoryview) -> int:
+        if not len(view):
+            return 0
+        return fn(0, np.frombuffer(view, np.uint8).ctypes.data, len(view))
+
+    return crc32
 
 
 def check(lib: ctypes.CDLL, rc: int) -> None:

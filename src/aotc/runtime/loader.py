@@ -106,14 +106,16 @@ class CompiledModel:
             clock.stage("metadata")
             library = reader.library(self.name, self.package_metadata)
             clock.stage("library_check")
-            weights_bytes, weights_offset = reader.weights(self.name, self.package_metadata)
+            self._lib = abi.open_library(
+                _materialize_library(library, self.package_metadata["sha256"]["model.so"]))
+            clock.stage("dlopen")
+            # the weights are checked by the (verified) library's CRC-32, several times zlib's
+            weights_bytes, weights_offset = reader.weights(self.name, self.package_metadata,
+                                                           abi.crc32_of(self._lib))
             clock.stage("weights_check")
         finally:
             reader.close()
         self.path = path
-        self._lib = abi.open_library(
-            _materialize_library(library, self.package_metadata["sha256"]["model.so"]))
-        clock.stage("dlopen")
         self.description = describe_library(self._lib)  # the library's own tables
         d = self.description
         try:

@@ -36,8 +36,9 @@ Buffer aligned_copy(const void *data, size_t size) {
 
 const char *dtype_name(int32_t d) {
   static const char *const names[] = {"float32", "float64", "float16", "bfloat16", "int8",
-                                      "int16",   "int32",   "int64",   "uint8",    "bool"};
-  return d >= 0 && d < 10 ? names[d] : "unknown";
+                                      "int16",   "int32",   "int64",   "uint8",    "bool",
+                                      "uint64"};
+  return d >= 0 && d < 11 ? names[d] : "unknown";
 }
 
 }  // namespace

@@ -77,6 +77,8 @@ def plan_memory(program: Program, kernels: Sequence[Sequence[Buffer]] | None = N
     for s, reads in late_symbols(program).items():  # read when the symbol binds
         for name in reads:
             last_use[name] = max(last_use.get(name, 0), bindings[s])
+    for name in program.updates.values():  # copied into its input or state at the run's end
+        last_use[name] = len(steps)
     plan = MemoryPlan(bindings=bindings)
     outputs = set(program.outputs)
     if outputs_sized_late(program):

@@ -15,7 +15,7 @@ HEADER_LENGTH = "Inference-Header-Content-Length"
 
 # v2 datatype <-> aotc dtype (BF16 travels as raw bits: numpy holds bfloat16 as uint16)
 DATATYPES = {"BOOL": DType.bool, "UINT8": DType.uint8, "INT8": DType.int8, "INT16": DType.int16,
-             "INT32": DType.int32, "INT64": DType.int64, "FP16": DType.float16,
+             "INT32": DType.int32, "INT64": DType.int64, "UINT64": DType.uint64, "FP16": DType.float16,
              "FP32": DType.float32, "FP64": DType.float64, "BF16": DType.bfloat16}
 DATATYPE_OF = {d: name for name, d in DATATYPES.items()}
 

@@ -5,12 +5,14 @@ aotc sample by sample and compared with the exported program; writes docs/op_cov
                                [--results build/opcov.jsonl] [--resume] [--rerun-failed]
 
 Every (op, dtype) result is appended to a JSON-lines file as soon as it is known, so a long
-sweep can stop and go on (`--resume` skips recorded cases; `--rerun-failed` also re-runs the
+sweep can stop and go on (`--resume` skips recorded cases; `--rerun-revisions REV...` runs
+again those recorded at older revisions of the project; `--rerun-failed` also re-runs the
 recorded failures), and the table is rendered from everything recorded.
 
 In scope: float32, int64, bool, float16 and bfloat16 where OpInfo lists them. Linear
 algebra and FFT are listed apart and not counted; ops whose results are random or
-uninitialized cannot be compared with eager and are listed apart too.
+uninitialized cannot be compared with eager and are listed apart too, and so are the samples
+of other ops that draw random numbers (dropout in training mode).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,7 +33,8 @@ DTYPES = (torch.float32, torch.int64, torch.bool, torch.float16, torch.bfloat16)
 LINALG = {"cholesky", "cholesky_inverse", "cholesky_solve", "det", "geqrf", "inverse", "logdet",
           "lu", "lu_solve", "lu_unpack", "matrix_exp", "ormqr", "pinverse", "qr", "slogdet",
           "svd", "svd_lowrank", "pca_lowrank", "symeig", "triangular_solve", "eig", "eigvals",
-          "householder_product", "tensorsolve", "tensorinv", "ldl_factor", "ldl_solve"}
+          "householder_product", "tensorsolve", "tensorinv", "ldl_factor", "ldl_solve",
+          "norm.nuc"}  # the nuclear norm: a sum of singular values
 RANDOM = {"bernoulli", "normal", "rand_like", "randn_like", "randint_like", "randint", "randn",
           "rand", "uniform", "multinomial", "cauchy", "exponential", "geometric", "log_normal",
           "nn.functional.rrelu", "empty", "empty_like", "new_empty", "empty_strided",
@@ -51,6 +55,7 @@ class Row:
     passed: int
     reason: str = ""
     seconds: float = 0.0
+    revision: str = ""  # the project's git revision the case ran at ("" when unknown)
 
     @property
     def ok(self) -> bool:
@@ -59,13 +64,13 @@ class Row:
 
 def category(name: str) -> str:
     base = name.split(".")[0] if not name.startswith(("linalg.", "fft.", "special.")) else name
-    if name.startswith("linalg.") or base in LINALG:
+    if name.startswith("linalg.") or base in LINALG or name in LINALG:
         return "linalg"
     if name.startswith("fft.") or base in ("stft", "istft"):
         return "fft"
     if base in COMPLEX:
         return "complex"
-    if name.startswith("sparse."):
+    if name.startswith("sparse.") or base == "to_sparse":
         return "sparse"
     if base in RANDOM or name in RANDOM or "dropout" in name or name.startswith("nn.functional.rrelu"):
         return "random"
@@ -88,7 +93,7 @@ def _first_line(e: BaseException) -> str:
 
 
 def run_case(info, dtype, folder: Path, max_samples: int) -> Row:
-    from .opsweep import compile_and_run, exportable, mismatches, opinfo_name, pick_samples
+    from .opsweep import compile_and_run, draws_random, exportable, mismatches, opinfo_name, pick_samples
 
     d = str(dtype).removeprefix("torch.")
     try:
@@ -96,6 +101,11 @@ def run_case(info, dtype, folder: Path, max_samples: int) -> Row:
     except Exception as e:  # noqa: BLE001 - OpInfo's own sample generator failed
         return Row(opinfo_name(info), d, 0, 0, f"no samples: {_first_line(e)}")
     samples, ep = exportable(info, samples)
+    if ep is not None and draws_random(ep):  # keep the samples that draw no random number
+        samples = [s for s in samples if not draws_random(exportable(info, [s])[1])]
+        if not samples:
+            return Row(opinfo_name(info), d, 0, 0, "every sample draws random numbers")
+        samples, ep = exportable(info, samples)
     if ep is None:
         return Row(opinfo_name(info), d, 0, 0, "torch.export cannot export any sample")
     try:
@@ -151,6 +161,7 @@ def sweep(only: set[str] | None, max_samples: int, results: Path, skip,
     from .opsweep import opinfo_name
 
     signal.signal(signal.SIGALRM, _alarm)
+    revision = _revision()
     results.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="aotc-opcov-") as tmp, results.open("a") as log:
         for info in (reversed(op_db) if reverse else op_db):
@@ -174,10 +185,26 @@ def sweep(only: set[str] | None, max_samples: int, results: Path, skip,
                     finally:
                         signal.alarm(0)
                     row.seconds = round(time.time() - t0, 2)
+                    row.revision = revision
                     print(f"{'ok  ' if row.ok else 'FAIL'} {row.op} {row.dtype} {row.passed}/"
                           f"{row.samples} {row.reason}", flush=True)
                 log.write(json.dumps({"category": cat, **asdict(row)}) + "\n")
                 log.flush()
+
+
+def _revision() -> str:
+    """The checkout's short git revision, with '+' when it has uncommitted changes."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, text=True,
+                             capture_output=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, text=True, capture_output=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return rev + ("+" if rev and dirty else "")
 
 
 def render(rows: dict[str, list[Row]], command: str, not_run: list[tuple[str, str]]) -> str:
@@ -193,7 +220,9 @@ def render(rows: dict[str, list[Row]], command: str, not_run: list[tuple[str, st
         f"Generated by `{command}` on {time.strftime('%Y-%m-%d')} ({seconds / 60:.0f} min of cases), "
         f"torch {torch.__version__}. Each (op, dtype) case compiles up to 8 of OpInfo's samples "
         "as one program and compares every output with the exported program "
-        "(`torch.testing.assert_close`); failing cases are rerun sample by sample.", "",
+        "(`torch.testing.assert_close`); failing cases are rerun sample by sample. Samples "
+        "whose program draws random numbers (dropout in training mode) cannot match eager and "
+        "are not counted.", "",
         f"- ops passing every sample of every dtype: **{sum(ops.values())} / {len(ops)}** "
         f"({100 * sum(ops.values()) / max(len(ops), 1):.1f}%)",
         f"- samples passing: **{n_passed} / {n_samples}** ({100 * n_passed / max(n_samples, 1):.1f}%)",
@@ -205,7 +234,11 @@ def render(rows: dict[str, list[Row]], command: str, not_run: list[tuple[str, st
         f"{len({r.op for r in rows['sparse']})} ops, random/uninitialized results "
         f"{len({r.op for r in rows['random']})} ops",
         f"- in-scope cases of the database not run yet: **{len(not_run)}** "
-        f"({len({op for op, _ in not_run})} ops, listed at the end)", "",
+        f"({len({op for op, _ in not_run})} ops, listed at the end)",
+        "- the revision each in-scope case last ran at: " + ", ".join(
+            f"{rev or 'unrecorded'} {n} cases" for rev, n in
+            sorted(Counter(r.revision for r in rows["in scope"]).items(), key=lambda x: -x[1])),
+        "",
         "| op | dtype | samples passed | result | reason (most common failure) |",
         "|---|---|---|---|---|",
     ]
@@ -229,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samples", type=int, default=8, help="samples per (op, dtype)")
     p.add_argument("--results", default="build/opcov.jsonl", help="JSON-lines record of every case")
     p.add_argument("--resume", action="store_true", help="skip the cases already recorded")
+    p.add_argument("--rerun-revisions", nargs="*", default=[],
+                   help="with --resume: run again the cases recorded at these revisions")
     p.add_argument("--rerun-failed", action="store_true",
                    help="with --resume: run the recorded failures again")
     p.add_argument("--reverse", action="store_true", help="walk the database from its end")
@@ -249,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         if got is None:
             return False
         cat, row = got
+        if cat == "in scope" and row.revision in args.rerun_revisions:
+            return False
         return not (args.rerun_failed and cat == "in scope" and not row.ok)
 
     if not args.render_only:

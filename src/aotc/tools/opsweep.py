@@ -165,6 +165,26 @@ def exportable(info, samples: list[Sample]):
     return ok, (export(info, ok) if ok else None)
 
 
+def draws_random(ep) -> bool:
+    """Whether the program draws random numbers, so no run can match eager's: an op tagged
+    nondeterministic_seeded whose probability argument (`p`, `dropout_p`) is not 0 and that
+    is not told it is out of training (`train`/`training` False)."""
+    if ep is None:
+        return False
+    for node in ep.graph.nodes:
+        op = node.target
+        if node.op != "call_function" or not isinstance(op, torch._ops.OpOverload) \
+                or torch.Tag.nondeterministic_seeded not in op.tags:
+            continue
+        args = {a.name: (node.args[i] if i < len(node.args) else node.kwargs.get(a.name, a.default_value))
+                for i, a in enumerate(op._schema.arguments)}
+        if args.get("train", args.get("training", True)) is False:
+            continue
+        if args.get("p", args.get("dropout_p", 1.0)) != 0:
+            return True
+    return False
+
+
 def compile_and_run(ep, samples: list[Sample], path: Path):
     """(expected, actual): per-sample results of ep.module() and of the aotc package."""
     args = inputs_of(samples)
@@ -216,7 +236,8 @@ REORDERS = {"mm", "addmm", "addbmm", "bmm", "nn.functional.linear", "matmul", "s
             "var.unbiased", "softmax", "softmax.with_dtype", "log_softmax",
             "log_softmax.with_dtype", "nn.functional.conv1d", "nn.functional.conv2d",
             "nn.functional.conv3d", "nn.functional.conv_transpose1d",
-            "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d", "cdist"}
+            "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d", "cdist",
+            "nn.functional.scaled_dot_product_attention"}
 
 
 def as_accurate(info, s: Sample, expected, actual) -> bool:

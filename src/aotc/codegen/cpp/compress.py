@@ -38,8 +38,18 @@ def emit_compress(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> 
     op = buf.op
     assert isinstance(op, Compress)
     exprs = [*op.ranges, *op.inner, *index_exprs(op.mask), *index_exprs(op.value)]
+    if op.fill is not None:
+        exprs += index_exprs(op.fill)
     with _walk_kernel(code, program, buf, kid, exprs) as (name, reads, sizes):
         code.line(f"const int64_t rows = {c_index(buf.sizes[0])};")
+        if op.fill is not None:  # a fixed capacity: every row starts as the fill value
+            body = BodyEmitter(sizes, lambda b: b)
+            fill = body.value(op.fill)
+            code.lines_of(body.lines)
+            code.line(f"for (int64_t k = 0; k < rows * {c_index(numel(op.inner))}; ++k) "
+                      f"out[k] = {fill};")
+        full = "return;" if op.fill is not None else \
+            "{ __atomic_store_n(oob, 1, __ATOMIC_RELAXED); return; }"
         code.line("int64_t row = 0;")
         rv = [reduction_var(k) for k in range(len(op.ranges))]
         _open(code, rv, op.ranges)
@@ -48,7 +58,7 @@ def emit_compress(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> 
         code.lines_of(body.lines)
         iv = [index_var(k + 1) for k in range(len(op.inner))]
         with code.block(f"if ({keep})"):  # the row's block: its own scope for temporaries
-            code.line("if (row >= rows) { __atomic_store_n(oob, 1, __ATOMIC_RELAXED); return; }")
+            code.line(f"if (row >= rows) {full}")
             _open(code, iv, op.inner)
             body = BodyEmitter(sizes, lambda b: b)
             value = body.value(op.value)

@@ -80,6 +80,9 @@ def unary(op: UnaryOp, x: str, dtype: DType) -> str:
         UnaryOp.BITWISE_NOT: f"!{x}" if dtype is DType.bool else f"{t}(~{x})",
         UnaryOp.ISNAN: f"std::isnan({x})",
         UnaryOp.SIGNBIT: f"aotc::signbit({x})",
+        UnaryOp.BITS64: f"aotc::bits64({x})",
+        UnaryOp.FREXP_MANTISSA: f"aotc::frexp_mantissa({x})",
+        UnaryOp.FREXP_EXPONENT: f"aotc::frexp_exponent({x})",
     }[op]
 
 

@@ -1,17 +1,18 @@
-/* The C ABI every aotc model.so exports (version 5).
+/* The C ABI every aotc model.so exports (version 6).
  * Every function returns 0 on success, or a non-zero aotc_status with a message in
  * aotc_last_error() (thread-local). No C++ exception and no abort crosses this ABI.
  * New functions may be added in later versions; existing meanings never change. */
 #ifndef AOTC_ABI_H
 #define AOTC_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 5
+#define AOTC_ABI_VERSION 6
 
 typedef struct {
   void *data;
@@ -23,7 +24,8 @@ typedef struct {
 
 typedef enum {
   AOTC_FLOAT32 = 0, AOTC_FLOAT64 = 1, AOTC_FLOAT16 = 2, AOTC_BFLOAT16 = 3, AOTC_INT8 = 4,
-  AOTC_INT16 = 5, AOTC_INT32 = 6, AOTC_INT64 = 7, AOTC_UINT8 = 8, AOTC_BOOL = 9
+  AOTC_INT16 = 5, AOTC_INT32 = 6, AOTC_INT64 = 7, AOTC_UINT8 = 8, AOTC_BOOL = 9,
+  AOTC_UINT64 = 10
 } aotc_dtype;
 
 typedef enum {
@@ -106,6 +108,12 @@ int aotc_share_state(void *model, int64_t k, void *data);
  * aotc_pack_constant, which writes the nbytes the model reads to dst (64-byte aligned):
  * the packed layout, or a plain copy for a constant stored as given. */
 int aotc_pack_constant(int64_t k, const void *src, void *dst);
+
+/* version 6: the dtype AOTC_UINT64 (hash_tensor's result), and the package's checksum:
+ * aotc_crc32 continues the CRC-32 `crc` (zlib's
+ * polynomial and convention: crc32(crc32(0, a), b) is the CRC of a followed by b) over
+ * `size` bytes, so a loader checks weights.bin with the library before it uses it. */
+uint32_t aotc_crc32(uint32_t crc, const void *data, size_t size);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,7 @@ inline DType dtype_of(at::ScalarType t) {
     case at::kLong: return DType::Int64;
     case at::kByte: return DType::UInt8;
     case at::kBool: return DType::Bool;
+    case at::kUInt64: return DType::UInt64;
     default:
       throw InputError(AOTC_ERR_INPUT, std::string("aotc has no dtype for torch ") +
                        c10::toString(t));
@@ -37,7 +38,7 @@ inline DType dtype_of(at::ScalarType t) {
 inline at::ScalarType scalar_type_of(DType d) {
   constexpr at::ScalarType types[] = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16,
                                       at::kChar,  at::kShort,  at::kInt,  at::kLong,
-                                      at::kByte,  at::kBool};
+                                      at::kByte,  at::kBool,   at::kUInt64};
   return types[static_cast<int32_t>(d)];
 }
 
