@@ -3,7 +3,10 @@ cnn_models.py whole, and each distinct convolution of them (with the activation 
 it) alone, aotc against eager torch. Timed by the calling thread's CPU time (robust on a
 loaded machine), interleaved repetitions, medians.
 
-    python benchmarks/conv_layers.py [--layers] [--models resnet18 mobilenetv2] [--reps 7]
+    python benchmarks/conv_layers.py [--layers] [--models resnet18 mobilenetv2] [--reps 7] [--ort]
+
+--ort adds ONNX Runtime (one intra-op thread, so it runs on the calling thread) as a third
+contender, timed the same way.
 """
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cnn_models  # noqa: E402
+
+import peers  # noqa: E402
 
 nn = torch.nn
 MODELS = {"resnet18": cnn_models.ResNet18, "mobilenetv2": cnn_models.MobileNetV2}
@@ -39,11 +44,21 @@ def cpu_ms(fn, x, iters: int) -> float:
     return (time.thread_time() - t) / iters * 1e3
 
 
-def compare(model: nn.Module, x: torch.Tensor, reps: int, budget_ms: float = 150.0):
+def ort_compiled(model: nn.Module, x: torch.Tensor):
+    art = peers.compile_ort(Path(tempfile.mkdtemp()), "m", model, (x,))
+    return peers.load_ort(art["artifact"], 1)
+
+
+def compare(model: nn.Module, x: torch.Tensor, reps: int, budget_ms: float = 150.0,
+            ort: bool = False):
     model.eval()
     fns = {"eager": model, "aotc": compiled(model, x)}
+    if ort:
+        fns["ort"] = ort_compiled(model, x)
     with torch.no_grad():
-        torch.testing.assert_close(fns["aotc"](x), model(x), rtol=1e-3, atol=1e-3)
+        for k in fns:
+            if k != "eager":
+                torch.testing.assert_close(fns[k](x), model(x), rtol=1e-3, atol=1e-3)
         once = max(cpu_ms(fns["eager"], x, 1), 1e-3)
         iters = max(1, int(budget_ms / once))
         samples: dict[str, list[float]] = {k: [] for k in fns}
@@ -88,26 +103,32 @@ def distinct_convs(model: nn.Module, x: torch.Tensor):
     return out
 
 
+def describe(r: dict[str, float]) -> str:
+    text = f"eager {r['eager']:7.3f}  aotc {r['aotc']:7.3f}  ratio {r['aotc'] / r['eager']:.2f}"
+    if "ort" in r:
+        text += f"  ort {r['ort']:7.3f}  aotc/ort {r['aotc'] / r['ort']:.2f}"
+    return text
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", nargs="*", default=list(MODELS))
     ap.add_argument("--layers", action="store_true")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--ort", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     for name in args.models:
         model = MODELS[name]().eval()
         x = torch.randn(1, 3, 224, 224)
-        r = compare(model, x, args.reps)
-        print(f"{name}: eager {r['eager']:.2f} ms  aotc {r['aotc']:.2f} ms  "
-              f"ratio {r['aotc'] / r['eager']:.2f}", flush=True)
+        r = compare(model, x, args.reps, ort=args.ort)
+        print(f"{name}: {describe(r)}", flush=True)
         if not args.layers:
             continue
         for desc, m, xin in distinct_convs(model, x):
-            r = compare(m, xin, args.reps, budget_ms=40.0)
-            print(f"  {desc:32s} eager {r['eager']:7.3f}  aotc {r['aotc']:7.3f}  "
-                  f"ratio {r['aotc'] / r['eager']:.2f}", flush=True)
+            r = compare(m, xin, args.reps, budget_ms=40.0, ort=args.ort)
+            print(f"  {desc:32s} {describe(r)}", flush=True)
 
 
 if __name__ == "__main__":

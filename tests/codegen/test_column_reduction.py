@@ -97,3 +97,30 @@ def test_global_pool_reduces_one_run_of_elements():
     kernel = source[source.index("static void k0_"):]
     kernel = kernel[:kernel.index("\n}\n")]
     assert "rs < 49" in kernel and "r1" not in kernel
+
+
+class Windows(torch.nn.Module):
+    def forward(self, x):  # pooling windows: a few elements per output, read with a stride
+        f = torch.nn.functional
+        return (f.max_pool2d(x, 3, 2, 1), f.max_pool2d(x, 2), f.avg_pool2d(x, 3, 1, 1),
+                f.max_pool2d(x, (1, 3), (1, 2), dilation=(1, 2)), x.sum(-1), x.amax(1))
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 9, 9), (2, 3, 16, 35), (1, 1, 5, 70)])
+def test_pooling_windows_match_eager(compile_model, shape):
+    torch.manual_seed(0)
+    x = torch.randn(*shape)
+    x[0, 0, 1, 2] = float("nan")
+    ep, model = compile_model(Windows(), (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), equal_nan=True)
+
+
+def test_pooling_window_vectorizes_along_the_output_row():
+    """A 3x3 max pool walks its window outside and a row of outputs inside, so the
+    innermost loop runs over the output row instead of over three elements."""
+    ep = torch.export.export(torch.nn.MaxPool2d(3, 2, 1), (torch.randn(1, 4, 40, 40),))
+    source = compile_program(ep, host_target(), build=False).source
+    kernel = source[source.index("static void k0_"):]
+    kernel = kernel[:kernel.index("\n}\n")]
+    loop = kernel[kernel.index("#pragma omp simd"):]
+    assert "for (int64_t i3 = jb; i3 < je; ++i3)" in loop and "lanes" not in kernel

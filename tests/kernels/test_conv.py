@@ -68,6 +68,10 @@ CASES = {
     "direct_stride3_dilated": (lambda: nn.Conv2d(4, 5, 3, stride=3, padding=1, dilation=3),
                                (1, 4, 61, 59)),
     "direct_conv1d": (lambda: nn.Conv1d(4, 6, 5, stride=2, padding=1), (2, 4, 701)),
+    # channels a multiple of 8 but not of 12: AVX-512 tiles of 8 channels x 3 vectors
+    "direct_8x3_tiles": (lambda: nn.Conv2d(5, 16, 3, padding=1), (2, 5, 17, 19)),
+    "direct_8x3_grouped_strided": (lambda: nn.Conv2d(6, 80, 3, stride=2, padding=1, groups=2),
+                                   (1, 6, 40, 36)),
     "small_planes_batched": (lambda: nn.Conv2d(64, 96, 3, padding=1, groups=2), (5, 64, 7, 7)),
 }
 
@@ -108,6 +112,7 @@ FUSED = {
     "direct_relu6_no_bias": (lambda: nn.Conv2d(4, 7, 5, padding=2, bias=False), (1, 4, 19, 17),
                              "relu6"),
     "direct_clamp_max": (lambda: nn.Conv1d(3, 13, 3, padding=1), (2, 3, 300), "clamp_max"),
+    "direct_8x3_relu6": (lambda: nn.Conv2d(3, 8, 3, padding=1), (1, 3, 20, 23), "relu6"),
     "depthwise_relu6": (lambda: nn.Conv2d(6, 6, 3, padding=1, groups=6), (2, 6, 9, 9), "relu6"),
     "pointwise_hardtanh": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5), "hardtanh"),
     "im2col_clamp_min": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9), "clamp_min"),
@@ -153,8 +158,10 @@ def test_activation_of_a_convolution_read_twice_stays_correct(compile_model):
 RESIDUAL = {
     "direct": (lambda: nn.Conv2d(6, 13, 3, padding=1), (2, 6, 19, 17)),
     "direct_strided": (lambda: nn.Conv2d(4, 5, 5, stride=2, padding=2), (1, 4, 37, 35)),
+    "direct_8x3": (lambda: nn.Conv2d(4, 24 + 8, 3, padding=1), (1, 4, 18, 17)),
     "depthwise": (lambda: nn.Conv2d(7, 7, 3, padding=1, groups=7, bias=False), (2, 7, 11, 13)),
     "pointwise": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5)),
+    "pointwise_groups_large_plane": (lambda: nn.Conv2d(6, 10, 1, groups=2), (2, 6, 17, 18)),
     "im2col": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9)),
     "transposed": (lambda: nn.ConvTranspose2d(4, 3, 2, stride=2), (2, 4, 5, 5)),
 }

@@ -184,6 +184,9 @@ class Conv(Template):
     clamp_max: float | None = None
     # a buffer of the output's shape added to the result before the clamp (a residual)
     residual: str | None = None
+    # the weight is a constant stored as the GEMM's prepacked B [Cig*taps, out_channels]
+    # (scheduler/prepack.py): the kernel computes out^T = columns^T weight^T per image
+    weight_packed: bool = False
 
     def __post_init__(self) -> None:
         n = len(self.kernel)
@@ -204,9 +207,12 @@ class Conv(Template):
             return sympy.expand(4 * cog * taps * _product(self.in_size))
         pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride) \
             and all(p == 0 for p in self.padding)
+        plane = _product(self.out_size)
+        if self.weight_packed:  # each image's columns (none for 1x1), then its out^T
+            columns = 0 if pointwise else cig * taps * plane
+            return sympy.expand(4 * self.batch * (columns + plane * self.out_channels))
         if cig == 1 or pointwise:
             return sympy.Integer(0)
-        plane = _product(self.out_size)
         one_image = sympy.expand(4 * cig * taps * plane)
         all_images = sympy.expand(4 * (cig * taps + cog) * self.batch * plane)
         # the kernel's choice, decided at run time when the sizes are symbolic
@@ -220,7 +226,8 @@ class Conv(Template):
         return (f"{kind}{len(self.kernel)}d {self.x}[{self.batch}, {self.in_channels}, {sizes}] "
                 f"* {self.weight}{bias} groups={self.groups} kernel={self.kernel} "
                 f"stride={self.stride} padding={self.padding} dilation={self.dilation}"
-                + (f" + {self.residual}" if self.residual else "") + self._clamp_text())
+                + (f" + {self.residual}" if self.residual else "") + self._clamp_text()
+                + (" weight=packed" if self.weight_packed else ""))
 
     def _clamp_text(self) -> str:
         if self.clamp_min is None and self.clamp_max is None:

@@ -85,6 +85,10 @@ static_assert(sizeof(bf16) == 2, "bf16 is stored in two bytes");
 inline float round_to_f16(float x) { return static_cast<float>(static_cast<_Float16>(x)); }
 inline float round_to_bf16(float x) { return bf16_bits_to_float(float_to_bf16_bits(x)); }
 
+// Index clamps, by value (std::min's references keep a loop with a clamped gather scalar).
+inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+
 template <typename T> inline T maximum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(a) || std::isnan(b)) return a + b;

@@ -87,6 +87,11 @@ void aotc_sgemm_prepacked(int64_t batch, int64_t M, int64_t N, int64_t K,
      other forward:                              Cig * prod(kernel) * prod(out_size) (im2col)
        (the direct kernel of 1-D/2-D convolutions uses its start for a padded input copy)
      transposed:                                 Cog * prod(kernel) * prod(in_size)  (col2im)
+     weight_packed (forward, groups 1):          batch * (Cin * prod(kernel) * P + P * Cout),
+                                                 without the first term for 1x1, stride 1,
+                                                 pad 0 (P = prod(out_size))
+   With `weight_packed`, w is the packed B of aotc_sgemm_pack_b for K = Cin * prod(kernel),
+   N = Cout (element (k, n) = w[n * K + k] of the [Cout, Cin, k...] weight); groups must be 1.
    A non-null `residual` (contiguous, y's shape, not aliasing y) is added to every result;
    with `clamped`, every result is then clamped to [clamp_min, clamp_max] (a fused ReLU,
    ReLU6 or hardtanh; an unbounded side is +-infinity).
@@ -99,6 +104,7 @@ typedef struct {
   int64_t clamped;
   float clamp_min, clamp_max;
   const float *residual; /* an epilogue operand rather than a size: NULL for none */
+  int64_t weight_packed;  /* w is stored as the GEMM's packed B (see above) */
 } aotc_conv_shape;
 
 int64_t aotc_sconv_workspace(const aotc_conv_shape *shape);

@@ -7,19 +7,27 @@
 //     take the vector kernel of conv_direct.h (the same phased input, one channel at a
 //     time, 4 vectors of positions per tile); otherwise a direct loop per output plane,
 //     each row accumulated tap by tap over unit-stride spans that the compiler vectorizes;
-//   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images;
+//   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images
+//     (the residual and clamp in a pass after it: in the GEMM's epilogue they wait on each
+//     block's stores to a large output, which measured slower);
 //   the rest: im2col of one (image, group) into the workspace, then the GEMM
 //     (weights [Cog, Cig*K] times columns [Cig*K, out positions]); for small output
 //     planes, the columns of all images side by side and one GEMM.
 // Transposed convolution is the GEMM of the transposed weight with x into columns,
 // then col2im: each output channel gathers its columns (one thread per channel, so the
 // sum order, and the result, do not depend on the thread count).
+// A weight prepacked at compile time as the GEMM's B (groups 1; scheduler/prepack.py picks
+// convolutions whose output planes are small, where the weights dominate the memory
+// traffic): per image out^T[P, Cout] = columns^T[P, K] w^T[K, Cout], the columns read as a
+// strided A (x itself for 1x1), the GEMM's epilogue storing each finished block transposed
+// into y with the residual and clamp.
 // Every path handles 1-D and 2-D as 3-D with leading unit dims.
 
 #include "aotc_kernels.h"
 #include "conv_direct.h"
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -37,6 +45,7 @@ constexpr int64_t kParallelMin = 32768;
 
 struct Geometry {
     int64_t batch, cin, cout, groups, cig, cog;
+    bool packed;  // w is the GEMM's packed B [cig * taps, cout]
     int64_t in[3], out[3], k[3], s[3], p[3], d[3];
     int64_t in_plane, out_plane, taps;  // products of in, out, k
     bool clamped;
@@ -54,6 +63,7 @@ Geometry geometry(const aotc_conv_shape &sh) {
     g.lo = sh.clamp_min;
     g.hi = sh.clamp_max;
     g.residual = sh.residual;
+    g.packed = sh.weight_packed != 0 && !sh.transposed;
     g.cig = sh.in_channels / sh.groups;
     g.cog = sh.out_channels / sh.groups;
     const int64_t lead = 3 - sh.ndim;
@@ -315,6 +325,61 @@ bool forward(const Geometry &g, const float *x, const float *w, const float *bia
     return false;
 }
 
+// The transposing store of a finished block of out^T (rows: image * P + position;
+// columns: output channels) into y, with the residual and the clamp.
+struct PackedStore {
+    const Geometry *g;
+    float *y;
+};
+
+void store_transposed(const void *ctx, float *c, int64_t ldc, int64_t row, int64_t col,
+                      int64_t rows, int64_t cols) {
+    const PackedStore &st = *static_cast<const PackedStore *>(ctx);
+    const Geometry &g = *st.g;
+    // locals: stores through y could otherwise alias them, which keeps the loops scalar
+    const float inf = std::numeric_limits<float>::infinity();
+    const float lo = g.clamped ? g.lo : -inf, hi = g.clamped ? g.hi : inf;
+    const int64_t plane = g.out_plane, cout = g.cout;
+    const float *residual = g.residual;
+    for (int64_t i0 = 0; i0 < rows;) {  // runs of rows inside one image
+        const int64_t n = (row + i0) / plane, o = (row + i0) % plane;
+        const int64_t run = std::min(rows - i0, plane - o);
+        for (int64_t j = 0; j < cols; ++j) {
+            const int64_t at = (n * cout + col + j) * plane + o;
+            const float *src = c + i0 * ldc + j;
+            float *__restrict dst = st.y + at;
+            if (residual) {
+                const float *res = residual + at;
+                for (int64_t i = 0; i < run; ++i)
+                    dst[i] = std::min(std::max(src[i * ldc] + res[i], lo), hi);  // NaN stays
+            } else {
+                for (int64_t i = 0; i < run; ++i)
+                    dst[i] = std::min(std::max(src[i * ldc], lo), hi);
+            }
+        }
+        i0 += run;
+    }
+}
+
+void packed_forward(const Geometry &g, const float *x, const float *w, const float *bias,
+                    float *y, float *ws) {
+    const int64_t kdim = g.cig * g.taps, plane = g.out_plane;
+    const float *a = x;
+    int64_t sa_batch = g.cin * g.in_plane;
+    float *out_t = ws;
+    if (!is_pointwise(g)) {
+        for (int64_t n = 0; n < g.batch; ++n)
+            im2col(g, x + n * g.cin * g.in_plane, ws + n * kdim * plane, plane);
+        a = ws;
+        sa_batch = kdim * plane;
+        out_t = ws + g.batch * kdim * plane;
+    }
+    const PackedStore st{&g, y};
+    const aotc_gemm_epilogue epilogue{store_transposed, &st};
+    aotc_sgemm_prepacked(g.batch, plane, g.cout, kdim, a, sa_batch, 1, plane, w, out_t,
+                         plane * g.cout, g.cout, bias, 0, 0, 1, 1.0f, 1.0f, &epilogue);
+}
+
 // y[co, i*s - p + t*d] += col[(co*taps + t) * in_plane + i] for one image and group,
 // after y = bias: one thread per output channel.
 void col2im(const Geometry &g, const float *col, const float *bias, float *y) {
@@ -362,6 +427,8 @@ void transposed(const Geometry &g, const float *x, const float *w, const float *
 
 namespace {
 int64_t workspace_size(const Geometry &g) {
+    if (g.packed)
+        return g.batch * ((is_pointwise(g) ? 0 : g.cig * g.taps) + g.cout) * g.out_plane;
     if (g.cig == 1 || is_pointwise(g)) return 0;
     if (g.out_plane < kSmallPlane && g.batch > 1)  // every image's columns, and the result
         return (g.cig * g.taps + g.cog) * g.batch * g.out_plane;
@@ -380,12 +447,16 @@ extern "C" void aotc_sconv(const aotc_conv_shape *shape, const float *x, const f
     const Geometry g = geometry(*shape);
     if (g.batch <= 0 || g.cout <= 0 || g.out_plane <= 0) return;
     bool done = false;
-    if (shape->transposed)
+    if (shape->transposed) {
         transposed(g, x, w, bias, y, workspace);
-    else if (g.cig == 1)
+    } else if (g.packed) {
+        packed_forward(g, x, w, bias, y, workspace);
+        done = true;
+    } else if (g.cig == 1) {
         done = depthwise(g, x, w, bias, y);
-    else
+    } else {
         done = forward(g, x, w, bias, y, workspace);
+    }
     if ((g.clamped || g.residual) && !done) {  // the fused epilogue, as one pass over y
         const int64_t total = g.batch * g.cout * g.out_plane;
         const float lo = g.lo, hi = g.hi;

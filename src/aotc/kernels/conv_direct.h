@@ -26,7 +26,7 @@ namespace aotc_conv_direct {
 
 #if defined(__AVX512F__)
 using V = __m512;
-constexpr int L = 16, OCB = 12, NV = 2;
+constexpr int L = 16;
 inline V vzero() { return _mm512_setzero_ps(); }
 inline V vset(float a) { return _mm512_set1_ps(a); }
 inline V vload(const float *p) { return _mm512_loadu_ps(p); }
@@ -38,7 +38,7 @@ inline V vmax(V a, V b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
 inline V vmin(V a, V b) { return _mm512_mask_min_ps(a, 0xFFFF, a, b); }
 #else
 using V = __m256;
-constexpr int L = 8, OCB = 6, NV = 2;
+constexpr int L = 8;
 inline V vzero() { return _mm256_setzero_ps(); }
 inline V vset(float a) { return _mm256_set1_ps(a); }
 inline V vload(const float *p) { return _mm256_loadu_ps(p); }
@@ -48,7 +48,7 @@ inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
 inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
 inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
 #endif
-constexpr int T = L * NV;  // positions per tile
+constexpr int MAX_T = L * 3;  // the most positions of a tile (see run)
 
 struct Plan {
     int64_t cig, cog, taps, kh, kw;
@@ -87,18 +87,30 @@ inline Plan plan(int64_t cig, int64_t cog, const int64_t in[2], const int64_t ou
 
 // Floats of the phased input: every channel, then slack that the last tile of the last
 // channel may read (those lanes are dropped).
-inline int64_t buffer_size(const Plan &pl) { return pl.cig * pl.chan + T + pl.ws + pl.chan; }
+inline int64_t buffer_size(const Plan &pl) {
+    return pl.cig * pl.chan + MAX_T + pl.ws + pl.chan;
+}
 
-// The phased, zero-padded copy of one channel x[h, w] into dst (pl.chan floats).
-inline void fill_channel(const Plan &pl, const float *src, float *dst) {
+// dst[0, n) = src[0, n): a loop rather than memmove, whose call costs more than the copy
+// of the short rows of small planes.
+inline void copy_run(const float *src, float *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + L <= n; i += L) vstore(dst + i, vload(src + i));
+    for (; i < n; ++i) dst[i] = src[i];
+}
+
+// The phased, zero-padded copy of one channel x[h, w] into dst (pl.chan floats). Every
+// channel writes the same elements, so a buffer that held another channel's copy (or was
+// zeroed) keeps its padding: `padded` skips zeroing it again.
+inline void fill_channel(const Plan &pl, const float *src, float *dst, bool padded = false) {
     const int64_t plane = pl.hs * pl.ws;
-    std::fill(dst, dst + pl.chan, 0.0f);
+    if (!padded) std::fill(dst, dst + pl.chan, 0.0f);
     for (int64_t ih = 0; ih < pl.h; ++ih) {
         const int64_t r = ih + pl.ph;
         float *row = dst + (r % pl.sh) * pl.sw * plane + (r / pl.sh) * pl.ws;
         const float *sr = src + ih * pl.w;
         if (pl.sw == 1) {
-            std::copy(sr, sr + pl.w, row + pl.pw);
+            copy_run(sr, row + pl.pw, pl.w);
             continue;
         }
         for (int64_t a = 0; a < pl.sw; ++a) {  // padded columns c = a + j*sw
@@ -129,7 +141,7 @@ inline void fill(const Plan &pl, const float *x, float *buf, bool threaded) {
 inline void store_run(const float *src, const float *res, int act, float lo, float hi,
                       float *dst, int64_t n) {
     if (!res) {
-        std::copy(src, src + n, dst);
+        copy_run(src, dst, n);
         return;
     }
     for (int64_t i = 0; i < n; ++i) {
@@ -142,9 +154,10 @@ inline void store_run(const float *src, const float *res, int act, float lo, flo
 // tap in registers, plus bias[o] (OCB values), clamped to [lo, hi] when `clamp` (a NaN
 // stays NaN). The accumulators never leave this function, so they stay in registers
 // whether or not the compiler inlines it.
+template <int OCB, int NV>
 inline void tile(const Plan &pl, const float *buf, const int64_t *offset, const float *wb,
                  int64_t q0, const float *bias, bool clamp, float lo, float hi,
-                 float (&out)[OCB][T]) {
+                 float (&out)[OCB][L * NV]) {
     V acc[OCB][NV];
     for (int o = 0; o < OCB; ++o)
         for (int j = 0; j < NV; ++j) acc[o][j] = vzero();
@@ -171,11 +184,11 @@ inline void tile(const Plan &pl, const float *buf, const int64_t *offset, const 
     }
 }
 
-// y[cog, ho, wo] (one image and group) from the phased input; w[cog, cig, kh, kw];
-// bias may be null; res (y's shape) is added when not null; act: 0 none, else the result
-// clamped to [lo, hi] (a NaN stays NaN).
-inline void run(const Plan &pl, const float *buf, const float *w, const float *bias,
-                const float *res, int act, float lo, float hi, float *y, bool threaded) {
+// run with a register tile of OCB channels x NV vectors of positions.
+template <int OCB, int NV>
+inline void run_tiles(const Plan &pl, const float *buf, const float *w, const float *bias,
+                      const float *res, int act, float lo, float hi, float *y, bool threaded) {
+    constexpr int T = L * NV;
     std::vector<int64_t> offset(pl.taps);
     const int64_t plane = pl.hs * pl.ws;
     for (int64_t a = 0; a < pl.kh; ++a)
@@ -208,24 +221,34 @@ inline void run(const Plan &pl, const float *buf, const float *w, const float *b
             alignas(64) float out[OCB][T];
             float bias_block[OCB];
             for (int o = 0; o < OCB; ++o) bias_block[o] = bias && o < n_oc ? bias[oc0 + o] : 0.0f;
-            tile(pl, buf, offset.data(), wb.data() + ob * block_size, q0, bias_block,
-                 act && !res, lo, hi, out);
+            tile<OCB, NV>(pl, buf, offset.data(), wb.data() + ob * block_size, q0, bias_block,
+                          act && !res, lo, hi, out);
             // the valid positions: row segments oh, ow in [0, wo)
             const int64_t q1 = std::min(q0 + T, pl.q);
-            for (int64_t q = q0; q < q1;) {
-                const int64_t oh = q / pl.ws, ow = q % pl.ws;
-                const int64_t end = std::min(q1, oh * pl.ws + pl.ws);
-                if (ow < pl.wo) {
-                    const int64_t n = std::min(end, oh * pl.ws + pl.wo) - q;
-                    for (int64_t o = 0; o < n_oc; ++o) {
-                        const int64_t at = (oc0 + o) * pl.ho * pl.wo + oh * pl.wo + ow;
-                        store_run(&out[o][q - q0], res ? res + at : nullptr, act, lo, hi,
-                                  y + at, n);
-                    }
+            for (int64_t oh = q0 / pl.ws, row = oh * pl.ws; row < q1; ++oh, row += pl.ws) {
+                const int64_t a = std::max(q0, row), n = std::min(q1, row + pl.wo) - a;
+                for (int64_t o = 0; o < n_oc && n > 0; ++o) {
+                    const int64_t at = (oc0 + o) * pl.ho * pl.wo + oh * pl.wo + (a - row);
+                    store_run(&out[o][a - q0], res ? res + at : nullptr, act, lo, hi, y + at, n);
                 }
-                q = end;
             }
         }
+}
+
+// y[cog, ho, wo] (one image and group) from the phased input; w[cog, cig, kh, kw];
+// bias may be null; res (y's shape) is added when not null; act: 0 none, else the result
+// clamped to [lo, hi] (a NaN stays NaN). The register tile: 12 channels x 2 vectors on
+// AVX-512 (24 accumulators), or 8 x 3 when the channels are a multiple of 8 but not of 12
+// (64 channels in blocks of 12 would compute 72); 6 x 2 on AVX2.
+inline void run(const Plan &pl, const float *buf, const float *w, const float *bias,
+                const float *res, int act, float lo, float hi, float *y, bool threaded) {
+#if defined(__AVX512F__)
+    if (pl.cog % 12 != 0 && pl.cog % 8 == 0)
+        return run_tiles<8, 3>(pl, buf, w, bias, res, act, lo, hi, y, threaded);
+    run_tiles<12, 2>(pl, buf, w, bias, res, act, lo, hi, y, threaded);
+#else
+    run_tiles<6, 2>(pl, buf, w, bias, res, act, lo, hi, y, threaded);
+#endif
 }
 
 // Depthwise (one input channel per group, `mult` output channels each): every output
@@ -255,7 +278,8 @@ inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t m
 #pragma omp for collapse(2) schedule(static)
         for (int64_t n = 0; n < batch; ++n)
             for (int64_t oc = 0; oc < cout; ++oc) {
-                fill_channel(pl, x + (n * channels + oc / mult) * pl.h * pl.w, buf.data());
+                fill_channel(pl, x + (n * channels + oc / mult) * pl.h * pl.w, buf.data(),
+                             true);  // the vector starts zeroed
                 const float *wc = w + oc * pl.taps;
                 const V b = vset(bias ? bias[oc] : 0.0f);
                 float *yc = y + (n * cout + oc) * out_plane;
@@ -275,17 +299,16 @@ inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t m
                         if (act && !res) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
                         vstore(out + j * L, v);
                     }
+                    // the valid positions: row segments oh, ow in [0, wo) (one division
+                    // per tile: per row, they cost more than a small plane's arithmetic)
                     const int64_t q1 = std::min(q0 + DW_T, pl.q);
-                    for (int64_t q = q0; q < q1;) {
-                        const int64_t oh = q / pl.ws, ow = q % pl.ws;
-                        const int64_t end = std::min(q1, oh * pl.ws + pl.ws);
-                        if (ow < pl.wo) {
-                            const int64_t cnt = std::min(end, oh * pl.ws + pl.wo) - q;
-                            const int64_t at = oh * pl.wo + ow;
-                            store_run(out + (q - q0), rc ? rc + at : nullptr, act, lo, hi,
-                                      yc + at, cnt);
-                        }
-                        q = end;
+                    for (int64_t oh = q0 / pl.ws, row = oh * pl.ws; row < q1;
+                         ++oh, row += pl.ws) {
+                        const int64_t a = std::max(q0, row), cnt = std::min(q1, row + pl.wo) - a;
+                        if (cnt <= 0) continue;
+                        const int64_t at = oh * pl.wo + (a - row);
+                        store_run(out + (a - q0), rc ? rc + at : nullptr, act, lo, hi, yc + at,
+                                  cnt);
                     }
                 }
             }

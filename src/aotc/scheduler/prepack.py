@@ -1,5 +1,7 @@
 """Prepacked weights: a constant that only ever feeds GEMMs as their B operand is stored in
-the GEMM micro-kernel's panel layout, so that no call packs it.
+the GEMM micro-kernel's panel layout, so that no call packs it. So is the weight of a
+convolution on a small output plane (its weights dominate its memory traffic), as the B
+[Cin*taps, Cout] of the GEMM the kernel then runs (kernels/conv.cpp).
 
 The layout (kernels/aotc_kernels.h, aotc_sgemm_pack_b) depends on the ISA the package is
 built for: the panel width `nr` and slice depth `kc` are recorded with the constant, and the
@@ -21,7 +23,7 @@ from ..dtypes import DType
 from ..ir.compress import Count
 from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import Node, loads
-from ..ir.nodes import Gemm, Operand, PackedGemmB, Program, Template
+from ..ir.nodes import SMALL_PLANE, Conv, Gemm, Operand, PackedGemmB, Program, Template
 from .fusion import body_of
 
 # Slice depth of every build, and panel width by ISA (AVX-512: 32, AVX2 and portable: 16):
@@ -80,8 +82,28 @@ def _packing_of(op: Gemm, nr: int) -> PackedGemmB | None:
     return PackedGemmB(k, n, offset, sb_k, sb_n, nr, KC)
 
 
+def _conv_packing(op: Conv, nr: int) -> PackedGemmB | None:
+    """How the convolution reads its weight as the GEMM's B (element (k, n) at n*K + k of the
+    [Cout, Cin, k...] weight), when the kernel's packed path pays: forward, one group, more
+    than one input channel (not the depthwise path), static channels, an output plane of
+    fewer than SMALL_PLANE positions (larger ones take the direct kernel) and no fewer
+    weight rows K than positions (below that, a 1x1 or strided 1x1 convolution moves more
+    output through the transposing store than weight through the packing it saves)."""
+    cin, cout = _static(op.in_channels), _static(op.out_channels)
+    plane = _static(sympy.Mul(*op.out_size))
+    if op.transposed or op.groups != 1 or cin is None or cout is None or plane is None:
+        return None
+    if cin < 2 or cout < MIN_PACKED_N or plane >= SMALL_PLANE:
+        return None
+    k = cin * math.prod(op.kernel)
+    if k < plane:
+        return None
+    return PackedGemmB(k, cout, 0, 1, k, nr, KC)
+
+
 def _readers(program: Program) -> dict[str, list]:
-    """Buffer -> the ops that read it (a Gemm once per operand it reads it as)."""
+    """Buffer -> the ops that read it (a Gemm once per operand it reads it as, a Conv as
+    ("conv", buffer) for its weight)."""
     out: dict[str, list] = {}
     for buf in program.computed():
         body = body_of(buf.op)
@@ -92,6 +114,12 @@ def _readers(program: Program) -> dict[str, list]:
             for role, o in (("a", buf.op.a), ("b", buf.op.b), ("bias", buf.op.bias)):
                 if o is not None:
                     out.setdefault(o.buffer, []).append((role, buf))
+        elif isinstance(buf.op, Conv):
+            others = list(buf.op.reads())
+            others.remove(buf.op.weight)  # any other read of the same buffer stays in
+            for name in others:
+                out.setdefault(name, []).append(None)
+            out.setdefault(buf.op.weight, []).append(("conv", buf))
         elif isinstance(buf.op, Template):
             for name in buf.op.reads():
                 out.setdefault(name, []).append(None)
@@ -113,17 +141,22 @@ def prepack_weights(program: Program, target: Target) -> Program:
         buf = program.buffers[c.buffer]
         uses = readers.get(c.buffer, [])
         packing = None
+        role = {u[0] if u is not None else None for u in uses}
         if (buf.dtype is DType.float32 and c.buffer not in elsewhere and uses
-                and all(u is not None and u[0] == "b" for u in uses)):
-            found = {_packing_of(u[1].op, nr) for u in uses}
+                and len(role) == 1 and role <= {"b", "conv"}):
+            packing_of = _packing_of if role == {"b"} else _conv_packing
+            found = {packing_of(u[1].op, nr) for u in uses}
             if len(found) == 1 and None not in found:
                 packing = found.pop()
         if packing is not None and math.prod(int(s) for s in buf.sizes) == 0:
             packing = None
         if packing is not None:
-            for _, reader in uses:
-                reader.op = dataclasses.replace(reader.op, b_packed=True, b=Operand(
-                    c.buffer, sympy.Integer(0), (sympy.Integer(0),) * 3))
+            for kind, reader in uses:
+                if kind == "conv":
+                    reader.op = dataclasses.replace(reader.op, weight_packed=True)
+                else:
+                    reader.op = dataclasses.replace(reader.op, b_packed=True, b=Operand(
+                        c.buffer, sympy.Integer(0), (sympy.Integer(0),) * 3))
             c = dataclasses.replace(c, packing=packing)
         specs.append(c)
     program.constants = specs

@@ -50,11 +50,12 @@ def c_index(e) -> str:
     if isinstance(e, ModIndex):
         return f"({c_index(e.args[0])}) % {_paren(e.args[1])}"
     if isinstance(e, (sympy.Min, sympy.Max)):
-        fn = "std::min" if isinstance(e, sympy.Min) else "std::max"
+        # by value: std::min's references keep a clamped gather index out of vectors
+        fn = "aotc::imin" if isinstance(e, sympy.Min) else "aotc::imax"
         args = [c_index(a) for a in e.args]
         out = args[0]
         for a in args[1:]:
-            out = f"{fn}<int64_t>({out}, {a})"
+            out = f"{fn}({out}, {a})"
         return out
     if isinstance(e, sympy.Piecewise):  # (value, condition) pairs, the last one `True`
         out = c_index(e.args[-1][0])
@@ -88,6 +89,17 @@ def c_condition(c) -> str:
     if not (den.is_number and den > 0):
         raise NotImplementedError(f"condition {c} has no integer C++ form")
     return f"{c_index(sympy.expand(num))} {op} 0"
+
+
+def narrow_gather(offset, sizes) -> bool:
+    """Whether a load's offset is clamped (a padded window's Min/Max) inside a buffer of
+    fewer than 2**31 static elements: computed in 32 bits it vectorizes as a gather, which
+    g++ does not do for a 64-bit one."""
+    e = sympy.sympify(offset)
+    if not e.has(sympy.Min, sympy.Max):
+        return False
+    total = sympy.Mul(*sizes)
+    return bool(total.is_number) and int(total) < 2**31
 
 
 def _paren(e) -> str:
@@ -136,7 +148,10 @@ class BodyEmitter:
             if self.offset_form is not None:
                 mapping, ranges = self.offset_form
                 off = simplify_index(sympy.sympify(off).xreplace(mapping), ranges)
-            return f"{self.pointer_of(e.buffer)}[{c_index(off)}]"
+            text = c_index(off)
+            if narrow_gather(off, self.sizes[e.buffer]):
+                text = f"int32_t({text})"
+            return f"{self.pointer_of(e.buffer)}[{text}]"
         if isinstance(e, IndexValue):
             return f"{e.dtype.compute.ctype}({c_index(e.expr)})"
         if isinstance(e, Unary):

@@ -602,10 +602,23 @@ def column_axis(op: Reduction, sizes, rv, buffer_sizes: dict) -> int | None:
     if not body_loads or any(not isinstance(ld, Load) for ld in body_loads):
         return None
     offsets = [flat_offset(ld.index, buffer_sizes[ld.buffer]) for ld in body_loads]
+    var = index_vars(len(sizes))[axes[-1]]
+    merged = merge_reduced_axes(op, buffer_sizes) if small_window(op) else None
+    if small_window(op) and (merged is None or small_window(merged[0])):
+        # rows too short to fill the lanes (a pooling window): vectorize along the output
+        return axes[-1] if all(var in sympy.sympify(off).free_symbols for off in offsets) else None
     if any(unit_stride(off, rv[-1]) for off in offsets):
         return None
-    var = index_vars(len(sizes))[axes[-1]]
     return axes[-1] if any(unit_stride(off, var) for off in offsets) else None
+
+
+def small_window(op: Reduction) -> bool:
+    """A reduction over a few elements per output (a pooling window): static ranges of at
+    most WINDOW elements in all, the innermost one shorter than LANES, so a lane reduction
+    would spend its time in the tail and in folding its lanes."""
+    if not all(sympy.sympify(r).is_number for r in op.ranges):
+        return False
+    return int(op.ranges[-1]) < LANES and int(numel(op.ranges)) <= WINDOW
 
 
 def _paren_index(e) -> str:
@@ -624,6 +637,7 @@ def unit_stride(offset, var) -> bool:
 
 COLUMNS = 64  # outputs accumulated side by side by a column reduction: four AVX-512 vectors
 LANES = 16  # independent accumulators per reduction: one AVX-512 (or two AVX2) vectors of float
+WINDOW = 64  # reduced elements per output up to which a short-row reduction goes by columns
 BLOCK = 1024  # elements per lane block: 64 terms per lane before folding into the total
 
 
