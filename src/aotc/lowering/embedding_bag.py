@@ -1,6 +1,6 @@
 """embedding_bag: sums, means or maxima of embedding rows over bags of indices (the bags given
-by offsets, data read at run time), with per-sample weights and a padding index (embedding_renorm, the row renormalization
-max_norm asks for, lives in indexing.py)."""
+by offsets, data read at run time), with per-sample weights and a padding index.
+embedding_renorm, the row renormalization max_norm asks for, lives in indexing.py."""
 from __future__ import annotations
 
 import sympy
