@@ -121,6 +121,8 @@ MILESTONE: dict[str, tuple] = {
     "hash_tensor": (F32, I64, BOOL, F16), "take": (F32, I64, BOOL),
     "unravel_index": (I64,), "nn.functional.one_hot": (I64,), "histc": (F32, F16),
     "histogram": (F32,), "bincount": (I64,), "histogramdd": (F32,),
+    # a decomposed op whose result length export names with an unbacked symbol
+    "combinations": (F32, I64),
     # training-mode batch norm (running statistics updated in place)
     "nn.functional.batch_norm": (F32, BF16), "_native_batch_norm_legit": (F32, F16),
     "_batch_norm_with_update": (F32, BF16),

@@ -205,6 +205,9 @@ class Importer:
         if node.target is torch.ops.aten.sym_storage_offset.default:
             self.env[node] = self._storage_offset(node)
             return
+        if node.target is torch.ops.aten.sym_size.int:
+            self.env[node] = self._size(node)
+            return
         if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat, int, float, bool)):
             value = to_sympy(val)  # shape arithmetic: its value is the expression
             if any(s.is_integer is not True for s in getattr(value, "free_symbols", ())):
@@ -242,6 +245,20 @@ class Importer:
             self.env[node] = self._rebind_mutated(node, node.args[mutated], self.env[node], fresh)
         for position, value in sorted(writes.items()):
             self._rebind_mutated(node, _arg_at(node, op, position), value, fresh)
+
+    def _size(self, node) -> sympy.Expr:
+        """A dim's size as aotc computes the tensor: an unbacked symbol export gave it (the
+        length of a decomposed op's data-dependent result) is bound to that expression."""
+        value = self.arg(node.args[0])
+        symbol = to_sympy(node.meta.get("val"))
+        if not isinstance(value, TensorValue):
+            return symbol
+        size = sympy.sympify(value.sizes[node.args[1] % max(value.ndim, 1)])
+        if isinstance(symbol, sympy.Symbol) and symbol_is_type(symbol, SymT.UNBACKED_INT) \
+                and symbol != size and symbol not in self.program.item_symbols:
+            self.program.item_symbols[symbol] = IndexValue(size, DType.int64)
+            self.program.symbols.setdefault(symbol, (0, None))
+        return size
 
     def _storage_offset(self, node) -> sympy.Expr:
         """A view's storage offset: where its first element sits in its buffer (buffers are
