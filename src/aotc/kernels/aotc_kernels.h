@@ -73,6 +73,26 @@ void aotc_sgemm_prepacked(int64_t batch, int64_t M, int64_t N, int64_t K,
                           int64_t sbias_n, float alpha, float beta,
                           const aotc_gemm_epilogue *epilogue);
 
+/* bfloat16 prepacked weights (compile option precision="bf16"). B [K, N] rounded to
+   bfloat16 (nearest even) in aotc_sgemm_packed_bf16_elems(K, N) uint16 values: K cut into
+   slices as above but of an even depth (ceil(K / ceil(K / kc)) rounded up to even), each
+   slice's depth padded to whole pairs (kc2, a zero row after an odd last slice), N into
+   nr-wide panels, each panel's rows in interleaved pairs:
+     packed[pc * round_up(N, nr) + q * nr * kc2 + ((k - pc) / 2) * 2 * nr + 2 * j + (k - pc) % 2]
+       = bf16(B(k, q*nr + j))
+   aotc_sgemm_prepacked_bf16 is aotc_sgemm_prepacked with such a B: A rounded to bfloat16
+   as it is packed, products summed in float32 (vdpbf16ps: the AVX-512 build needs a CPU
+   with avx512_bf16), bias and epilogue applied in float32. */
+int64_t aotc_sgemm_packed_bf16_elems(int64_t K, int64_t N);
+void aotc_sgemm_pack_b_bf16(int64_t K, int64_t N, const float *B, int64_t sb_k, int64_t sb_n,
+                            uint16_t *packed);
+void aotc_sgemm_prepacked_bf16(int64_t batch, int64_t M, int64_t N, int64_t K,
+                               const float *A, int64_t sa_batch, int64_t sa_m, int64_t sa_k,
+                               const uint16_t *packed_b, float *C, int64_t sc_batch, int64_t ldc,
+                               const float *bias, int64_t sbias_batch, int64_t sbias_m,
+                               int64_t sbias_n, float alpha, float beta,
+                               const aotc_gemm_epilogue *epilogue);
+
 /* Convolution over 1, 2 or 3 spatial dims, single precision, NC[D][H]W contiguous.
    Forward:    y[n, g*Cog + co, o] = bias[g*Cog + co]
                    + sum_{ci, k} w[g*Cog + co, ci, k] * x[n, g*Cig + ci, o*stride - padding + k*dilation]
