@@ -22,6 +22,7 @@ from .package.filelike import is_filelike
 from .package.format import FORMAT_VERSION, ModelFiles
 from .passes.pipeline import Compiled, compile_program
 from .runtime.abi import ABI_VERSION
+from .scheduler.precision import check_precision, pack_panels_bf16, target_metadata
 from .scheduler.prepack import pack_panels
 
 log = logging.getLogger("aotc.perf")
@@ -69,7 +70,8 @@ def pack_weights(program: Program) -> tuple[bytes, list[dict]]:
     for c, (offset, nbytes) in zip(program.constants, constant_layout(program)):
         t = c.data
         if c.packing is not None:  # in the GEMM kernel's panel layout for the target
-            raw = pack_panels(t.reshape(-1).numpy(), c.packing).tobytes()
+            pack = pack_panels_bf16 if c.packing.dtype == "bfloat16" else pack_panels
+            raw = pack(t.reshape(-1).numpy(), c.packing).tobytes()
         else:
             raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
         if len(raw) != nbytes:
@@ -126,7 +128,8 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
         "abi_version": ABI_VERSION,
         "aotc_version": __version__,
         "torch_version": torch.__version__,
-        "target": {"device": target.device, "arch": target.arch, "isa": target.isa},
+        "target": {"device": target.device, "arch": target.arch, "isa": target.isa,
+                   **target_metadata(opts.precision)},
         "inputs": inputs,
         "outputs": outputs,
         "output_leaves": leaves,
@@ -165,9 +168,12 @@ def _compile_one(prog, opts: Options, name: str, given: frozenset = frozenset())
         return files
     t0 = time.perf_counter()
     named = Options.parse({**asdict(opts), "model_name": name})
-    compiled = compile_program(prog, target_for(opts.isa), opts.opt_level,
+    target = target_for(opts.isa)
+    check_precision(opts.precision, target, opts.isa)
+    compiled = compile_program(prog, target, opts.opt_level,
                                named.debug_path(name), header=f"model '{name}'",
-                               metadata=library_metadata(name, named), freezing=opts.freezing)
+                               metadata=library_metadata(name, named), freezing=opts.freezing,
+                               precision=opts.precision)
     weights, table = pack_weights(compiled.program)
     meta = build_metadata(prog, compiled, named, table)
     log.info("compiled model %r in %.2f s (%s)", name, time.perf_counter() - t0,

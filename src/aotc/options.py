@@ -9,6 +9,9 @@ from pathlib import Path
 
 from .errors import CompileError
 
+# values of the `precision` option (scheduler/precision.py)
+PRECISIONS = ("fp32", "bf16")
+
 # Inductor's spelling -> aotc's option of the same meaning
 INDUCTOR_ALIASES = {
     "cpp.threads": "num_threads",
@@ -57,6 +60,9 @@ class Options:
     metadata: dict = field(default_factory=dict)  # user key/values, returned by metadata()
     package: bool = True  # aot_inductor.package: aot_compile returns what package_aoti takes
     max_autotune: bool = False  # measure ISA levels and thread counts, keep the fastest
+    # fp32 | bf16: "bf16" stores the prepacked GEMM weights as bfloat16 and multiplies them
+    # with avx512_bf16 (scheduler/precision.py)
+    precision: str = "fp32"
 
     @classmethod
     def parse(cls, options: dict | None) -> Options:
@@ -88,6 +94,9 @@ class Options:
         for key in ("freezing", "package", "max_autotune"):
             if not isinstance(getattr(opts, key), bool):
                 raise CompileError(f"{key} must be True or False, got {getattr(opts, key)!r}")
+        if opts.precision not in PRECISIONS:
+            raise CompileError(f"precision must be one of {list(PRECISIONS)}, got "
+                               f"{opts.precision!r}")
         if not isinstance(opts.metadata, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in opts.metadata.items()):
             raise CompileError(f"metadata ('aot_inductor.metadata') must be a dict of strings "

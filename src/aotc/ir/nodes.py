@@ -100,7 +100,8 @@ class Gemm(Template):
 
     Operands carry (batch, rows, cols) strides; the output is contiguous (batch, M, N)
     (a 2-D output simply has batch 1). With `b_packed`, b names a constant stored in the
-    kernel's panel layout (its ConstantSpec.packing says how), shared by the whole batch.
+    kernel's panel layout (its ConstantSpec.packing says how), shared by the whole batch;
+    with `b_bf16` too, that layout holds bfloat16 (the precision="bf16" kernel).
     An `epilogue` is a pointwise body over the output's index (i0, ..., i{n-1} of the
     buffer's sizes), reading the product (with its bias) as Load(epilogue_source, identity):
     each output element holds its value instead, computed as the kernel finishes a tile.
@@ -116,6 +117,7 @@ class Gemm(Template):
     alpha: float = 1.0
     beta: float = 1.0
     b_packed: bool = False
+    b_bf16: bool = False
     epilogue: Node | None = None
     epilogue_source: str = ""
 
@@ -142,6 +144,8 @@ class Gemm(Template):
     def describe(self) -> str:
         bias = f" + {self.beta}*{format_operand(self.bias)}" if self.bias else ""
         b = f"packed {self.b.buffer}" if self.b_packed else format_operand(self.b)
+        if self.b_bf16:
+            b = f"bf16 {b}"
         then = ""
         if self.epilogue is not None:
             from .printer import format_expr  # the printer imports this module
@@ -450,10 +454,18 @@ class PackedGemmB:
     sb_n: int
     nr: int
     kc: int
+    # "float32", or "bfloat16": the layout of aotc_sgemm_pack_b_bf16 (rows in pairs)
+    dtype: str = "float32"
 
     def floats(self) -> int:
         """aotc_sgemm_packed_floats: k rows of n padded to whole panels."""
         return self.k * -(-self.n // self.nr) * self.nr
+
+    def nbytes(self) -> int:
+        """Bytes of the packed layout (bfloat16: whole pairs of rows, 2 bytes a value)."""
+        if self.dtype == "bfloat16":
+            return (self.k + self.k % 2) * -(-self.n // self.nr) * self.nr * 2
+        return self.floats() * 4
 
 
 @dataclass

@@ -186,6 +186,9 @@ def _packing(value: Any, path: str, numel: int, dtype) -> int:
         raise _Bad(f"{path}.layout", "'gemm_b_panels'", p.get("layout"))
     if dtype.name != "float32":
         raise _Bad(f"{path}", "a float32 constant (only float32 GEMM weights are packed)", dtype.name)
+    stored = p.get("dtype", "float32")
+    if stored not in ("float32", "bfloat16"):
+        raise _Bad(f"{path}.dtype", "'float32' or 'bfloat16'", stored)
     f = {name: _int(_get(p, name, path), f"{path}.{name}", -_MAX_DIM, _MAX_DIM)
          for name in _PACKING_FIELDS}
     for name in ("k", "n", "nr", "kc"):
@@ -195,6 +198,8 @@ def _packing(value: Any, path: str, numel: int, dtype) -> int:
                for i in (0, 1) for j in (0, 1)]
     if min(corners) < 0 or max(corners) >= numel:
         raise _Bad(path, f"a layout reading inside the constant's {numel} values", corners)
+    if stored == "bfloat16":  # whole pairs of rows, 2 bytes a value
+        return (f["k"] + f["k"] % 2) * -(-f["n"] // f["nr"]) * f["nr"] * 2
     return f["k"] * -(-f["n"] // f["nr"]) * f["nr"] * 4
 
 
@@ -222,6 +227,10 @@ def _validate(meta: Any) -> None:
     if target["arch"] not in ARCHES:
         raise _Bad("target.arch", f"one of {', '.join(ARCHES)}", target["arch"])
     _str(_get(target, "isa", "target"), "target.isa")
+    if "features" in target:  # CPU features beyond the arch's, space separated
+        _str(target["features"], "target.features")
+    if target.get("precision", "fp32") not in ("fp32", "bf16"):
+        raise _Bad("target.precision", "'fp32' or 'bf16'", target["precision"])
     symbols = _symbols(_get(meta, "symbols", ""))
     _inputs(_get(meta, "inputs", ""), symbols)
     outputs = _list(_get(meta, "outputs", ""), "outputs")

@@ -80,10 +80,11 @@ def _plan_dump(plan: MemoryPlan) -> str:
 def compile_program(ep, target: Target, opt_level: str = "-O3",
                     debug_dir: Path | None = None, header: str = "",
                     build: bool = True, metadata: dict[str, str] | None = None,
-                    freezing: bool = False) -> Compiled:
+                    freezing: bool = False, precision: str = "fp32") -> Compiled:
     """Run every stage in order (`build=False` stops after codegen: no compiler runs).
     `metadata` (string pairs) is compiled into the library, which reports it to loaders;
-    `freezing` folds subgraphs that read only weights into constants at import."""
+    `freezing` folds subgraphs that read only weights into constants at import; `precision`
+    "bf16" packs GEMM weights as bfloat16 (scheduler/precision.py)."""
     from ..frontend.importer import import_program
 
     timings: dict[str, float] = {}
@@ -96,7 +97,7 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
               format_program),
         Stage("dce", lambda: remove_dead_buffers(state["import"]), format_program),
         Stage("fuse", lambda: fuse_pointwise(state["dce"]), format_program),
-        Stage("prepack", lambda: prepack_weights(state["fuse"], target), format_program),
+        Stage("prepack", lambda: prepack_weights(state["fuse"], target, precision), format_program),
         Stage("group", lambda: group_rows(state["prepack"]), _schedule_dump),
         Stage("plan", lambda: plan_memory(
             state["prepack"], kernel_members(state["group"]),

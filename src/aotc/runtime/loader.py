@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..build.toolchain import cache_dir, missing_features
+from ..build.toolchain import cache_dir, cpu_flags, missing_features
 from ..dtypes import DType
 from ..errors import InputError, PackageError, RuntimeFailure
 from ..package.filelike import is_filelike, spilled
@@ -370,6 +370,12 @@ def _check_target(path: str, meta: dict) -> None:
         raise PackageError(f"{path} was compiled for device {target.get('device')!r}; this "
                            "runtime runs cpu packages")
     missing = missing_features(target.get("arch", ""))
+    needed = set(str(target.get("features", "")).split())  # beyond the arch's (a bf16 GEMM)
+    if needed - set(cpu_flags()):
+        missing = missing | (needed - set(cpu_flags()))
+        raise PackageError(f"{path} was compiled for {target.get('arch')} ({target.get('isa')}) "
+                           f"with precision {target.get('precision', 'fp32')!r}; this CPU lacks "
+                           f"{sorted(missing)}. Recompile with options={{'precision': 'fp32'}}")
     if missing:
         raise PackageError(f"{path} was compiled for {target.get('arch')} ({target.get('isa')}); "
                            f"this CPU lacks {sorted(missing)}. Recompile with "

@@ -59,6 +59,7 @@ bool has_feature(const std::string &f) {
   if (f == "avx512bw") return __builtin_cpu_supports("avx512bw");
   if (f == "avx512vl") return __builtin_cpu_supports("avx512vl");
   if (f == "avx512dq") return __builtin_cpu_supports("avx512dq");
+  if (f == "avx512_bf16") return __builtin_cpu_supports("avx512bf16");
 #endif
   (void)f;
   return false;
@@ -87,6 +88,20 @@ void check_target(const std::string &meta, const std::string &label) {
   if (!missing.empty())
     fail_package(label, "was compiled for " + arch + " (" + isa + "); this CPU lacks" + missing +
                  ". Recompile with options={'isa': 'avx2'} (or 'sse2') for older machines");
+  // features beyond the arch's (space separated): avx512_bf16 for precision "bf16"
+  std::string features, precision = "fp32";
+  json_lookup(meta, {"target", "features"}, &features);
+  json_lookup(meta, {"target", "precision"}, &precision);
+  for (size_t at = 0; at < features.size();) {
+    const size_t end = std::min(features.find(' ', at), features.size());
+    const std::string f = features.substr(at, end - at);
+    if (!f.empty() && !has_feature(f)) missing += " " + f;
+    at = end + 1;
+  }
+  if (!missing.empty())
+    fail_package(label, "was compiled for " + arch + " (" + isa + ") with precision '" +
+                 precision + "'; this CPU lacks" + missing +
+                 ". Recompile with options={'precision': 'fp32'}");
 }
 
 uint64_t chunk_bytes(const std::string &meta, const std::string &model, const std::string &label) {

@@ -126,9 +126,10 @@ def _readers(program: Program) -> dict[str, list]:
     return out
 
 
-def prepack_weights(program: Program, target: Target) -> Program:
+def prepack_weights(program: Program, target: Target, precision: str = "fp32") -> Program:
     """Mark each float32 constant read only as the B of GEMMs (all reading it alike) as
-    packed, and those GEMMs as reading it packed."""
+    packed, and those GEMMs as reading it packed; with precision "bf16", a GEMM weight
+    (not a convolution's) is packed as bfloat16 (scheduler/precision.py)."""
     nr = panel_width(target)
     readers = _readers(program)
     elsewhere = (set(program.outputs) | set(program.updates) | set(program.updates.values())
@@ -148,6 +149,8 @@ def prepack_weights(program: Program, target: Target) -> Program:
             found = {packing_of(u[1].op, nr) for u in uses}
             if len(found) == 1 and None not in found:
                 packing = found.pop()
+                if precision == "bf16" and role == {"b"}:
+                    packing = dataclasses.replace(packing, dtype="bfloat16")
         if packing is not None and math.prod(int(s) for s in buf.sizes) == 0:
             packing = None
         if packing is not None:
@@ -155,7 +158,8 @@ def prepack_weights(program: Program, target: Target) -> Program:
                 if kind == "conv":
                     reader.op = dataclasses.replace(reader.op, weight_packed=True)
                 else:
-                    reader.op = dataclasses.replace(reader.op, b_packed=True, b=Operand(
+                    reader.op = dataclasses.replace(
+                        reader.op, b_packed=True, b_bf16=packing.dtype == "bfloat16", b=Operand(
                         c.buffer, sympy.Integer(0), (sympy.Integer(0),) * 3))
             c = dataclasses.replace(c, packing=packing)
         specs.append(c)

@@ -18,7 +18,7 @@ def constant_layout(program: Program) -> list[tuple[int, int]]:
     layout, end = [], 0
     for c in program.constants:
         buf = program.buffers[c.buffer]
-        nbytes = (c.packing.floats() * 4 if c.packing is not None
+        nbytes = (c.packing.nbytes() if c.packing is not None
                   else math.prod(int(s) for s in buf.sizes) * buf.dtype.itemsize)
         offset = -(-end // WEIGHT_ALIGN) * WEIGHT_ALIGN
         layout.append((offset, nbytes))

@@ -13,6 +13,7 @@ def emit_packing(code: CodeBuffer, program: Program) -> None:
     """`check_packing()` inside the anonymous namespace: whether the kernel linked into this
     library uses the panel layout the package's weights were packed in."""
     layouts = {(c.packing.nr, c.packing.kc) for c in program.constants if c.packing}
+    # (a bfloat16 layout has the same panel width and slice depth, rounded to pairs)
     assert len(layouts) <= 1, "one build packs every weight for one micro-kernel"
     code.line("// The packed-weight layout this package was written in (aotc_sgemm_pack_b).")
     code.line("int check_packing() {")
@@ -48,10 +49,12 @@ def emit_pack_abi(code: CodeBuffer, program: Program) -> None:
         p = c.packing
         if p is None:
             continue
+        pack, out = (("aotc_sgemm_pack_b_bf16", "uint16_t") if p.dtype == "bfloat16"
+                     else ("aotc_sgemm_pack_b", "float"))
         code.lines_of([
             f"    case {k}:",
-            f"      aotc_sgemm_pack_b({p.k}, {p.n}, static_cast<const float *>(src) + {p.offset}, "
-            f"{p.sb_k}, {p.sb_n}, static_cast<float *>(dst));",
+            f"      {pack}({p.k}, {p.n}, static_cast<const float *>(src) + {p.offset}, "
+            f"{p.sb_k}, {p.sb_n}, static_cast<{out} *>(dst));",
             "      return AOTC_OK;",
         ])
     code.lines_of([
