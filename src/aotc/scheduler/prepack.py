@@ -148,9 +148,10 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
             packing_of = _packing_of if role == {"b"} else _conv_packing
             found = {packing_of(u[1].op, nr) for u in uses}
             if len(found) == 1 and None not in found:
-                packing = found.pop()
-                if precision == "bf16" and role == {"b"}:
-                    packing = dataclasses.replace(packing, dtype="bfloat16")
+                one = found.pop()
+                assert one is not None
+                packing = (dataclasses.replace(one, dtype="bfloat16")
+                           if precision == "bf16" and role == {"b"} else one)
         if packing is not None and math.prod(int(s) for s in buf.sizes) == 0:
             packing = None
         if packing is not None:
