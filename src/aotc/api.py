@@ -163,7 +163,9 @@ def _compile_one(prog, opts: Options, name: str, given: frozenset = frozenset())
         from .autotune import autotune
 
         files, _ = autotune(prog, lambda isa: _compile_one(prog, replace(
-            opts, isa=isa, max_autotune=False), name), opts.isa if "isa" in given else None,
+            opts, isa=isa, max_autotune=False), name),
+            # bf16 GEMMs run on AVX-512 alone: the AVX2 candidate would be refused
+            opts.isa if "isa" in given or opts.precision == "bf16" else None,
             opts.num_threads if given & {"num_threads", "cpp.threads"} else None)
         return files
     t0 = time.perf_counter()
