@@ -308,6 +308,25 @@ def test_foreign_model_library_is_refused(test_programs, plain_example, tmp_path
         aotc.load_package(package)
 
 
+def test_package_needing_a_missing_cpu_feature_is_refused(test_programs, plain_example, tmp_path):
+    """target.features (precision "bf16" records avx512_bf16) is checked as the arch is."""
+    from aotc.package.format import ModelFiles, PackageReader, write_package
+
+    reader = PackageReader(plain_example / "model.pt2")
+    meta = reader.metadata("model")
+    weights = bytes(reader.weights("model", meta)[0])
+    library = reader.library("model", meta)
+    reader.close()
+    meta["target"] = {**meta["target"], "precision": "bf16", "features": "no_such_cpu_feature"}
+    package = write_package(tmp_path / "needs.pt2", {"model": ModelFiles(meta, library, "",
+                                                                         weights)})
+    proc, _ = run_model(test_programs, package, "model", [example_input(2)], tmp_path)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "with precision 'bf16'; this CPU lacks no_such_cpu_feature" in proc.stdout
+    with pytest.raises(aotc.PackageError, match="lacks.*no_such_cpu_feature"):
+        aotc.load_package(package)
+
+
 @pytest.mark.parametrize("env, spin", [({}, wait_policy.SPIN_COUNT),
                                        ({"OMP_WAIT_POLICY": "passive"}, "0"),
                                        ({"GOMP_SPINCOUNT": "12345"}, "12345")],
