@@ -148,7 +148,7 @@ constexpr int NV = int(NR / 16);
 template <int ROWS, int W>
 __attribute__((always_inline)) inline void
 accumulate_bf16(int64_t kp, const uint16_t *__restrict a, const uint16_t *__restrict b,
-                __m512 (&acc)[ROWS][W]) {
+                __m512 (&acc)[ROWS][W], const char *pf, int64_t pf_lines) {
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i)
 #pragma GCC unroll 4
@@ -158,6 +158,7 @@ accumulate_bf16(int64_t kp, const uint16_t *__restrict a, const uint16_t *__rest
         __m512bh bv[W];
 #pragma GCC unroll 4
         for (int v = 0; v < W; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + 32 * v);
+        if (p < pf_lines) _mm_prefetch(pf + 64 * p, _MM_HINT_T1);
 #pragma GCC unroll 16
         for (int i = 0; i < ROWS; ++i) {
             uint32_t pair;
@@ -173,9 +174,10 @@ accumulate_bf16(int64_t kp, const uint16_t *__restrict a, const uint16_t *__rest
 
 template <int ROWS, int W>
 void kernel_bf16(int64_t kp, const uint16_t *a, const uint16_t *b, float *c, int64_t ldc,
-                 int64_t mr, int64_t nr, const Epilogue &e, bool fast_bias) {
+                 int64_t mr, int64_t nr, const Epilogue &e, bool fast_bias,
+                 const char *pf, int64_t pf_lines) {
     __m512 acc[ROWS][W];
-    accumulate_bf16<ROWS, W>(kp, a, b, acc);
+    accumulate_bf16<ROWS, W>(kp, a, b, acc, pf, pf_lines);
     if (fast_bias) return aotc_gemm::store_zmm<ROWS, W>(acc, c, ldc, mr, nr, e);
     alignas(64) float tile[MR * NR];
     for (int i = 0; i < ROWS; ++i)
@@ -185,19 +187,21 @@ void kernel_bf16(int64_t kp, const uint16_t *a, const uint16_t *b, float *c, int
 
 template <int W>
 void kernel_rows(int64_t kp, const uint16_t *a, const uint16_t *b, float *c, int64_t ldc,
-                 int64_t mr, int64_t nr, const Epilogue &e, bool fast_bias) {
-    if (mr > 8) kernel_bf16<MR, W>(kp, a, b, c, ldc, mr, nr, e, fast_bias);
-    else if (mr > 4) kernel_bf16<8, W>(kp, a, b, c, ldc, mr, nr, e, fast_bias);
-    else if (mr > 2) kernel_bf16<4, W>(kp, a, b, c, ldc, mr, nr, e, fast_bias);
-    else if (mr > 1) kernel_bf16<2, W>(kp, a, b, c, ldc, mr, nr, e, fast_bias);
-    else kernel_bf16<1, W>(kp, a, b, c, ldc, mr, nr, e, fast_bias);
+                 int64_t mr, int64_t nr, const Epilogue &e, bool fast_bias,
+                 const char *pf, int64_t pf_lines) {
+    if (mr > 8) kernel_bf16<MR, W>(kp, a, b, c, ldc, mr, nr, e, fast_bias, pf, pf_lines);
+    else if (mr > 4) kernel_bf16<8, W>(kp, a, b, c, ldc, mr, nr, e, fast_bias, pf, pf_lines);
+    else if (mr > 2) kernel_bf16<4, W>(kp, a, b, c, ldc, mr, nr, e, fast_bias, pf, pf_lines);
+    else if (mr > 1) kernel_bf16<2, W>(kp, a, b, c, ldc, mr, nr, e, fast_bias, pf, pf_lines);
+    else kernel_bf16<1, W>(kp, a, b, c, ldc, mr, nr, e, fast_bias, pf, pf_lines);
 }
 static_assert(MR > 8 && MR <= 16 && NV == 2, "kernel_rows assumes 12x32-like tiles");
 
 void tile_bf16(int64_t kp, const uint16_t *a, const uint16_t *b, float *c, int64_t ldc,
-               int64_t mr, int64_t nr, const Epilogue &e, bool fast_bias) {
-    if (nr > 16) kernel_rows<2>(kp, a, b, c, ldc, mr, nr, e, fast_bias);
-    else kernel_rows<1>(kp, a, b, c, ldc, mr, nr, e, fast_bias);
+               int64_t mr, int64_t nr, const Epilogue &e, bool fast_bias,
+                 const char *pf, int64_t pf_lines) {
+    if (nr > 16) kernel_rows<2>(kp, a, b, c, ldc, mr, nr, e, fast_bias, pf, pf_lines);
+    else kernel_rows<1>(kp, a, b, c, ldc, mr, nr, e, fast_bias, pf, pf_lines);
 }
 
 #pragma GCC pop_options
@@ -205,7 +209,7 @@ void tile_bf16(int64_t kp, const uint16_t *a, const uint16_t *b, float *c, int64
 
 // The same products without vdpbf16ps: operands widened back to float32, summed in pairs.
 void tile_bf16(int64_t kp, const uint16_t *a, const uint16_t *b, float *c, int64_t ldc,
-               int64_t mr, int64_t nr, const Epilogue &e, bool) {
+               int64_t mr, int64_t nr, const Epilogue &e, bool, const char *, int64_t) {
     float tile[MR * NR] = {};
     for (int64_t p = 0; p < kp; ++p, a += 2 * MR, b += 2 * NR)
         for (int64_t i = 0; i < MR; ++i)
@@ -253,15 +257,23 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
         for (int64_t ic = m0; ic < m1; ic += mcb) {
             const int64_t mc = std::min(mcb, m1 - ic);
             pack_a_bf16(A + ic * p.sa_m + pc * p.sa_k, p.sa_m, p.sa_k, mc, kc, tmp, Ap);
+            // while the tiles of one B panel run, the first few (up to 4) pull the next
+            // panel into L2, a cache line per K pair (as gemm.cpp's macro kernel does)
+            const int64_t tiles = ceil_div(mc, MR), lines = kc2 / 2 * 2 * NR * 2 / 64;
+            const int64_t per_tile = std::min(kc2 / 2, ceil_div(lines, std::min<int64_t>(tiles, 4)));
             for (int64_t jr = n0; jr < n1; jr += NR) {
                 const int64_t nr = std::min(NR, n1 - jr);
                 const uint16_t *panel = p.B + pc * npad + jr * kc2;
+                const char *next = jr + NR < n1 ? reinterpret_cast<const char *>(panel + NR * kc2) : nullptr;
                 for (int64_t ir = 0; ir < mc; ir += MR) {
                     const int64_t mr = std::min(MR, mc - ir);
+                    const int64_t first = ir / MR * per_tile;
+                    const int64_t pf_lines = next ? std::max<int64_t>(0, std::min(per_tile, lines - first)) : 0;
                     Epilogue e{p.alpha, p.beta, pc > 0, nullptr, p.sbias_m, p.sbias_n};
                     if (pc == 0 && bias) e.bias = bias + (ic + ir) * p.sbias_m + jr * p.sbias_n;
                     float *c = C + (ic + ir) * p.ldc + jr;
-                    tile_bf16(kc2 / 2, Ap + ir * kc2, panel, c, p.ldc, mr, nr, e, fast_bias);
+                    tile_bf16(kc2 / 2, Ap + ir * kc2, panel, c, p.ldc, mr, nr, e, fast_bias,
+                              next ? next + 64 * first : nullptr, pf_lines);
                     if (last && p.post) p.post->fn(p.post->ctx, c, p.ldc, b * p.M + ic + ir, jr, mr, nr);
                 }
             }
