@@ -69,19 +69,29 @@ def test_odd_shapes_dynamic_rows_and_epilogue(tmp_path):
     inputs = (torch.randn(13, 37),)
     rows = torch.export.Dim("rows", min=1, max=4096)
     ep, model = _compile(tmp_path, module, inputs, dynamic_shapes=({0: rows},))
+    model = aotc.load_package(tmp_path / "m.pt2", num_threads=2)
     assert model.package_metadata["target"]["precision"] == "bf16"
     assert model.package_metadata["target"]["features"] == BF16_FEATURE
+    one = aotc.load_package(tmp_path / "m.pt2", num_threads=1)
     for m in (1, 5, 13, 25, 150, 301):  # one row, partial tiles, several MC blocks
-        _check(model, ep, module, (torch.randn(m, 37),))
+        x = torch.randn(m, 37)
+        _check(model, ep, module, (x,))
+        # the threads split rows or columns, never K: every thread count sums alike
+        torch.testing.assert_close(one(x), model(x), rtol=0, atol=0)
 
 
 @needs_bf16
-def test_deep_k_over_several_slices_and_batches(tmp_path):
+@pytest.mark.parametrize("batch", [1, 3])
+def test_deep_k_over_several_slices_and_batches(tmp_path, batch):
     torch.manual_seed(1)
     module = NoBiasMatmul()  # K = 1031: two slices of 516 and 515 rows (the last one odd)
-    inputs = (torch.randn(3, 29, 1031),)
+    inputs = (torch.randn(batch, 29, 1031),)
     ep, model = _compile(tmp_path, module, inputs)
     _check(model, ep, module, inputs)
+    # two threads split the columns (29 rows are one block): the same sums as one thread
+    one = aotc.load_package(tmp_path / "m.pt2", num_threads=1)
+    two = aotc.load_package(tmp_path / "m.pt2", num_threads=2)
+    torch.testing.assert_close(one(*inputs), two(*inputs), rtol=0, atol=0)
 
 
 @needs_bf16
