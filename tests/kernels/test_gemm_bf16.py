@@ -151,3 +151,17 @@ def test_loader_refuses_a_package_needing_a_missing_feature():
                        "features": "no_such_cpu_feature"}}
     with pytest.raises(PackageError, match="lacks.*no_such_cpu_feature.*precision"):
         _check_target("m.pt2", meta)
+
+
+@needs_bf16
+def test_max_autotune_keeps_the_isa_that_has_bf16(tmp_path):
+    torch.manual_seed(3)
+    module = Odd()
+    inputs = (torch.randn(8, 37),)
+    with torch.no_grad():
+        ep = torch.export.export(module.eval(), inputs)
+    model = aotc.load_package(aotc.compile_and_package(
+        ep, tmp_path / "m.pt2", options={"precision": "bf16", "max_autotune": True}))
+    assert model.package_metadata["target"]["precision"] == "bf16"
+    assert {r["isa"] for r in model.package_metadata["autotune"]["measured"]} == {"host"}
+    _check(model, ep, module, inputs)
