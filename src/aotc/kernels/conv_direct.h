@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace aotc_conv_direct {
@@ -433,8 +434,20 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
     const bool clamp_here = act && !res;
 #pragma omp parallel if (threaded)
     {
-        std::vector<float> ib(hp * wp * L, 0.0f);  // its padding stays zero
-        std::vector<float> ob((out_plane + L) * L, 0.0f);
+        // scratch left uninitialized but for the padding of ib (zeroed once: every block
+        // writes the same interior) and the slack of ob (read by the last transpose back)
+        const std::unique_ptr<float[]> ib(new float[hp * wp * L]);
+        const std::unique_ptr<float[]> ob(new float[(out_plane + L) * L]);
+        std::fill(ob.get() + out_plane * L, ob.get() + (out_plane + L) * L, 0.0f);
+        for (int64_t r = 0; r < hp; ++r) {
+            float *row = ib.get() + r * wp * L;
+            if (r < pl.ph || r >= pl.ph + pl.h) {
+                std::fill(row, row + wp * L, 0.0f);
+            } else {
+                std::fill(row, row + pl.pw * L, 0.0f);
+                std::fill(row + (pl.pw + pl.w) * L, row + wp * L, 0.0f);
+            }
+        }
         std::vector<float> wb(pl.taps * L);
         alignas(64) float part[L];
 #pragma omp for collapse(2) schedule(static)
@@ -458,14 +471,14 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
                     }
                     transpose(r);
                     for (int64_t j = 0; j < cnt; ++j) {
-                        vstore(ib.data() + ((ih + pl.ph) * wp + iw + pl.pw) * L, r[j]);
+                        vstore(ib.get() + ((ih + pl.ph) * wp + iw + pl.pw) * L, r[j]);
                         if (++iw == pl.w) iw = 0, ++ih;
                     }
                 }
                 // compute: up to DWB_OW output positions of a row at a time
                 for (int64_t oh = 0; oh < pl.ho; ++oh) {
-                    const DwRow row{pl, wp, ib.data() + oh * pl.sh * wp * L, wb.data(), bv,
-                                    vlo, vhi, clamp_here, ob.data() + oh * pl.wo * L};
+                    const DwRow row{pl, wp, ib.get() + oh * pl.sh * wp * L, wb.data(), bv,
+                                    vlo, vhi, clamp_here, ob.get() + oh * pl.wo * L};
                     int64_t ow = 0;
                     for (; ow + DWB_OW <= pl.wo; ow += DWB_OW)
                         dw_tile<DWB_OW>(row, ow);
@@ -486,7 +499,7 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
                 for (int64_t p0 = 0; p0 < out_plane; p0 += L) {
                     const int64_t cnt = std::min<int64_t>(L, out_plane - p0);
                     V r[L];
-                    for (int j = 0; j < L; ++j) r[j] = vload(ob.data() + (p0 + j) * L);
+                    for (int j = 0; j < L; ++j) r[j] = vload(ob.get() + (p0 + j) * L);
                     transpose(r);
                     for (int64_t c = 0; c < nc; ++c) {
                         float *dst = yb + c * out_plane + p0;
