@@ -52,6 +52,11 @@ CASES = {
                                      (3, 9, 1, 2)),
     "depthwise_blocked_conv1d": (lambda: nn.Conv1d(18, 18, 5, stride=2, padding=2, groups=18),
                                  (2, 18, 41)),
+    # even kernels, as many taps as a vector has lanes (AVX-512: 16, AVX2: 8)
+    "depthwise_blocked_4x4_taps": (lambda: nn.Conv2d(17, 17, 4, padding=1, groups=17),
+                                   (1, 17, 10, 9)),
+    "depthwise_blocked_conv1d_8_taps": (lambda: nn.Conv1d(11, 11, 8, padding=3, groups=11),
+                                        (2, 11, 30)),
     "pointwise": (lambda: nn.Conv2d(8, 16, 1), (2, 8, 5, 7)),
     "pointwise_groups_no_bias": (lambda: nn.Conv2d(8, 16, 1, groups=2, bias=False),
                                  (2, 8, 5, 7)),
