@@ -4,6 +4,10 @@ it) alone, aotc against eager torch. Timed by the calling thread's CPU time (rob
 loaded machine), interleaved repetitions, medians.
 
     python benchmarks/conv_layers.py [--layers] [--models resnet18 mobilenetv2] [--reps 7] [--ort]
+                                     [--match REGEX] [--no-model]
+
+--match keeps the layers whose description ("576->576 k3 s2 g576 14x14") matches REGEX (a
+search); --no-model skips the whole network.
 
 --ort adds ONNX Runtime (one intra-op thread, so it runs on the calling thread) as a third
 contender, timed the same way.
@@ -11,6 +15,7 @@ contender, timed the same way.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import tempfile
@@ -116,17 +121,22 @@ def main() -> None:
     ap.add_argument("--layers", action="store_true")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--ort", action="store_true")
+    ap.add_argument("--match", default="")
+    ap.add_argument("--no-model", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     for name in args.models:
         model = MODELS[name]().eval()
         x = torch.randn(1, 3, 224, 224)
-        r = compare(model, x, args.reps, ort=args.ort)
-        print(f"{name}: {describe(r)}", flush=True)
+        if not args.no_model:
+            r = compare(model, x, args.reps, ort=args.ort)
+            print(f"{name}: {describe(r)}", flush=True)
         if not args.layers:
             continue
         for desc, m, xin in distinct_convs(model, x):
+            if not re.search(args.match, desc):
+                continue
             r = compare(m, xin, args.reps, budget_ms=40.0, ort=args.ort)
             print(f"  {desc:32s} {describe(r)}", flush=True)
 

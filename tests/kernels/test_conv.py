@@ -36,6 +36,27 @@ CASES = {
                                (2, 16, 33, 35)),
     "depthwise_conv1d_multiplier": (lambda: nn.Conv1d(3, 6, 5, stride=2, padding=2, groups=3),
                                     (2, 3, 131)),
+    # the channel-blocked kernel (multiplier 1): blocks of 16 (AVX-512) or 8 (AVX2) channels
+    # with a partial last one, planes whose size is not a multiple of the block
+    "depthwise_blocked_partial_block": (lambda: nn.Conv2d(37, 37, 3, padding=1, groups=37),
+                                        (2, 37, 7, 7)),
+    "depthwise_blocked_s2_odd": (lambda: nn.Conv2d(20, 20, 3, stride=2, padding=1, groups=20),
+                                 (1, 20, 15, 13)),
+    "depthwise_blocked_dilated_asymmetric": (
+        lambda: nn.Conv2d(24, 24, (5, 3), stride=(1, 2), padding=(4, 0), dilation=(2, 3),
+                          groups=24), (2, 24, 11, 17)),
+    "depthwise_blocked_large_plane_threaded": (
+        lambda: nn.Conv2d(33, 33, 3, stride=2, padding=1, groups=33, bias=False),
+        (1, 33, 57, 58)),
+    "depthwise_blocked_tiny_plane": (lambda: nn.Conv2d(9, 9, 3, padding=1, groups=9),
+                                     (3, 9, 1, 2)),
+    "depthwise_blocked_conv1d": (lambda: nn.Conv1d(18, 18, 5, stride=2, padding=2, groups=18),
+                                 (2, 18, 41)),
+    # even kernels, as many taps as a vector has lanes (AVX-512: 16, AVX2: 8)
+    "depthwise_blocked_4x4_taps": (lambda: nn.Conv2d(17, 17, 4, padding=1, groups=17),
+                                   (1, 17, 10, 9)),
+    "depthwise_blocked_conv1d_8_taps": (lambda: nn.Conv1d(11, 11, 8, padding=3, groups=11),
+                                        (2, 11, 30)),
     "pointwise": (lambda: nn.Conv2d(8, 16, 1), (2, 8, 5, 7)),
     "pointwise_groups_no_bias": (lambda: nn.Conv2d(8, 16, 1, groups=2, bias=False),
                                  (2, 8, 5, 7)),
@@ -114,6 +135,8 @@ FUSED = {
     "direct_clamp_max": (lambda: nn.Conv1d(3, 13, 3, padding=1), (2, 3, 300), "clamp_max"),
     "direct_8x3_relu6": (lambda: nn.Conv2d(3, 8, 3, padding=1), (1, 3, 20, 23), "relu6"),
     "depthwise_relu6": (lambda: nn.Conv2d(6, 6, 3, padding=1, groups=6), (2, 6, 9, 9), "relu6"),
+    "depthwise_blocked_hardtanh": (lambda: nn.Conv2d(35, 35, 3, stride=2, padding=1, groups=35),
+                                   (2, 35, 14, 14), "hardtanh"),
     "pointwise_hardtanh": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5), "hardtanh"),
     "im2col_clamp_min": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9), "clamp_min"),
     "transposed_relu": (lambda: nn.ConvTranspose2d(4, 3, 2, stride=2), (2, 4, 5, 5), "relu"),
@@ -160,6 +183,8 @@ RESIDUAL = {
     "direct_strided": (lambda: nn.Conv2d(4, 5, 5, stride=2, padding=2), (1, 4, 37, 35)),
     "direct_8x3": (lambda: nn.Conv2d(4, 24 + 8, 3, padding=1), (1, 4, 18, 17)),
     "depthwise": (lambda: nn.Conv2d(7, 7, 3, padding=1, groups=7, bias=False), (2, 7, 11, 13)),
+    "depthwise_blocked": (lambda: nn.Conv2d(21, 21, 3, stride=2, padding=1, groups=21),
+                          (2, 21, 13, 9)),
     "pointwise": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5)),
     "pointwise_groups_large_plane": (lambda: nn.Conv2d(6, 10, 1, groups=2), (2, 6, 17, 18)),
     "im2col": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9)),
@@ -226,6 +251,19 @@ def test_fused_activation_keeps_nan(compile_model, isa):
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True)
 
 
+@pytest.mark.parametrize("isa", runnable_isas())
+def test_depthwise_fused_activation_keeps_nan(compile_model, isa):
+    conv = nn.Conv2d(19, 19, 3, padding=1, groups=19)
+    x = torch.randn(1, 19, 7, 9)
+    x[0, 17, 3, 4] = float("nan")
+    r = torch.randn(1, 19, 7, 9)
+    ep, model = compile_model(Fn(lambda v, s: (F.relu6(conv(v)), F.relu6(conv(v) + s))), (x, r),
+                              options={"isa": isa})
+    got, want = model(x, r), ep.module()(x, r)
+    assert want[0].isnan().any() and want[1].isnan().any()
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
 def test_dynamic_batch_and_image_size(compile_model):
     torch.manual_seed(0)
     m = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
@@ -236,6 +274,19 @@ def test_dynamic_batch_and_image_size(compile_model):
     ep, model = compile_model(m, (torch.randn(2, 3, 16, 16),),
                               dynamic_shapes={"input": {0: batch, 2: h, 3: w}})
     for shape in [(1, 3, 8, 8), (3, 3, 21, 20), (5, 3, 16, 17), (2, 3, 33, 32)]:
+        x = torch.randn(shape)
+        torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+
+
+def test_dynamic_batch_and_image_size_depthwise_blocks(compile_model):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 24, 1), nn.Conv2d(24, 24, 3, stride=2, padding=1, groups=24),
+                      nn.ReLU6(), nn.Conv2d(24, 24, 3, padding=1, groups=24))
+    batch = torch.export.Dim("batch", max=64)
+    h, w = torch.export.Dim("h", min=4, max=64), torch.export.Dim("w", min=4, max=64)
+    ep, model = compile_model(m, (torch.randn(2, 3, 16, 16),),
+                              dynamic_shapes={"input": {0: batch, 2: h, 3: w}})
+    for shape in [(1, 3, 4, 5), (3, 3, 21, 20), (5, 3, 16, 17), (2, 3, 33, 32)]:
         x = torch.randn(shape)
         torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
 

@@ -4,8 +4,10 @@
 //   direct (AVX-512 and AVX2 builds; 1-D and 2-D, output planes of 256 positions or more):
 //     the blocked direct kernel of conv_direct.h over a phased, zero-padded input copy;
 //   depthwise (one input channel per group): on AVX-512 and AVX2 builds, 1-D and 2-D ones
-//     take the vector kernel of conv_direct.h (the same phased input, one channel at a
-//     time, 4 vectors of positions per tile); otherwise a direct loop per output plane,
+//     take conv_direct.h: with one output channel per group, its channel-blocked kernel
+//     (a vector of channels per output position, the planes transposed in and out);
+//     otherwise its per-channel kernel (the same phased input, one channel at a time, 4
+//     vectors of positions per tile); on other builds a direct loop per output plane,
 //     each row accumulated tap by tap over unit-stride spans that the compiler vectorizes;
 //   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images
 //     (the residual and clamp in a pass after it: in the GEMM's epilogue they wait on each
@@ -179,9 +181,15 @@ bool depthwise(const Geometry &g, const float *x, const float *w, const float *b
     if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1) {
         const aotc_conv_direct::Plan pl =
             aotc_conv_direct::plan(1, 1, g.in + 1, g.out + 1, g.k + 1, g.s + 1, g.p + 1, g.d + 1);
+        const bool threaded = g.batch * g.cout * g.out_plane * g.taps >= kParallelMin;
+        if (g.cog == 1) {
+            aotc_conv_direct::depthwise_blocked(pl, g.batch, g.cin, x, w, bias, g.residual,
+                                                g.clamped, g.lo, g.hi, y, threaded);
+            return true;
+        }
         aotc_conv_direct::depthwise(pl, g.batch, g.cin, g.cog, x, w, bias, g.residual, g.clamped,
                                     g.lo, g.hi,
-                                    y, g.batch * g.cout * g.out_plane * g.taps >= kParallelMin);
+                                    y, threaded);
         return true;
     }
 #endif
