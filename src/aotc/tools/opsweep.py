@@ -3,6 +3,7 @@ module, compiled, run and compared with the exported program. Shared by the OpIn
 and the coverage tool (tools/opcov.py); needs torch's test extras (expecttest)."""
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,6 +76,7 @@ def pick_samples(info, dtype, max_samples: int = MAX_SAMPLES) -> list[Sample]:
     wraps it in a tracker that runs inspect.stack() (~70 ms under pytest) per call.
     """
     torch.manual_seed(0)
+    random.seed(0)  # some generators draw scalars (a loss's margin) from Python's random
     samples = list(info.sample_inputs_func(info, "cpu", dtype, False))
     n = len(samples)
     keep = sorted({round(k * (n - 1) / (max_samples - 1)) for k in range(max_samples)}) \
