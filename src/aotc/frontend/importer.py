@@ -254,10 +254,8 @@ class Importer:
         if not isinstance(value, TensorValue):
             return symbol
         size = sympy.sympify(value.sizes[node.args[1] % max(value.ndim, 1)])
-        if isinstance(symbol, sympy.Symbol) and symbol_is_type(symbol, SymT.UNBACKED_INT) \
-                and symbol != size and symbol not in self.program.item_symbols:
-            self.program.item_symbols[symbol] = IndexValue(size, DType.int64)
-            self.program.symbols.setdefault(symbol, (0, None))
+        if symbol != size:
+            self._bind_unbacked(symbol, size)
         return size
 
     def _storage_offset(self, node) -> sympy.Expr:
@@ -272,12 +270,16 @@ class Importer:
         offset = sympy.expand(sum((sympy.sympify(i).xreplace(origin) * s for i, s in
                                    zip(body.index, contiguous_strides(buf.sizes))),
                                   sympy.Integer(0)))
-        symbol = to_sympy(node.meta.get("val"))
-        if isinstance(symbol, sympy.Symbol) and symbol_is_type(symbol, SymT.UNBACKED_INT) \
-                and symbol not in self.program.item_symbols:  # export's name for it
-            self.program.item_symbols[symbol] = IndexValue(offset, DType.int64)
-            self.program.symbols.setdefault(symbol, (0, None))
+        self._bind_unbacked(to_sympy(node.meta.get("val")), offset)  # export's name for it
         return offset
+
+    def _bind_unbacked(self, symbol, value: sympy.Expr) -> None:
+        """Bind `symbol`, when it is an unbacked symbol of export's not bound yet, to the
+        run-time value of `value` (an expression over the bound symbols)."""
+        if isinstance(symbol, sympy.Symbol) and symbol_is_type(symbol, SymT.UNBACKED_INT) \
+                and symbol not in self.program.item_symbols:
+            self.program.item_symbols[symbol] = IndexValue(value, DType.int64)
+            self.program.symbols.setdefault(symbol, (0, None))
 
     def import_attention(self, chain) -> None:
         """An attention chain (passes/attention.py) as one template, at its output node."""
