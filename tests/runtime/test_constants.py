@@ -75,19 +75,20 @@ def test_a_call_in_flight_finishes_on_the_old_weights(tmp_path):
     model = aotc.load_package(_compile(m, x, tmp_path / "a.pt2"), num_runners=2)
     new = _perturbed(m)
     holding, swapped = threading.Event(), threading.Event()
-    run = model._run
+    acquire = model._pool.acquire
 
-    def held_run(*args):  # the call has its runner (old weights); let the swap happen now
+    def held_acquire(*args):  # the call has its runner (old weights); let the swap happen now
+        runner = acquire(*args)
         holding.set()
         assert swapped.wait(30)
-        return run(*args)
+        return runner
 
-    model._run = held_run
+    model._pool.acquire = held_acquire
     result = {}
     t = threading.Thread(target=lambda: result.setdefault("out", model(x)))
     t.start()
     assert holding.wait(30)
-    model._run = run  # later calls run normally
+    del model._pool.acquire  # later calls run normally
     model.load_constants({k: v.clone() for k, v in new.state_dict().items()})
     after = model(x)
     swapped.set()

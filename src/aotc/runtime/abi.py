@@ -50,6 +50,16 @@ def open_library(path: str) -> ctypes.CDLL:
     return lib
 
 
+# aotc_run taking plain addresses: a call skips ctypes' conversion of its arguments
+_RUN_BY_ADDRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                   ctypes.c_void_p, ctypes.c_int64)
+
+
+def run_by_address(lib: ctypes.CDLL):
+    """lib's aotc_run(model, inputs, n_in, outputs, n_out) with every pointer an int."""
+    return _RUN_BY_ADDRESS(("aotc_run", lib))
+
+
 def crc32_of(lib: ctypes.CDLL):
     """zlib.crc32(buffer) computed by the library's aotc_crc32 (ctypes releases the GIL
     for the call, so chunks are checked on several threads at once)."""

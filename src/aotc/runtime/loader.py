@@ -26,6 +26,7 @@ from .checks import LayoutCheck, checks_enabled
 from .constants import ALIGN as WEIGHTS_ALIGN
 from .constants import WeightSet, prepare_update, swappable_names
 from .describe import describe_library
+from .fixed_call import FixedFrame, FixedSignature
 from .mutation import check_writable, write_back
 from .pool import RunnerPool
 from .scalars import as_number, int_input
@@ -157,6 +158,9 @@ class CompiledModel:
         self._swap_lock = threading.Lock()
         # AOTI_RUNTIME_CHECK_INPUTS=1: strides must match the export's too (checks.py)
         self._layout = LayoutCheck(self._inputs) if checks_enabled() else None
+        self._fixed = self._fixed_signature()
+        self._run_by_address = abi.run_by_address(self._lib)
+        self._fixed_frames: dict[int, FixedFrame] = {}
         try:
             first = self._new_handle(weights)
         except RuntimeFailure as e:  # the library refused what the metadata describes
@@ -246,6 +250,7 @@ class CompiledModel:
 
     def _destroy(self, h: int) -> None:
         self._frames.pop(h, None)
+        self._fixed_frames.pop(h, None)
         self._lib.aotc_destroy(h)
 
     def _new_handle(self, weights: WeightSet) -> int:
@@ -265,9 +270,38 @@ class CompiledModel:
                 raise
         self._frames[h.value] = Frame([len(i["sizes"]) for i in self._inputs],
                                       [rank for _, rank in self._outputs])
+        if self._fixed is not None:
+            self._fixed_frames[h.value] = FixedFrame(self._fixed)
         return h.value
 
+    def _fixed_signature(self) -> FixedSignature | None:
+        """The signature of the short call path, for a model that can take it."""
+        meta = self.package_metadata
+        if (not self._plain_args or self._static_shapes is None or self._sizes_follow_data
+                or self._int_inputs or self._mutated or self._state or self._layout is not None
+                or not self._inputs or len(self._inputs) != len(meta["inputs"])
+                or not all(isinstance(s, int) for i in self._inputs for s in i["sizes"])):
+            return None
+        return FixedSignature(
+            [(tuple(i["sizes"]), DType.from_name(i["dtype"])) for i in self._inputs],
+            [(shape, dtype) for shape, (dtype, _) in zip(self._static_shapes, self._outputs)])
+
+    def _fixed_call(self, args: tuple, kind: str):
+        sig, lib, run = self._fixed, self._lib, self._run_by_address
+        if self._single:  # the caller promised one thread at a time: no lock
+            h = self._pool.first()
+            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, kind))
+        h = self._pool.acquire(self._new_handle, self._destroy)
+        try:
+            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, kind))
+        finally:
+            self._pool.release(h, self._destroy)
+
     def __call__(self, *args, **kwargs):
+        if self._fixed is not None and not kwargs:
+            kind = self._fixed.takes(args)
+            if kind is not None:
+                return self._fixed_call(args, kind)
         if self._plain_args and not kwargs and len(args) == len(self._input_plan):
             leaves = args  # the common case: positional tensors, nothing nested
         else:

@@ -26,13 +26,21 @@ class RunnerPool:
         self._free: list[int] = [first]
         self._all: list[int] = [first]
         self._generation_of: dict[int, object] = {first: generation}
-        self._ready = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()  # taken directly on the hot path (the Condition's)
+        self._ready = threading.Condition(self._lock)
+        self._waiting = 0  # callers blocked in acquire: a release wakes one only if any
 
     @property
     def generation(self) -> object:
         return self._generation
 
     def acquire(self, create: Create, destroy: Destroy) -> int:
+        with self._lock:  # the usual case: a free runner of the current weights
+            if self._free and self._generation_of[self._free[-1]] is self._generation:
+                return self._free.pop()
+        return self._acquire_waiting(create, destroy)
+
+    def _acquire_waiting(self, create: Create, destroy: Destroy) -> int:
         stale: list[int] = []
         try:
             with self._ready:
@@ -44,7 +52,11 @@ class RunnerPool:
                         stale.append(self._forget(runner))
                     if len(self._all) < self.size:
                         break
-                    self._ready.wait()
+                    self._waiting += 1
+                    try:
+                        self._ready.wait()
+                    finally:
+                        self._waiting -= 1
                 self._all.append(-1)  # reserve the place while the runner is made unlocked
                 generation = self._generation
         finally:
@@ -63,13 +75,14 @@ class RunnerPool:
         return runner
 
     def release(self, runner: int, destroy: Destroy) -> None:
-        with self._ready:
+        with self._lock:
             current = self._generation_of.get(runner) is self._generation
             if current:
                 self._free.append(runner)
             else:
                 self._forget(runner)
-            self._ready.notify()
+            if self._waiting:
+                self._ready.notify()
         if not current:
             destroy(runner)
 

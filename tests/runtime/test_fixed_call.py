@@ -1,0 +1,155 @@
+"""The short call path of a model with static input shapes: exactly the compiled tensors
+(torch or numpy) take it; anything else takes the general path, with the same results
+and the same errors."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import aotc
+
+
+class TwoInTwoOut(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(10, 6)
+
+    def forward(self, x, y):
+        h = self.fc(x)
+        return torch.relu(h) + y, h > 0
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    torch.manual_seed(0)
+    m = TwoInTwoOut().eval()
+    args = (torch.randn(5, 10), torch.randn(5, 6))
+    ep = torch.export.export(m, args)
+    return ep, aotc.compile_and_package(ep, tmp_path_factory.mktemp("fixed") / "m.pt2")
+
+
+def _expect(ep, x, y):
+    return ep.module()(torch.as_tensor(np.asarray(x)), torch.as_tensor(np.asarray(y)))
+
+
+def _no_general_path(model, monkeypatch):
+    def general(*args):
+        raise AssertionError("took the general call path")
+    monkeypatch.setattr(model, "_run", general)
+
+
+def test_exact_torch_tensors_take_the_short_path(compiled, monkeypatch):
+    ep, path = compiled
+    model = aotc.load_package(path)
+    _no_general_path(model, monkeypatch)
+    x, y = torch.randn(5, 10), torch.randn(5, 6)
+    out = model(x, y)
+    assert isinstance(out, tuple) and all(isinstance(o, torch.Tensor) for o in out)
+    assert out[1].dtype == torch.bool
+    torch.testing.assert_close(out, _expect(ep, x, y))
+    # a view at an offset into a larger tensor, still contiguous
+    big = torch.randn(7, 10)
+    torch.testing.assert_close(model(big[2:], y), _expect(ep, big[2:], y))
+
+
+def test_exact_numpy_arrays_take_the_short_path(compiled, monkeypatch):
+    ep, path = compiled
+    model = aotc.load_package(path)
+    _no_general_path(model, monkeypatch)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 10), dtype=np.float32)
+    y = rng.standard_normal((5, 6), dtype=np.float32)
+    out = model(x, y)
+    assert all(isinstance(o, np.ndarray) for o in out)
+    torch.testing.assert_close(tuple(torch.from_numpy(o) for o in out), _expect(ep, x, y))
+
+
+@pytest.mark.parametrize("case", ["transposed", "mixed", "parameter", "float64", "scalar"])
+def test_other_inputs_take_the_general_path(compiled, case):
+    ep, path = compiled
+    model = aotc.load_package(path)
+    x, y = torch.randn(5, 10), torch.randn(5, 6)
+    if case == "transposed":
+        x = torch.randn(10, 5).t()
+    elif case == "mixed":
+        y = y.numpy()
+    elif case == "parameter":
+        x = torch.nn.Parameter(x, requires_grad=False)
+    if case == "float64":
+        with pytest.raises(aotc.InputError, match="input 'x': expected dtype float32, got float64"):
+            model(x.double(), y)
+    elif case == "scalar":
+        with pytest.raises(aotc.InputError, match="input 'y'"):
+            model(x, 1.0)
+    else:
+        with torch.no_grad():
+            torch.testing.assert_close(model(x, y), _expect(ep, x, y))
+
+
+def test_wrong_shapes_and_counts_raise_as_before(compiled):
+    _, path = compiled
+    model = aotc.load_package(path)
+    with pytest.raises(aotc.InputError, match="input 'x': dim 0 is 4, expected 5"):
+        model(torch.randn(4, 10), torch.randn(5, 6))
+    with pytest.raises(aotc.InputError, match="expected 2 positional inputs, got 1"):
+        model(torch.randn(5, 10))
+    with pytest.raises(aotc.InputError, match="expected 2 positional inputs, got 1"):
+        model(np.zeros((5, 10), np.float32))
+    # and the short path still works after the general one filled the frame differently
+    x, y = torch.randn(5, 10), torch.randn(5, 6)
+    torch.testing.assert_close(model(x, y), model(x.clone(), y.clone()), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_concurrent_callers_get_their_own_results(compiled, single):
+    """Threads calling at once (each its own inputs) with 2 runners, or one caller at a time
+    in the single-threaded mode: every result belongs to its own inputs."""
+    ep, path = compiled
+    model = aotc.load_package(path, num_runners=2, run_single_threaded=single)
+    inputs = [(torch.randn(5, 10), torch.randn(5, 6)) for _ in range(8)]
+    expected = [model(x, y) for x, y in inputs]  # one call at a time first
+    with torch.no_grad():
+        for (x, y), out in zip(inputs, expected):
+            torch.testing.assert_close(out, _expect(ep, x, y))
+    errors: list = []
+
+    def caller(k: int) -> None:
+        try:
+            for _ in range(200):
+                torch.testing.assert_close(model(*inputs[k]), expected[k], rtol=0, atol=0)
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=caller, args=(k,)) for k in range(1 if single else 8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[0]
+    assert len(model._pool) <= 2
+
+
+def test_dynamic_and_stateful_models_do_not_take_it(tmp_path):
+    class Count(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("n", torch.zeros(()))
+
+        def forward(self, x):
+            self.n.add_(1)
+            return x * self.n
+
+    x = torch.randn(3, 4)
+    stateful = aotc.load_package(aotc.compile_and_package(torch.export.export(Count(), (x,)),
+                                                          tmp_path / "s.pt2"))
+    batch = torch.export.Dim("batch", min=1, max=8)
+    ep = torch.export.export(torch.nn.Linear(4, 2), (x,), dynamic_shapes={"input": {0: batch}})
+    dynamic = aotc.load_package(aotc.compile_and_package(ep, tmp_path / "d.pt2"))
+    assert stateful._fixed is None and dynamic._fixed is None
+    torch.testing.assert_close(stateful(x), x)
+    torch.testing.assert_close(stateful(x), 2 * x)
+    with torch.no_grad():
+        torch.testing.assert_close(dynamic(x[:2]), ep.module()(x[:2]))
