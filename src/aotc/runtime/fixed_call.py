@@ -31,8 +31,9 @@ class FixedSignature:
 
     def _resolve_torch(self) -> None:
         torch = sys.modules["torch"]
+        # outputs as torch.empty's positional sizes (faster than a tuple; () for a 0-dim one)
         self._torch = (torch.empty, [(s, getattr(torch, d.name)) for s, d in self.inputs],
-                       [(s, getattr(torch, d.name)) for s, d in self.outputs])
+                       [(s if s else ((),), getattr(torch, d.name)) for s, d in self.outputs])
         self._tensor = torch.Tensor
 
     def takes(self, args: tuple) -> str | None:
