@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import datetime
+import json
 import os
 import platform
 import statistics
@@ -230,6 +231,51 @@ def gemv_against_torch(lib, threads: int, quick: bool) -> tuple[float, float]:
     return statistics.median(ours), statistics.median(theirs)
 
 
+# the bars at 1 thread, per build against its own peak: % of peak at least this
+PEAK_BARS = {"1024^3": 85.0, "2048^3": 85.0, "64x4096x4096": 80.0, "128x768x3072": 80.0}
+
+
+def tables(rows: list, gemv: dict, wall: bool) -> list[str]:
+    """The markdown tables of a run: rows of measure(), gemv {(march, threads): (aotc s,
+    torch s)}."""
+    lines = ["Each shape's timings alternate with the FMA loop's; '% of peak' is the median over",
+             "those rounds of GEMM GFLOP/s over the peak measured just before it.",
+             "1-thread rows: ms and GFLOP/s of the calling thread's CPU time, peak likewise"
+             if not wall else "Every row: wall-clock time.",
+             "(rows of 2 or more threads: wall clock).", "",
+             "| build | threads | shape (MxNxK) | ms | GFLOP/s | peak GFLOP/s | % of peak | B |",
+             "|---|--:|---|--:|--:|--:|--:|---|"]
+    for march, t, name, ms, gf, peak, pct, note in rows:
+        lines.append(f"| {march} | {t} | {name} | {ms:.3f} | {gf:.1f} | {peak:.1f} | "
+                     f"{pct:.1f} | {note} |")
+    lines += ["", "GEMV against torch.mm on the same data, calls alternating (prepacked weight "
+              "for aotc, the same [N, K] weight transposed for torch):", "",
+              "| build | threads | aotc ms | torch.mm ms | aotc / torch |",
+              "|---|--:|--:|--:|--:|"]
+    for (march, t), (ours, theirs) in gemv.items():
+        lines.append(f"| {march} | {t} | {ours * 1e3:.3f} | {theirs * 1e3:.3f} | "
+                     f"{ours / theirs:.2f} |")
+    return lines
+
+
+def acceptance(rows: list, gemv: dict) -> list[str]:
+    """One line per build: the 1-thread bars (PEAK_BARS, and the GEMV no slower than
+    torch.mm), met or not."""
+    lines = []
+    for march in dict.fromkeys(r[0] for r in rows):
+        parts = []
+        for march_, t, name, _, _, _, pct, _ in rows:
+            if march_ == march and t == 1 and name in PEAK_BARS:
+                bar = PEAK_BARS[name]
+                parts.append(f"{name} {pct:.1f}% ≥ {bar:.0f}%: {'met' if pct >= bar else 'NOT met'}")
+        if (march, 1) in gemv:
+            ours, theirs = gemv[(march, 1)]
+            parts.append(f"GEMV {ours * 1e3:.3f} ms vs torch.mm {theirs * 1e3:.3f} ms: "
+                         f"{'met' if ours <= theirs else 'NOT met'}")
+        lines.append(f"- GEMM, {march}, 1 thread: " + "; ".join(parts) + ".")
+    return lines
+
+
 def write_section(out: Path, text: str) -> None:
     head = "# GEMM against the FMA peak\n\nWritten by `python benchmarks/gemm.py`; newest run first.\n"
     old = out.read_text() if out.exists() else head
@@ -244,6 +290,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="shorter timings")
     ap.add_argument("--out", type=Path, default=OUT, help="markdown file to prepend a section to")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
                     help="cpu: 1-thread rows in the calling thread's CPU time (default); "
                     "wall: every row by the wall clock")
@@ -271,6 +318,10 @@ def main(argv=None) -> int:
                       f"{theirs * 1e3:.3f} ms (alternating)", flush=True)
     load_after = os.getloadavg()[0]
 
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "gemv": [[m, t, o, th] for (m, t), (o, th)
+                                                                 in gemv.items()],
+                                         "load": [load_before, load_after], "wall": wall}))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True).stdout.strip()
@@ -279,24 +330,8 @@ def main(argv=None) -> int:
              f"- command: `{cmd.strip()}`",
              f"- machine: {os.cpu_count()} logical cores, {cpu_name()}; Linux {platform.release()}",
              f"- load average (1 min) before / after: {load_before:.2f} / {load_after:.2f} "
-             "(other work on the machine lowers every figure, the peak included)", "",
-             "Each shape's timings alternate with the FMA loop's; '% of peak' is the median over",
-             "those rounds of GEMM GFLOP/s over the peak measured just before it.",
-             "1-thread rows: ms and GFLOP/s of the calling thread's CPU time, peak likewise"
-             if not wall else "Every row: wall-clock time.",
-             "(rows of 2 or more threads: wall clock).", "",
-             "| build | threads | shape (MxNxK) | ms | GFLOP/s | peak GFLOP/s | % of peak | B |",
-             "|---|--:|---|--:|--:|--:|--:|---|"]
-    for march, t, name, ms, gf, peak, pct, note in rows:
-        lines.append(f"| {march} | {t} | {name} | {ms:.3f} | {gf:.1f} | {peak:.1f} | "
-                     f"{pct:.1f} | {note} |")
-    lines += ["", "GEMV against torch.mm on the same data, calls alternating (prepacked weight "
-              "for aotc, the same [N, K] weight transposed for torch):", "",
-              "| build | threads | aotc ms | torch.mm ms | aotc / torch |",
-              "|---|--:|--:|--:|--:|"]
-    for (march, t), (ours, theirs) in gemv.items():
-        lines.append(f"| {march} | {t} | {ours * 1e3:.3f} | {theirs * 1e3:.3f} | "
-                     f"{ours / theirs:.2f} |")
+             "(other work on the machine lowers every figure, the peak included)", ""]
+    lines += tables(rows, gemv, wall) + [""] + acceptance(rows, gemv)
     text = "\n".join(lines) + "\n"
     if not args.no_write:
         write_section(args.out, text)

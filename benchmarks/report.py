@@ -11,6 +11,7 @@ import statistics
 import subprocess
 from pathlib import Path
 
+import gemm
 import torch
 
 from peers import LABEL
@@ -139,6 +140,19 @@ def acceptance(summary: dict, rows_by_threads: dict) -> list[str]:
                      + ("met" if not flagged else "NOT met: " + "; ".join(flagged)))
         lines.append(f"- {threads} thread(s): " + "; ".join(parts) + ".")
     return lines + [""]
+
+
+def gemm_section(result: dict) -> list[str]:
+    """The GEMM bars (continuing the acceptance list), then the GEMM tables of this run."""
+    rows = [tuple(r) for r in result["rows"]]
+    gemv = {(m, t): (ours, theirs) for m, t, ours, theirs in result["gemv"]}
+    load = result["load"]
+    return (gemm.acceptance(rows, gemv)
+            + ["", "## GEMM against the FMA peak", "",
+               f"`benchmarks/gemm.py`, run by this command after the models (load average "
+               f"{load[0]:.2f} / {load[1]:.2f} before / after), each ISA build against the "
+               "peak of its own FMA loop.", ""]
+            + gemm.tables(rows, gemv, result["wall"]) + [""])
 
 
 def compile_table(entries: list[dict], peers: list[str]) -> list[str]:
@@ -283,6 +297,8 @@ def render(args, meta, benches, entries, runs, out: Path | None) -> str:
         rows_by_threads[threads] = rows
         lines += table
     lines += acceptance(summary, rows_by_threads)
+    if meta.get("gemm"):
+        lines = lines[:-1] + gemm_section(meta["gemm"])
     lines += compile_table(entries, peers)
     failed = [e for e in entries if "aotc_error" in e or e.get("peer_errors")]
     if failed:

@@ -13,6 +13,8 @@ peer against eager, then times the three round-robin (one batch of iterations of
 repeated R times) so that drift in machine load hits all three alike. One peer per process:
 runtimes whose idle threads spin after a call steal cores from whichever runtime runs next,
 so several peers in one process would distort each other at more than one thread.
+A full run then times the shipped GEMM against the FMA peak (gemm.py, in a process of its
+own, at the same thread counts) and reports it beside the models, with its bars.
 
 Builds go under build/bench/ (ignored): private aotc and inductor caches, cleared before
 compiling so that compile times are cold (a warm-up compile of a tiny model pays the one-time
@@ -300,6 +302,17 @@ def wait_for_idle(max_wait_s: float, busy_below: float = 0.10) -> float:
 
 # ----------------------------------------------------------------------------- main
 
+def run_gemm(args) -> dict:
+    """The GEMM kernels against the FMA peak (gemm.py) in a process of their own, at the run's
+    thread counts: {"rows", "gemv", "load", "wall"}."""
+    out = BUILD / "gemm.json"
+    cmd = [sys.executable, str(HERE / "gemm.py"), "--threads", args.threads, "--no-write",
+           "--json", str(out)] + (["--quick"] if args.quick else [])
+    log("timing the GEMM kernels: " + " ".join(cmd[1:]))
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -330,6 +343,9 @@ def parse_args(argv=None):
                    help="GOMP_SPINCOUNT for the timing workers (default: libgomp's own); the "
                         "workers import torch first, so eager, AOTI and aotc share one libgomp "
                         "and all take it")
+    p.add_argument("--gemm", action=argparse.BooleanOptionalAction, default=None,
+                   help="also time the GEMM kernels against the FMA peak (gemm.py) in this run "
+                        "(default: on, off with --quick)")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.reps = args.reps or (5 if args.quick else 11)
@@ -338,6 +354,8 @@ def parse_args(argv=None):
         args.wait_idle = 0.0 if args.quick else 2.0
     if args.retries is None:
         args.retries = 0
+    if args.gemm is None:
+        args.gemm = not args.quick
     if args.peers is None:
         args.peers = "ort,openvino" if args.quick else ",".join(peers.PEERS)
     args.peer_list = [p for p in args.peers.split(",") if p]
@@ -376,6 +394,8 @@ def main(argv=None) -> None:
     runs = {}
     for n in (int(t) for t in args.threads.split(",")):
         runs[n] = {p: run_worker(entries, n, p, args) for p in meta["peers"] or [None]}
+    if args.gemm:
+        meta["gemm"] = run_gemm(args)
     meta["load"].append(os.getloadavg()[0])
     meta["wall_s"] = time.perf_counter() - start
     out = Path(args.out) if args.out else None
