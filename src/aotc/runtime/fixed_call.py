@@ -16,6 +16,15 @@ from . import abi
 from .tensors import contiguous_strides
 
 
+def numpy_address(a: np.ndarray) -> int:
+    """The data address of a C-contiguous array: through the buffer protocol, several times
+    cheaper than `a.ctypes.data`, which serves the read-only and empty arrays it refuses."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError):
+        return a.ctypes.data
+
+
 class FixedSignature:
     """The compiled input and output (shape, dtype) pairs, and their torch/numpy spellings."""
 
@@ -99,10 +108,10 @@ class FixedFrame:
                 outs.append(o)
         else:
             for slot, x in zip(self.in_slots, args):
-                slot.data = x.ctypes.data
+                slot.data = numpy_address(x)
             for slot, (shape, dt) in zip(self.out_slots, signature._numpy[1]):  # type: ignore[index]
                 o = np.empty(shape, dt)
-                slot.data = o.ctypes.data
+                slot.data = numpy_address(o)
                 outs.append(o)
         ins, n_in, outs_at, n_out = self.addresses
         rc = run(handle, ins, n_in, outs_at, n_out)
