@@ -426,3 +426,49 @@ def test_fused_epilogue_threaded(lib, threads):
         run_fused(lib, 1, 7, 999, 64)
     finally:
         gomp.omp_set_num_threads(before)
+
+
+# Narrow C (few columns) and short K: dot products against a few columns of B (up to 4),
+# register strips against a row-major view of B (up to 16 columns), whatever the rows; K
+# of 600 spans two K slices of the packed layout.
+NARROW_M = [1, 5, 13, 31, 256, 257]
+NARROW_N = [1, 2, 3, 4, 7, 16, 17]
+NARROW_K = [1, 3, 10, 16, 33, 600]
+
+
+@pytest.mark.parametrize("K", NARROW_K)
+@pytest.mark.parametrize("N", NARROW_N)
+@pytest.mark.parametrize("M", NARROW_M)
+def test_narrow_shapes(lib, M, N, K):
+    """Every layout of B (transposed weight, row-major, prepacked from either), A row-major
+    or transposed, each bias kind, alpha and beta."""
+    cases = [  # (a_t, b_t, prepacked, bias, alpha, beta)
+        (False, True, False, "row", 1.0, 1.0),
+        (False, False, False, "col", 0.5, -2.0),
+        (True, True, False, None, 1.0, 1.0),
+        (True, False, False, "full_t", -1.5, 0.25),
+        (False, True, True, "row", 1.0, 1.0),
+        (False, False, True, "col", 2.0, 3.0),
+        (True, True, True, "full", 1.0, 0.0),
+        (False, True, True, "scalar", 0.0, 1.0),
+    ]
+    for seed, (a_t, b_t, prepacked, bias, alpha, beta) in enumerate(cases):
+        run_case(lib, 1, M, N, K, a_t=a_t, b_t=b_t, shared_b=prepacked, bias=bias, alpha=alpha,
+                 beta=beta, prepacked=prepacked, seed=seed)
+
+
+@pytest.mark.parametrize("M,N,K", [(256, 16, 10), (256, 1, 16), (257, 3, 600), (13, 2, 33),
+                                   (31, 17, 3), (5, 4, 64)])
+def test_narrow_batched(lib, M, N, K):
+    run_case(lib, 3, M, N, K, b_t=True, bias="full")
+    run_case(lib, 2, M, N, K, shared_b=True, bias="col", prepacked=True)
+
+
+@pytest.mark.parametrize("M,N,K", [(256, 16, 10), (256, 1, 16), (257, 1, 600), (13, 2, 33),
+                                   (31, 4, 64), (5, 7, 600), (257, 17, 3)])
+@pytest.mark.parametrize("b_t,prepacked", [(False, False), (True, False), (True, True)])
+def test_narrow_fused_epilogue(lib, M, N, K, b_t, prepacked):
+    """The narrow paths finish each element once, after all of its K slices."""
+    for batch in (1, 2):
+        run_fused(lib, batch, M, N, K, b_t=b_t, prepacked=prepacked,
+                  bias="row" if K % 2 else None, seed=M + N + K)
