@@ -472,3 +472,20 @@ def test_narrow_fused_epilogue(lib, M, N, K, b_t, prepacked):
     for batch in (1, 2):
         run_fused(lib, batch, M, N, K, b_t=b_t, prepacked=prepacked,
                   bias="row" if K % 2 else None, seed=M + N + K)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_narrow_threaded(lib, threads):
+    """Teams split the rows of a narrow C (sharing one packed B, or a prepacked one)."""
+    gomp = ctypes.CDLL("libgomp.so.1")
+    before = gomp.omp_get_max_threads()
+    gomp.omp_set_num_threads(threads)
+    try:
+        run_case(lib, 1, 1000, 1, 600, b_t=True, bias="row")
+        run_case(lib, 1, 700, 16, 300, b_t=True, bias="col")
+        run_case(lib, 1, 900, 3, 700, shared_b=True, bias="full", prepacked=True)
+        run_case(lib, 1, 801, 12, 520, a_t=True, shared_b=True, bias="row", prepacked=True)
+        run_fused(lib, 1, 1000, 2, 300, b_t=True)
+        run_fused(lib, 2, 500, 9, 600, prepacked=True)
+    finally:
+        gomp.omp_set_num_threads(before)
