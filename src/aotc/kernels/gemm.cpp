@@ -306,12 +306,19 @@ void dot_group(const Problem &p, int64_t b, int64_t m, int64_t n0, int64_t cols,
     dot_narrow<R, NC>(p.K, A, p.sa_m, bc, out);
     float *C = p.C + b * p.sc_batch + m * p.ldc + n0;
     const float *bias = p.bias ? p.bias + b * p.sbias_batch + m * p.sbias_m + n0 * p.sbias_n : nullptr;
-    for (int r = 0; r < R; ++r)
-        for (int64_t j = 0; j < cols; ++j) {
-            float v = p.alpha * out[r * NC + j];
-            if (bias) v += p.beta * bias[r * p.sbias_m + j * p.sbias_n];
-            C[r * p.ldc + j] = v;
-        }
+    if (cols == NC && p.ldc == NC && (!bias || p.sbias_m == 0)) {  // the R rows are contiguous
+        float add[NC];  // beta * bias of each column, the same for every row
+        for (int j = 0; j < NC; ++j) add[j] = bias ? p.beta * bias[j * p.sbias_n] : 0.0f;
+#pragma GCC unroll 16
+        for (int t = 0; t < R * NC; ++t) C[t] = p.alpha * out[t] + add[t % NC];
+    } else {
+        for (int r = 0; r < R; ++r)
+            for (int64_t j = 0; j < cols; ++j) {
+                float v = p.alpha * out[r * NC + j];
+                if (bias) v += p.beta * bias[r * p.sbias_m + j * p.sbias_n];
+                C[r * p.ldc + j] = v;
+            }
+    }
     finish(p, b, m, n0, R, cols);
 }
 
