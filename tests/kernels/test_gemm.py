@@ -442,19 +442,21 @@ NARROW_K = [1, 3, 10, 16, 33, 600]
 def test_narrow_shapes(lib, M, N, K):
     """Every layout of B (transposed weight, row-major, prepacked from either), A row-major
     or transposed, each bias kind, alpha and beta."""
-    cases = [  # (a_t, b_t, prepacked, bias, alpha, beta)
-        (False, True, False, "row", 1.0, 1.0),
-        (False, False, False, "col", 0.5, -2.0),
-        (True, True, False, None, 1.0, 1.0),
-        (True, False, False, "full_t", -1.5, 0.25),
-        (False, True, True, "row", 1.0, 1.0),
-        (False, False, True, "col", 2.0, 3.0),
-        (True, True, True, "full", 1.0, 0.0),
-        (False, True, True, "scalar", 0.0, 1.0),
+    cases = [  # (a_t, b_t, prepacked, bias, alpha, beta, padding of C's rows)
+        (False, True, False, "row", 1.0, 1.0, 3),
+        (False, True, False, "row", -1.5, 0.5, 0),  # C's rows contiguous
+        (False, False, False, "col", 0.5, -2.0, 0),
+        (True, True, False, None, 1.0, 1.0, 3),
+        (True, False, False, "full_t", -1.5, 0.25, 3),
+        (False, True, True, "row", 1.0, 1.0, 3),
+        (False, False, True, "col", 2.0, 3.0, 3),
+        (True, True, True, "full", 1.0, 0.0, 0),
+        (False, True, True, "scalar", 0.0, 1.0, 0),
+        (False, False, True, None, 2.0, 1.0, 0),
     ]
-    for seed, (a_t, b_t, prepacked, bias, alpha, beta) in enumerate(cases):
+    for seed, (a_t, b_t, prepacked, bias, alpha, beta, pad) in enumerate(cases):
         run_case(lib, 1, M, N, K, a_t=a_t, b_t=b_t, shared_b=prepacked, bias=bias, alpha=alpha,
-                 beta=beta, prepacked=prepacked, seed=seed)
+                 beta=beta, prepacked=prepacked, ldc_pad=pad, seed=seed)
 
 
 @pytest.mark.parametrize("M,N,K", [(256, 16, 10), (256, 1, 16), (257, 3, 600), (13, 2, 33),
