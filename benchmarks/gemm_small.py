@@ -33,7 +33,7 @@ MARCH_FEATURES = {"x86-64-v4": {"avx512f", "avx512bw", "avx512vl", "avx512dq", "
                   "x86-64-v3": {"avx2", "fma", "bmi2"}}
 # (B prepacked, M, N, K): the two GEMMs of ReadmeModel at batch 256 first
 SHAPES = [(True, 256, 16, 10), (False, 256, 1, 16), (True, 256, 4, 10), (False, 256, 2, 16),
-          (False, 1024, 4, 4096), (True, 1024, 16, 1024)]
+          (False, 1024, 4, 4096), (True, 1024, 16, 1024), (True, 256, 32, 10), (True, 4096, 32, 512)]
 
 i64, f32, ptr = ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
 

@@ -429,10 +429,10 @@ def test_fused_epilogue_threaded(lib, threads):
 
 
 # Narrow C (few columns) and short K: dot products against a few columns of B (up to 4),
-# register strips against a row-major view of B (up to 16 columns), whatever the rows; K
-# of 600 spans two K slices of the packed layout.
+# register strips against a row-major view of B (up to one panel: 32 or 16 columns), whatever
+# the rows; 33 columns go to the packed tiles. K of 600 spans two K slices of the packed layout.
 NARROW_M = [1, 5, 13, 31, 256, 257]
-NARROW_N = [1, 2, 3, 4, 7, 16, 17]
+NARROW_N = [1, 2, 3, 4, 7, 16, 17, 32, 33]
 NARROW_K = [1, 3, 10, 16, 33, 600]
 
 
@@ -460,14 +460,14 @@ def test_narrow_shapes(lib, M, N, K):
 
 
 @pytest.mark.parametrize("M,N,K", [(256, 16, 10), (256, 1, 16), (257, 3, 600), (13, 2, 33),
-                                   (31, 17, 3), (5, 4, 64)])
+                                   (31, 17, 3), (5, 4, 64), (64, 24, 600)])
 def test_narrow_batched(lib, M, N, K):
     run_case(lib, 3, M, N, K, b_t=True, bias="full")
     run_case(lib, 2, M, N, K, shared_b=True, bias="col", prepacked=True)
 
 
 @pytest.mark.parametrize("M,N,K", [(256, 16, 10), (256, 1, 16), (257, 1, 600), (13, 2, 33),
-                                   (31, 4, 64), (5, 7, 600), (257, 17, 3)])
+                                   (31, 4, 64), (5, 7, 600), (257, 17, 3), (100, 32, 600)])
 @pytest.mark.parametrize("b_t,prepacked", [(False, False), (True, False), (True, True)])
 def test_narrow_fused_epilogue(lib, M, N, K, b_t, prepacked):
     """The narrow paths finish each element once, after all of its K slices."""
@@ -487,6 +487,7 @@ def test_narrow_threaded(lib, threads):
         run_case(lib, 1, 700, 16, 300, b_t=True, bias="col")
         run_case(lib, 1, 900, 3, 700, shared_b=True, bias="full", prepacked=True)
         run_case(lib, 1, 801, 12, 520, a_t=True, shared_b=True, bias="row", prepacked=True)
+        run_case(lib, 1, 600, 64, 300, b_t=True, bias="row")  # a 32-column panel per thread
         run_fused(lib, 1, 1000, 2, 300, b_t=True)
         run_fused(lib, 2, 500, 9, 600, prepacked=True)
     finally:

@@ -15,7 +15,7 @@
 // AVX-512, up to 32 rows skip packing altogether (dot products against a
 // transposed weight, register strips of a row-major B).
 // A prepacked B skips its packing (and, with few rows, is read front to back).
-// A narrow C (up to 16 columns, any rows; AVX2 and AVX-512) skips the tiles: dot
+// A narrow C (up to one NR-wide panel, any rows; AVX2 and AVX-512) skips the tiles: dot
 // products per row for 1-4 columns, register strips of rows of A read in place against
 // B's rows otherwise (a prepacked panel is a row-major block).
 // Threads split the batch, or split C of each matrix into a tm x tn grid; a team
@@ -283,13 +283,15 @@ void axpy_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
 //   are first copied out along k. 256 rows x 1 column x K = 16 ran 4.3x (AVX-512) and 3.5x
 //   (AVX2) faster than packed tiles; with 3 or 4 columns the sums of each group of rows
 //   cost more than the strips below until K reaches about 64.
-// - Up to STRIP_COLS columns otherwise: register strips of rows of A against a row-major
-//   view of B (axpy_rows): a prepacked B's panels are row-major [kc x NR] blocks, a
-//   row-major B is read in place, any other B is packed into one panel per K slice; A is
-//   read in place, whatever its strides (256x16x10 prepacked: 2x faster than packed
-//   tiles, which pack A first).
+// - Up to one panel of columns (STRIP_COLS) otherwise: register strips of rows of A
+//   against a row-major view of B (axpy_rows): a prepacked B's panel is a row-major
+//   [kc x NR] block, a row-major B is read in place, any other B is packed into one panel
+//   per K slice; A is read in place, whatever its strides. The work is that of the
+//   micro-kernel's tiles without packing A: 256x16x10 prepacked ran 2x faster, and with
+//   17-32 columns on AVX-512 (two vectors a row) 256x32x10 1.6x, 1024x32x1024 and
+//   4096x32x512 1.2x.
 constexpr int64_t DOT_NARROW_MIN_K = 64;
-constexpr int64_t STRIP_COLS = 16;
+constexpr int64_t STRIP_COLS = NR;
 
 inline bool use_dot_narrow(const Problem &p, int64_t cols) {
     return p.sa_k == 1 && (cols <= 2 || (cols <= 4 && p.K >= DOT_NARROW_MIN_K));
@@ -412,7 +414,8 @@ void strip_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0
         else if (p.sb_n == 1) panel = B + pc * p.sb_k + n0, ldb = p.sb_k;
         else pack_b(B + pc * p.sb_k + n0 * p.sb_n, p.sb_k, p.sb_n, kc, cols, buf);
 #if AOTC_GEMM_AVX512
-        strip_rows<MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+        if (cols <= 16) strip_rows<MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+        else strip_rows<MR, 2>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
 #else
         if (cols <= 8) strip_rows<2 * MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
         else strip_rows<MR, 2>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
