@@ -374,6 +374,7 @@ void narrow_dot_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64
 // Rows [m0, m1) of C_b[:, n0:n0 + cols] over the K slice [pc, pc + kc) (B's rows of it:
 // panel, ldb apart), in groups of RMAX rows, then 8, 4, 2, 1; the first slice stores
 // alpha*sum + beta*bias, the next ones add to C, the last one finishes each group.
+// W = 0: the 8-lane strips of AVX-512 (axpy_rows8), for up to 8 columns.
 template <int RMAX, int W>
 void strip_rows(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t cols,
                 int64_t pc, int64_t kc, const float *panel, int64_t ldb) {
@@ -385,7 +386,12 @@ void strip_rows(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
     const auto group = [&](auto rows_tag, int64_t m) __attribute__((always_inline)) {
         constexpr int R = decltype(rows_tag)::value;
         if (bias) e.bias = bias + m * p.sbias_m;
-        axpy_rows<R, W>(kc, A + m * p.sa_m, p.sa_m, p.sa_k, panel, ldb, C + m * p.ldc, p.ldc, cols, e);
+#if AOTC_GEMM_AVX512
+        if constexpr (W == 0)
+            axpy_rows8<R>(kc, A + m * p.sa_m, p.sa_m, p.sa_k, panel, ldb, C + m * p.ldc, p.ldc, cols, e);
+        else
+#endif
+            axpy_rows<R, W>(kc, A + m * p.sa_m, p.sa_m, p.sa_k, panel, ldb, C + m * p.ldc, p.ldc, cols, e);
         if (last) finish(p, b, m, n0, R, cols);
     };
     int64_t m = m0;
@@ -414,7 +420,8 @@ void strip_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0
         else if (p.sb_n == 1) panel = B + pc * p.sb_k + n0, ldb = p.sb_k;
         else pack_b(B + pc * p.sb_k + n0 * p.sb_n, p.sb_k, p.sb_n, kc, cols, buf);
 #if AOTC_GEMM_AVX512
-        if (cols <= 16) strip_rows<MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+        if (cols <= 8) strip_rows<MR, 0>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+        else if (cols <= 16) strip_rows<MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
         else strip_rows<MR, 2>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
 #else
         if (cols <= 8) strip_rows<2 * MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
