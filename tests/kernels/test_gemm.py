@@ -426,3 +426,69 @@ def test_fused_epilogue_threaded(lib, threads):
         run_fused(lib, 1, 7, 999, 64)
     finally:
         gomp.omp_set_num_threads(before)
+
+
+# Narrow C (few columns) and short K: dot products against a few columns of B (up to 4),
+# register strips against a row-major view of B (up to one panel: 32 or 16 columns), whatever
+# the rows; 33 columns go to the packed tiles. K of 600 spans two K slices of the packed layout.
+NARROW_M = [1, 5, 13, 31, 256, 257]
+NARROW_N = [1, 2, 3, 4, 7, 16, 17, 32, 33]
+NARROW_K = [1, 3, 10, 16, 33, 600]
+
+
+@pytest.mark.parametrize("K", NARROW_K)
+@pytest.mark.parametrize("N", NARROW_N)
+@pytest.mark.parametrize("M", NARROW_M)
+def test_narrow_shapes(lib, M, N, K):
+    """Every layout of B (transposed weight, row-major, prepacked from either), A row-major
+    or transposed, each bias kind, alpha and beta."""
+    cases = [  # (a_t, b_t, prepacked, bias, alpha, beta, padding of C's rows)
+        (False, True, False, "row", 1.0, 1.0, 3),
+        (False, True, False, "row", -1.5, 0.5, 0),  # C's rows contiguous
+        (False, False, False, "col", 0.5, -2.0, 0),
+        (True, True, False, None, 1.0, 1.0, 3),
+        (True, False, False, "full_t", -1.5, 0.25, 3),
+        (False, True, True, "row", 1.0, 1.0, 3),
+        (False, False, True, "col", 2.0, 3.0, 3),
+        (True, True, True, "full", 1.0, 0.0, 0),
+        (False, True, True, "scalar", 0.0, 1.0, 0),
+        (False, False, True, None, 2.0, 1.0, 0),
+    ]
+    for seed, (a_t, b_t, prepacked, bias, alpha, beta, pad) in enumerate(cases):
+        run_case(lib, 1, M, N, K, a_t=a_t, b_t=b_t, shared_b=prepacked, bias=bias, alpha=alpha,
+                 beta=beta, prepacked=prepacked, ldc_pad=pad, seed=seed)
+
+
+@pytest.mark.parametrize("M,N,K", [(256, 16, 10), (256, 1, 16), (257, 3, 600), (13, 2, 33),
+                                   (31, 17, 3), (5, 4, 64), (64, 24, 600)])
+def test_narrow_batched(lib, M, N, K):
+    run_case(lib, 3, M, N, K, b_t=True, bias="full")
+    run_case(lib, 2, M, N, K, shared_b=True, bias="col", prepacked=True)
+
+
+@pytest.mark.parametrize("M,N,K", [(256, 16, 10), (256, 1, 16), (257, 1, 600), (13, 2, 33),
+                                   (31, 4, 64), (5, 7, 600), (257, 17, 3), (100, 32, 600)])
+@pytest.mark.parametrize("b_t,prepacked", [(False, False), (True, False), (True, True)])
+def test_narrow_fused_epilogue(lib, M, N, K, b_t, prepacked):
+    """The narrow paths finish each element once, after all of its K slices."""
+    for batch in (1, 2):
+        run_fused(lib, batch, M, N, K, b_t=b_t, prepacked=prepacked,
+                  bias="row" if K % 2 else None, seed=M + N + K)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_narrow_threaded(lib, threads):
+    """Teams split the rows of a narrow C (sharing one packed B, or a prepacked one)."""
+    gomp = ctypes.CDLL("libgomp.so.1")
+    before = gomp.omp_get_max_threads()
+    gomp.omp_set_num_threads(threads)
+    try:
+        run_case(lib, 1, 1000, 1, 600, b_t=True, bias="row")
+        run_case(lib, 1, 700, 16, 300, b_t=True, bias="col")
+        run_case(lib, 1, 900, 3, 700, shared_b=True, bias="full", prepacked=True)
+        run_case(lib, 1, 801, 12, 520, a_t=True, shared_b=True, bias="row", prepacked=True)
+        run_case(lib, 1, 600, 64, 300, b_t=True, bias="row")  # a 32-column panel per thread
+        run_fused(lib, 1, 1000, 2, 300, b_t=True)
+        run_fused(lib, 2, 500, 9, 600, prepacked=True)
+    finally:
+        gomp.omp_set_num_threads(before)

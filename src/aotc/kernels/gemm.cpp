@@ -15,6 +15,9 @@
 // AVX-512, up to 32 rows skip packing altogether (dot products against a
 // transposed weight, register strips of a row-major B).
 // A prepacked B skips its packing (and, with few rows, is read front to back).
+// A narrow C (up to one NR-wide panel, any rows; AVX2 and AVX-512) skips the tiles: dot
+// products per row for 1-4 columns, register strips of rows of A read in place against
+// B's rows otherwise (a prepacked panel is a row-major block).
 // Threads split the batch, or split C of each matrix into a tm x tn grid; a team
 // that splits the rows packs B once, shared, and then takes blocks of rows one at a
 // time (a thread the scheduler holds back takes fewer). The epilogue runs on each
@@ -29,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -270,9 +274,169 @@ void axpy_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
 }
 #endif
 
+#if AOTC_GEMM_AVX2
+// Narrow C: padding a few columns to a whole NR-wide panel (and packing A for it) costs
+// more than the products (256x1x16 ran 5x slower than the multiply-adds it needs).
+// - 1 or 2 columns, or up to 4 with K from DOT_NARROW_MIN_K, with A unit stride along k:
+//   dot products, R rows by NC columns of them summed together in one vector
+//   (dot_narrow). B is read in place when it is a transposed weight, else its few columns
+//   are first copied out along k. 256 rows x 1 column x K = 16 ran 4.3x (AVX-512) and 3.5x
+//   (AVX2) faster than packed tiles; with 3 or 4 columns the sums of each group of rows
+//   cost more than the strips below until K reaches about 64.
+// - Up to one panel of columns (STRIP_COLS) otherwise: register strips of rows of A
+//   against a row-major view of B (axpy_rows): a prepacked B's panel is a row-major
+//   [kc x NR] block, a row-major B is read in place, any other B is packed into one panel
+//   per K slice; A is read in place, whatever its strides. The work is that of the
+//   micro-kernel's tiles without packing A: 256x16x10 prepacked ran 2x faster, and with
+//   17-32 columns on AVX-512 (two vectors a row) 256x32x10 1.6x, 1024x32x1024 and
+//   4096x32x512 1.2x.
+constexpr int64_t DOT_NARROW_MIN_K = 64;
+constexpr int64_t STRIP_COLS = NR;
+
+inline bool use_dot_narrow(const Problem &p, int64_t cols) {
+    return p.sa_k == 1 && (cols <= 2 || (cols <= 4 && p.K >= DOT_NARROW_MIN_K));
+}
+
+// R rows from row m of C_b[:, n0:n0 + cols] (cols <= NC): column j of B is Bt + j*ldbt.
+template <int R, int NC>
+void dot_group(const Problem &p, int64_t b, int64_t m, int64_t n0, int64_t cols,
+               const float *Bt, int64_t ldbt) {
+    const float *A = p.A + b * p.sa_batch + m * p.sa_m;
+    const float *bc[NC];
+    for (int j = 0; j < NC; ++j) bc[j] = Bt + std::min<int64_t>(j, cols - 1) * ldbt;  // repeat the last
+    alignas(64) float out[DOT_LANES];
+    dot_narrow<R, NC>(p.K, A, p.sa_m, bc, out);
+    float *C = p.C + b * p.sc_batch + m * p.ldc + n0;
+    const float *bias = p.bias ? p.bias + b * p.sbias_batch + m * p.sbias_m + n0 * p.sbias_n : nullptr;
+    if (cols == NC && p.ldc == NC && (!bias || p.sbias_m == 0)) {  // the R rows are contiguous
+        float add[NC];  // beta * bias of each column, the same for every row
+        for (int j = 0; j < NC; ++j) add[j] = bias ? p.beta * bias[j * p.sbias_n] : 0.0f;
+#pragma GCC unroll 16
+        for (int t = 0; t < R * NC; ++t) C[t] = p.alpha * out[t] + add[t % NC];
+    } else {
+        for (int r = 0; r < R; ++r)
+            for (int64_t j = 0; j < cols; ++j) {
+                float v = p.alpha * out[r * NC + j];
+                if (bias) v += p.beta * bias[r * p.sbias_m + j * p.sbias_n];
+                C[r * p.ldc + j] = v;
+            }
+    }
+    finish(p, b, m, n0, R, cols);
+}
+
+// Rows [m0, m1) of C_b[:, n0:n0 + cols]: groups of DOT_LANES / NC rows, then the last rows
+// in groups of 8, 4, 2, 1.
+template <int NC>
+void dot_rows_narrow(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t cols,
+                     const float *Bt, int64_t ldbt) {
+    constexpr int RMAX = DOT_LANES / NC;
+    int64_t m = m0;
+    for (; m + RMAX <= m1; m += RMAX) dot_group<RMAX, NC>(p, b, m, n0, cols, Bt, ldbt);
+    if constexpr (RMAX > 8)
+        if (m + 8 <= m1) dot_group<8, NC>(p, b, m, n0, cols, Bt, ldbt), m += 8;
+    if constexpr (RMAX > 4)
+        if (m + 4 <= m1) dot_group<4, NC>(p, b, m, n0, cols, Bt, ldbt), m += 4;
+    if constexpr (RMAX > 2)
+        if (m + 2 <= m1) dot_group<2, NC>(p, b, m, n0, cols, Bt, ldbt), m += 2;
+    if constexpr (RMAX > 1)
+        if (m < m1) dot_group<1, NC>(p, b, m, n0, cols, Bt, ldbt);
+}
+
+// C_b[m0:m1, n0:n1] for n1 - n0 <= 4 and sa_k == 1.
+void narrow_dot_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    const int64_t cols = n1 - n0;
+    const float *Bt = p.B + b * p.sb_batch + n0 * p.sb_n;
+    int64_t ldbt = p.sb_n;
+    if (p.packed_b || p.sb_k != 1) {  // copy the columns out, each contiguous along k
+        float *buf = tls_scratch.get(static_cast<size_t>(cols * p.K));
+        if (!buf) return naive_range(p, b, m0, m1, n0, n1);
+        if (p.packed_b) {
+            const int64_t kcb = k_slice(p.K);
+            for (int64_t pc = 0; pc < p.K; pc += kcb) {
+                const float *panel = packed_panels(p.packed_b, p.K, p.N, pc, n0 / NR * NR) + n0 % NR;
+                for (int64_t k = pc; k < std::min(p.K, pc + kcb); ++k, panel += NR)
+                    for (int64_t j = 0; j < cols; ++j) buf[j * p.K + k] = panel[j];
+            }
+        } else {
+            for (int64_t k = 0; k < p.K; ++k)
+                for (int64_t j = 0; j < cols; ++j) buf[j * p.K + k] = Bt[k * p.sb_k + j * p.sb_n];
+        }
+        Bt = buf;
+        ldbt = p.K;
+    }
+    switch (cols) {
+        case 1: return dot_rows_narrow<1>(p, b, m0, m1, n0, cols, Bt, ldbt);
+        case 2: return dot_rows_narrow<2>(p, b, m0, m1, n0, cols, Bt, ldbt);
+        default: return dot_rows_narrow<4>(p, b, m0, m1, n0, cols, Bt, ldbt);
+    }
+}
+
+// Rows [m0, m1) of C_b[:, n0:n0 + cols] over the K slice [pc, pc + kc) (B's rows of it:
+// panel, ldb apart), in groups of RMAX rows, then 8, 4, 2, 1; the first slice stores
+// alpha*sum + beta*bias, the next ones add to C, the last one finishes each group.
+// W = 0: the 8-lane strips of AVX-512 (axpy_rows8), for up to 8 columns.
+template <int RMAX, int W>
+void strip_rows(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t cols,
+                int64_t pc, int64_t kc, const float *panel, int64_t ldb) {
+    const float *A = p.A + b * p.sa_batch + pc * p.sa_k;
+    float *C = p.C + b * p.sc_batch + n0;
+    const float *bias = pc == 0 && p.bias ? p.bias + b * p.sbias_batch + n0 * p.sbias_n : nullptr;
+    const bool last = pc + kc >= p.K;
+    Epilogue e{p.alpha, p.beta, pc > 0, nullptr, p.sbias_m, p.sbias_n};
+    const auto group = [&](auto rows_tag, int64_t m) __attribute__((always_inline)) {
+        constexpr int R = decltype(rows_tag)::value;
+        if (bias) e.bias = bias + m * p.sbias_m;
+#if AOTC_GEMM_AVX512
+        if constexpr (W == 0)
+            axpy_rows8<R>(kc, A + m * p.sa_m, p.sa_m, p.sa_k, panel, ldb, C + m * p.ldc, p.ldc, cols, e);
+        else
+#endif
+            axpy_rows<R, W>(kc, A + m * p.sa_m, p.sa_m, p.sa_k, panel, ldb, C + m * p.ldc, p.ldc, cols, e);
+        if (last) finish(p, b, m, n0, R, cols);
+    };
+    int64_t m = m0;
+    for (; m + RMAX <= m1; m += RMAX) group(std::integral_constant<int, RMAX>{}, m);
+    if constexpr (RMAX > 8)
+        if (m + 8 <= m1) group(std::integral_constant<int, 8>{}, m), m += 8;
+    if (m + 4 <= m1) group(std::integral_constant<int, 4>{}, m), m += 4;
+    if (m + 2 <= m1) group(std::integral_constant<int, 2>{}, m), m += 2;
+    if (m < m1) group(std::integral_constant<int, 1>{}, m);
+}
+
+// C_b[m0:m1, n0:n1] for n1 - n0 <= STRIP_COLS (n0 on a panel edge), bias sbn 0 or 1.
+void strip_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    const int64_t cols = n1 - n0, kcb = k_slice(p.K);
+    const float *B = p.B + b * p.sb_batch;
+    float *buf = nullptr;
+    if (!p.packed_b && p.sb_n != 1) {
+        buf = tls_scratch.get(static_cast<size_t>(kcb * NR));
+        if (!buf) return naive_range(p, b, m0, m1, n0, n1);
+    }
+    for (int64_t pc = 0; pc < p.K; pc += kcb) {
+        const int64_t kc = std::min(kcb, p.K - pc);
+        const float *panel = buf;
+        int64_t ldb = NR;
+        if (p.packed_b) panel = packed_panels(p.packed_b, p.K, p.N, pc, n0);
+        else if (p.sb_n == 1) panel = B + pc * p.sb_k + n0, ldb = p.sb_k;
+        else pack_b(B + pc * p.sb_k + n0 * p.sb_n, p.sb_k, p.sb_n, kc, cols, buf);
+#if AOTC_GEMM_AVX512
+        if (cols <= 8) strip_rows<MR, 0>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+        else if (cols <= 16) strip_rows<MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+        else strip_rows<MR, 2>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+#else
+        if (cols <= 8) strip_rows<2 * MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+        else strip_rows<MR, 2>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+#endif
+    }
+}
+#endif
+
 // One thread's share: C_b[m0:m1, n0:n1], all of K (K > 0).
 void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     if (m0 >= m1 || n0 >= n1) return;
+#if AOTC_GEMM_AVX2
+    if (use_dot_narrow(p, n1 - n0)) return narrow_dot_range(p, b, m0, m1, n0, n1);
+#endif
 #if AOTC_GEMM_AVX512
     const int64_t rows = m1 - m0;
     if (p.packed_b) {  // the in-place paths below read B unpacked
@@ -283,6 +447,10 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
         axpy_range(p, b, m0, m1, n0, n1);
         return finish(p, b, m0, n0, m1 - m0, n1 - n0);
     }
+#endif
+#if AOTC_GEMM_AVX2
+    if (n1 - n0 <= STRIP_COLS && n0 % NR == 0 && (!p.bias || p.sbias_n == 0 || p.sbias_n == 1))
+        return strip_range(p, b, m0, m1, n0, n1);
 #endif
     // Split K and M into near-equal blocks so no block is a sliver.
     const int64_t kcb = k_slice(p.K);

@@ -4,13 +4,16 @@
 // A micro-kernel multiplies a packed MR-row panel of A (k-major: a[k*MR + i])
 // by a packed NR-column panel of B (k-major: b[k*NR + j]), keeping the whole
 // MR x NR tile of C in vector registers, and then applies the epilogue. The
-// AVX-512 set also has kernels for a few rows of A that read B unpacked.
+// AVX-512 and AVX2 sets also have kernels that read A and B unpacked: register
+// strips of a row-major B (axpy_rows) and dot products of rows and a few columns
+// (dot_narrow), for few rows of A or few columns of C.
 #ifndef AOTC_GEMM_MICROKERNELS_H
 #define AOTC_GEMM_MICROKERNELS_H
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -187,11 +190,11 @@ void axpy_rows(int64_t K, const float *a, int64_t sa_m, int64_t sa_k, const floa
 #pragma GCC unroll 16
     for (int v = 0; v < W; ++v) {
         mask[v] = lane_mask(nr, v);
-#pragma GCC unroll 4
+#pragma GCC unroll 12
         for (int r = 0; r < R; ++r) acc[r][v] = _mm512_setzero_ps();
     }
     for (int64_t k = 0; k < K; ++k, a += sa_k, b += ldb) {
-#pragma GCC unroll 4
+#pragma GCC unroll 12
         for (int r = 0; r < R; ++r) {
             const __m512 ar = _mm512_set1_ps(a[r * sa_m]);
 #pragma GCC unroll 16
@@ -200,6 +203,34 @@ void axpy_rows(int64_t K, const float *a, int64_t sa_m, int64_t sa_k, const floa
         }
     }
     store_zmm<R, W>(acc, c, ldc, R, nr, e);
+}
+
+// As axpy_rows<R, 1> for nr <= 8 columns, in 8-lane vectors: a 16-lane FMA costs two
+// 8-lane ones where the FMA units are 256 bits wide, so half-empty vectors would halve the
+// rate (256x4x10 ran 1.6x faster so).
+template <int R>
+void axpy_rows8(int64_t K, const float *a, int64_t sa_m, int64_t sa_k, const float *b, int64_t ldb,
+                float *c, int64_t ldc, int64_t nr, const Epilogue &e) {
+    const __mmask8 mask = static_cast<__mmask8>((1u << std::min<int64_t>(nr, 8)) - 1u);
+    __m256 acc[R];
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K; ++k, a += sa_k, b += ldb) {
+        const __m256 bv = _mm256_maskz_loadu_ps(mask, b);
+#pragma GCC unroll 12
+        for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[r * sa_m]), bv, acc[r]);
+    }
+    const __m256 va = _mm256_set1_ps(e.alpha), vb = _mm256_set1_ps(e.beta);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+        float *cr = c + r * ldc;
+        const float *br = e.bias ? e.bias + r * e.sbm : nullptr;
+        __m256 v = _mm256_mul_ps(va, acc[r]);
+        if (e.accumulate) v = _mm256_add_ps(v, _mm256_maskz_loadu_ps(mask, cr));
+        else if (br && e.sbn == 0) v = _mm256_add_ps(v, _mm256_set1_ps(e.beta * br[0]));
+        else if (br) v = _mm256_fmadd_ps(vb, _mm256_maskz_loadu_ps(mask, br), v);
+        _mm256_mask_storeu_ps(cr, mask, v);
+    }
 }
 
 // Lanes 0..3 = sums of the lanes of x0..x3. Each step adds the two halves of
@@ -253,6 +284,65 @@ void dot_rows4(int64_t K, const float *a, int64_t lda, const float *const b[4], 
     for (int r = 0; r < R; ++r)
         _mm512_mask_storeu_ps(out[r], 0xF, hsum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
 }
+
+// Lane t = the sum of the lanes of x[t]: four rounds of folding pairs of vectors together
+// (256-bit halves, 128-bit quarters, pairs, single lanes), 15 folds for 16 sums. The folds
+// use immediate shuffles only (no index vectors to hold in registers beside 16 sums); they
+// leave the sums transposed as a 4x4 grid, so the inputs go in transposed.
+inline __m512 hsum16(const __m512 (&x)[16]) {
+    // The masked form with every lane set: GCC 12 flags the plain one's undefined operand.
+    const auto shuffle128 = [](__m512 u, __m512 v, auto imm) __attribute__((always_inline)) {
+        return _mm512_mask_shuffle_f32x4(u, 0xFFFF, u, v, decltype(imm)::value);
+    };
+    using lo256 = std::integral_constant<int, 0x44>;
+    using hi256 = std::integral_constant<int, 0xEE>;
+    using even128 = std::integral_constant<int, 0x88>;
+    using odd128 = std::integral_constant<int, 0xDD>;
+    __m512 y[8], z[4], w[2];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+        const __m512 u = x[(2 * i) % 4 * 4 + 2 * i / 4], v = x[(2 * i + 1) % 4 * 4 + (2 * i + 1) / 4];
+        y[i] = _mm512_add_ps(shuffle128(u, v, lo256{}), shuffle128(u, v, hi256{}));
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i)
+        z[i] = _mm512_add_ps(shuffle128(y[2 * i], y[2 * i + 1], even128{}),
+                             shuffle128(y[2 * i], y[2 * i + 1], odd128{}));
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; ++i)
+        w[i] = _mm512_add_ps(_mm512_shuffle_ps(z[2 * i], z[2 * i + 1], 0x44),
+                             _mm512_shuffle_ps(z[2 * i], z[2 * i + 1], 0xEE));
+    return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+}
+
+// Dot products of R rows of A (lda apart) and NC columns of B, both unit stride along k
+// (B a transposed weight, or its columns copied out): out[r*NC + j] = sum_k a[r*lda + k] *
+// b[j][k]. R*NC <= 16 accumulators, summed together by one hsum16, so a narrow C
+// (N = 1..4) fills every lane rather than padding its columns to a 32-wide panel.
+template <int R, int NC>
+void dot_narrow(int64_t K, const float *a, int64_t lda, const float *const (&b)[NC], float out[16]) {
+    static_assert(R * NC <= 16, "one vector of sums");
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
+    const auto step = [&](int64_t k, __mmask16 m) __attribute__((always_inline)) {
+        __m512 bv[NC];
+#pragma GCC unroll 4
+        for (int j = 0; j < NC; ++j) bv[j] = _mm512_maskz_loadu_ps(m, b[j] + k);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            const __m512 av = _mm512_maskz_loadu_ps(m, a + r * lda + k);
+#pragma GCC unroll 4
+            for (int j = 0; j < NC; ++j) acc[r * NC + j] = _mm512_fmadd_ps(av, bv[j], acc[r * NC + j]);
+        }
+    };
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) step(k, 0xFFFF);
+    if (k < K) step(k, lane_mask(K - k, 0));
+    _mm512_storeu_ps(out, hsum16(acc));
+}
+
+constexpr int DOT_LANES = 16;  // sums one dot_narrow call returns
 
 #elif AOTC_GEMM_AVX2
 
@@ -321,19 +411,15 @@ accumulate_ymm(int64_t kc, const float *__restrict a, const float *__restrict b,
     }
 }
 
-// An mr x nr tile (mr <= ROWS, nr <= 8*W) of packed panels straight into C with the
-// epilogue fused; masked loads and stores leave the columns past nr untouched. The bias
-// needs sbn of 0 or 1.
+// Applies the epilogue to an mr x nr tile (mr <= ROWS, nr <= 8*W) and stores it into C;
+// masked loads and stores leave the columns past nr untouched. The bias needs sbn of 0 or 1.
 template <int ROWS, int W>
-void kernel_ymm(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
-                int64_t nr, const Epilogue &e, const char *pf, int64_t pf_lines) {
-    prefetch_tile<8 * W>(c, ldc, mr);
-    __m256 acc[ROWS][W];
-    accumulate_ymm<ROWS, W>(kc, a, b, acc, pf, pf_lines);
+__attribute__((always_inline)) inline void
+store_ymm(__m256 (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64_t nr, const Epilogue &e) {
     __m256i mask[W];
     for (int v = 0; v < W; ++v) mask[v] = lane_mask8(nr, v);
     const __m256 va = _mm256_set1_ps(e.alpha), vb = _mm256_set1_ps(e.beta);
-#pragma GCC unroll 6
+#pragma GCC unroll 12
     for (int i = 0; i < ROWS; ++i) {
         if (i >= mr) break;
         float *ci = c + i * ldc;
@@ -348,6 +434,80 @@ void kernel_ymm(int64_t kc, const float *a, const float *b, float *c, int64_t ld
         }
     }
 }
+
+// An mr x nr tile (mr <= ROWS, nr <= 8*W) of packed panels straight into C with the
+// epilogue fused; masked loads and stores leave the columns past nr untouched. The bias
+// needs sbn of 0 or 1.
+template <int ROWS, int W>
+void kernel_ymm(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
+                int64_t nr, const Epilogue &e, const char *pf, int64_t pf_lines) {
+    prefetch_tile<8 * W>(c, ldc, mr);
+    __m256 acc[ROWS][W];
+    accumulate_ymm<ROWS, W>(kc, a, b, acc, pf, pf_lines);
+    store_ymm<ROWS, W>(acc, c, ldc, mr, nr, e);
+}
+
+// R rows of A (any strides) times nr <= 8*W columns of a row-major B read in place (ldb
+// apart along k), epilogue fused (bias sbn 0 or 1): a narrow C, no packing.
+template <int R, int W>
+void axpy_rows(int64_t K, const float *a, int64_t sa_m, int64_t sa_k, const float *b, int64_t ldb,
+               float *c, int64_t ldc, int64_t nr, const Epilogue &e) {
+    __m256 acc[R][W];
+    __m256i mask[W];
+#pragma GCC unroll 4
+    for (int v = 0; v < W; ++v) {
+        mask[v] = lane_mask8(nr, v);
+#pragma GCC unroll 12
+        for (int r = 0; r < R; ++r) acc[r][v] = _mm256_setzero_ps();
+    }
+    for (int64_t k = 0; k < K; ++k, a += sa_k, b += ldb) {
+        __m256 bv[W];
+#pragma GCC unroll 4
+        for (int v = 0; v < W; ++v) bv[v] = _mm256_maskload_ps(b + 8 * v, mask[v]);
+#pragma GCC unroll 12
+        for (int r = 0; r < R; ++r) {
+            const __m256 ar = _mm256_broadcast_ss(a + r * sa_m);
+#pragma GCC unroll 4
+            for (int v = 0; v < W; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+        }
+    }
+    store_ymm<R, W>(acc, c, ldc, R, nr, e);
+}
+
+// Lane t = the sum of the lanes of x[t].
+inline __m256 hsum8(const __m256 (&x)[8]) {
+    const __m256 t0 = _mm256_hadd_ps(x[0], x[1]), t1 = _mm256_hadd_ps(x[2], x[3]);
+    const __m256 t2 = _mm256_hadd_ps(x[4], x[5]), t3 = _mm256_hadd_ps(x[6], x[7]);
+    // u0: x0..x3 over the low 128-bit half, then over the high half; u1 likewise x4..x7
+    const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// As the AVX-512 dot_narrow: R*NC <= 8 dot products of unit-stride rows and columns.
+template <int R, int NC>
+void dot_narrow(int64_t K, const float *a, int64_t lda, const float *const (&b)[NC], float out[8]) {
+    static_assert(R * NC <= 8, "one vector of sums");
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int t = 0; t < 8; ++t) acc[t] = _mm256_setzero_ps();
+    const auto step = [&](int64_t k, __m256i m, bool masked) __attribute__((always_inline)) {
+        __m256 bv[NC];
+#pragma GCC unroll 4
+        for (int j = 0; j < NC; ++j) bv[j] = masked ? _mm256_maskload_ps(b[j] + k, m) : _mm256_loadu_ps(b[j] + k);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const __m256 av = masked ? _mm256_maskload_ps(a + r * lda + k, m) : _mm256_loadu_ps(a + r * lda + k);
+#pragma GCC unroll 4
+            for (int j = 0; j < NC; ++j) acc[r * NC + j] = _mm256_fmadd_ps(av, bv[j], acc[r * NC + j]);
+        }
+    };
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) step(k, _mm256_setzero_si256(), false);
+    if (k < K) step(k, lane_mask8(K - k, 0), true);
+    _mm256_storeu_ps(out, hsum8(acc));
+}
+
+constexpr int DOT_LANES = 8;  // sums one dot_narrow call returns
 
 template <int W>
 void kernel_rows(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int64_t mr,
