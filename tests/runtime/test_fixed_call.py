@@ -155,3 +155,18 @@ def test_dynamic_and_stateful_models_do_not_take_it(tmp_path):
     torch.testing.assert_close(stateful(x), 2 * x)
     with torch.no_grad():
         torch.testing.assert_close(dynamic(x[:2]), ep.module()(x[:2]))
+
+
+def test_input_checks_keep_the_short_path_for_contiguous_exports(compiled, monkeypatch):
+    """With AOTI_RUNTIME_CHECK_INPUTS=1 a contiguous input of a contiguous export passes the
+    layout check anyway, so it takes the short path; another layout still raises."""
+    ep, path = compiled
+    monkeypatch.setenv("AOTI_RUNTIME_CHECK_INPUTS", "1")
+    model = aotc.load_package(path)
+    run = model._run
+    _no_general_path(model, monkeypatch)
+    x, y = torch.randn(5, 10), torch.randn(5, 6)
+    torch.testing.assert_close(model(x, y), _expect(ep, x, y))
+    monkeypatch.setattr(model, "_run", run)
+    with pytest.raises(aotc.InputError, match=r"input 'x': stride 1 in dim 0 differs"):
+        model(torch.randn(10, 5).t(), y)

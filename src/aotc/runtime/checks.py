@@ -36,6 +36,11 @@ class LayoutCheck:
         # exports with contiguous inputs (the usual case) need only a contiguity test a call
         self._contiguous = [self._is_contiguous(sizes, strides) for _, sizes, strides in self.inputs]
 
+    @property
+    def contiguous_only(self) -> bool:
+        """Whether every input was exported contiguous: then a contiguous input passes."""
+        return all(self._contiguous)
+
     def _is_contiguous(self, sizes: list, strides: list | None) -> bool:
         if strides is None:
             return True

@@ -278,7 +278,8 @@ class CompiledModel:
         """The signature of the short call path, for a model that can take it."""
         meta = self.package_metadata
         if (not self._plain_args or self._static_shapes is None or self._sizes_follow_data
-                or self._int_inputs or self._mutated or self._state or self._layout is not None
+                or self._int_inputs or self._mutated or self._state
+                or (self._layout is not None and not self._layout.contiguous_only)
                 or not self._inputs or len(self._inputs) != len(meta["inputs"])
                 or not all(isinstance(s, int) for i in self._inputs for s in i["sizes"])):
             return None
