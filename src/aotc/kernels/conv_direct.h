@@ -136,6 +136,27 @@ inline void zero_run(float *dst, int64_t n) {
 #endif
 }
 
+#if defined(__AVX512F__)
+// ev[m] = src[2m], od[m] = src[2m + 1] for the n floats of src: 32 at a time, two
+// permutes (the constant-stride loop of the generic fill stays scalar-ish on short rows).
+inline void deinterleave2(const float *src, int64_t n, float *ev, float *od) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (int64_t i = 0; i < n; i += 2 * L) {
+        const int64_t left = n - i;
+        const V a = left >= L ? vload(src + i) : vload_n(src + i, left);
+        const V b = left >= 2 * L ? vload(src + i + L) : left > L ? vload_n(src + i + L, left - L)
+                                                                    : vzero();
+        const V e = _mm512_permutex2var_ps(a, even, b), o = _mm512_permutex2var_ps(a, odd, b);
+        const int64_t ne = std::min<int64_t>(L, (left + 1) / 2), no = std::min<int64_t>(L, left / 2);
+        float *de = ev + i / 2, *dd = od + i / 2;
+        if (ne == L) vstore(de, e); else vstore_n(de, e, ne);
+        if (no == L) vstore(dd, o); else if (no > 0) vstore_n(dd, o, no);
+    }
+}
+#endif
+
 // The phased, zero-padded copy of one channel x[h, w] into dst (pl.chan floats). Every
 // channel writes the same elements, so a buffer that held another channel's copy (or was
 // zeroed) keeps its padding: `padded` skips zeroing it again.
@@ -150,6 +171,13 @@ inline void fill_channel(const Plan &pl, const float *src, float *dst, bool padd
             copy_run(sr, row + pl.pw, pl.w);
             continue;
         }
+#if defined(__AVX512F__)
+        if (pl.sw == 2) {  // input column c at padded column c + pw: phase, then position
+            deinterleave2(sr, pl.w, row + (pl.pw % 2) * plane + pl.pw / 2,
+                          row + ((pl.pw + 1) % 2) * plane + (pl.pw + 1) / 2);
+            continue;
+        }
+#endif
         for (int64_t a = 0; a < pl.sw; ++a) {  // padded columns c = a + j*sw
             float *pr = row + a * plane;
             const int64_t first = a - pl.pw;   // the input column of j = 0
