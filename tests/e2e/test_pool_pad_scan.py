@@ -37,6 +37,18 @@ CASES = {
         lambda x: F.adaptive_max_pool2d(x, (4, 3), return_indices=True), (2, 3, 9, 7)),
     "adaptive_max_pool1d": (lambda x: F.adaptive_max_pool1d(x, 5), (2, 3, 13)),
     "adaptive_avg_pool3d": (lambda x: F.adaptive_avg_pool3d(x, (2, 3, 1)), (1, 2, 5, 7, 3)),
+    # max pooling without indices goes one pooled dim at a time (rows, then along rows)
+    "max_pool2d_separable_dilated": (
+        lambda x: F.max_pool2d(x, (3, 2), stride=(2, 1), padding=(1, 1), dilation=(1, 2)),
+        (2, 3, 13, 14)),
+    "max_pool2d_separable_ceil": (lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True),
+                                  (1, 4, 10, 11)),
+    "max_pool2d_separable_all_negative": (lambda x: F.max_pool2d(-x.abs() - 1, 3, 2, 1),
+                                          (1, 2, 9, 8)),
+    "max_pool3d_separable": (lambda x: F.max_pool3d(x, (2, 3, 2), stride=(1, 2, 2),
+                                                    padding=(1, 1, 0)), (1, 2, 5, 7, 6)),
+    "max_pool2d_one_pooled_dim": (lambda x: F.max_pool2d(x, (3, 1), (2, 1), (1, 0)),
+                                  (2, 3, 9, 5)),
     "large_max_pool_threaded": (lambda x: F.max_pool2d(x, 3, 2, 1), (4, 32, 56, 56)),
     "pads": (lambda x: (F.pad(x, (1, 2, 3, 0)), F.pad(x, (2, 2, 1, 1), mode="reflect"),
                         F.pad(x, (3, -1, 0, 2), mode="replicate"),
@@ -62,6 +74,18 @@ def test_op_matches_eager(compile_model, name):
     x = torch.randn(shape)
     ep, model = compile_model(Fn(fn), (x,))
     torch.testing.assert_close(model(x), ep.module()(x))
+
+
+def test_max_pool_one_dim_at_a_time_keeps_nan(compile_model):
+    """A NaN reaches every window holding it through both passes of the separable max."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 13, 14)
+    x[x > 1.5] = float("nan")
+    fn = Fn(lambda v: F.max_pool2d(v, (3, 2), stride=(2, 1), padding=(1, 1), dilation=(1, 2)))
+    ep, model = compile_model(fn, (x,))
+    got, want = model(x), ep.module()(x)
+    assert want.isnan().any() and not want.isnan().all()
+    torch.testing.assert_close(got, want, equal_nan=True)
 
 
 def test_integer_scans_wrap_like_torch(compile_model):

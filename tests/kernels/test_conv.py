@@ -93,6 +93,20 @@ CASES = {
     "direct_8x3_tiles": (lambda: nn.Conv2d(5, 16, 3, padding=1), (2, 5, 17, 19)),
     "direct_8x3_grouped_strided": (lambda: nn.Conv2d(6, 80, 3, stride=2, padding=1, groups=2),
                                    (1, 6, 40, 36)),
+    # unit stride along rows: rows w + p apart, sharing their padding; the last output
+    # column reads the next row's (or, with no padding above, the next channel's) first
+    # columns
+    "direct_shared_padding_strided_rows": (lambda: nn.Conv2d(5, 8, 3, stride=(2, 1),
+                                                             padding=(1, 2)), (1, 5, 33, 29)),
+    "direct_shared_padding_no_row_padding": (lambda: nn.Conv2d(6, 12, (1, 5), padding=(0, 2),
+                                                               bias=False), (2, 6, 17, 30)),
+    # stride 2 along rows: even and odd input columns split by permutes (AVX-512), with no
+    # padding, an even padding, and rows of 2 vectors and a tail
+    "direct_s2_no_padding_long_rows": (lambda: nn.Conv2d(4, 8, 3, stride=2), (1, 4, 35, 70)),
+    "direct_s2_even_padding_odd_width": (lambda: nn.Conv2d(3, 8, 5, stride=2, padding=2),
+                                         (2, 3, 60, 17)),
+    # padding wider than the kernel's reach: rows keep both paddings
+    "direct_padding_beyond_kernel": (lambda: nn.Conv2d(4, 6, 3, padding=3), (1, 4, 20, 21)),
     "small_planes_batched": (lambda: nn.Conv2d(64, 96, 3, padding=1, groups=2), (5, 64, 7, 7)),
 }
 

@@ -27,6 +27,12 @@ CASES = {
                                              bias=False), (2, 9, 5, 10)),
     "several_k_slices": (lambda: nn.Conv2d(96, 40, 3, padding=1), (1, 96, 6, 6)),
     "conv1d": (lambda: nn.Conv1d(8, 16, 5, padding=2), (2, 8, 37)),
+    # im2col from a padded copy of each plane: stride 3 along rows, a dilated tap past
+    # the padding, an even kernel
+    "stride3_dilated_even_kernel": (lambda: nn.Conv2d(7, 11, (2, 4), stride=(2, 3),
+                                                      padding=(1, 3), dilation=(3, 2)),
+                                    (2, 7, 13, 17)),
+    "conv1d_stride2_no_padding": (lambda: nn.Conv1d(5, 12, 3, stride=2), (1, 5, 30)),
     "conv3d": (lambda: nn.Conv3d(4, 8, 3, padding=1, stride=(1, 2, 1)), (1, 4, 4, 5, 6)),
 }
 

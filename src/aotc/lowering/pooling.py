@@ -59,11 +59,14 @@ class Window:
         self.rv = tuple(reduction_var(k) for k in range(self.n))
         ranges = dict(zip(iv, self.out)) | dict(zip(self.rv, self.lengths))
         self.pos, self.valid = [], None
+        self.inside: list[bool] = []  # per pooled dim: every position provably in range
         for k in range(self.n):
             size = x.sizes[self.lead + k]
             pos = sympy.expand(starts[k] + self.rv[k] * dilation[k])
             self.pos.append(pos)
-            self.valid = both(self.valid, both(at_least_zero(pos), below(pos, size, ranges)))
+            dim_valid = both(at_least_zero(pos), below(pos, size, ranges))
+            self.inside.append(dim_valid is None)
+            self.valid = both(self.valid, dim_valid)
             if stops is not None and stops[k] is not None:
                 self.valid = both(self.valid, Binary(BinaryOp.LT, _value(pos), _value(stops[k]),
                                                      DType.bool))
@@ -74,7 +77,10 @@ class Window:
         src = list(iv[:self.lead])
         for k in range(self.n):
             size = self.x.sizes[self.lead + k]
-            src.append(self.pos[k] if self.valid is None else clamp_index(self.pos[k], size))
+            # a dim whose positions are all in range is read as is: a clamp the compiler
+            # cannot see through would turn a unit-stride row into a gather
+            inside = self.valid is None or self.inside[k]
+            src.append(self.pos[k] if inside else clamp_index(self.pos[k], size))
         body = self.x.load(src)
         if self.valid is None:
             return body
@@ -119,13 +125,39 @@ def _max_pool(ctx, x, kernel_size, stride, padding, dilation, n: int, with_indic
     stride = _per_dim(stride, n, kernel)
     padding, dilation = _per_dim(padding, n), _per_dim(dilation, n)
     out = ctx.out_sizes
-    w = _fixed_window(x, out, kernel, stride, padding, dilation)
     fill = lowest_value(x.dtype)
+    if not with_indices and sum(k > 1 for k in kernel) > 1:
+        return _separable_max(ctx, x, out, kernel, stride, padding, dilation, fill)
+    w = _fixed_window(x, out, kernel, stride, padding, dilation)
     values = w.reduce(ctx, ReduceType.MAX, fill, x.dtype, f"{ctx.node_name}_values")
     if not with_indices:
         return values
     arg = w.reduce(ctx, ReduceType.ARGMAX, fill, I64, f"{ctx.node_name}_argmax")
     return values, w.flat_input_index(ctx, arg)
+
+
+def _separable_max(ctx, x, out, kernel, stride, padding, dilation, fill):
+    """The max over a box is the max over each pooled dim in turn: one 1-D window at a time,
+    the outer dims first, so that those passes read whole rows (unit stride along the last
+    dim) and only the last one gathers along a strided row, over fewer rows and taps than
+    the box (a 3x3 window: 3 taps a gathered output instead of 9). Positions outside the
+    input are masked in every pass, so the result (NaN included) is the box's."""
+    n = len(kernel)
+    lead = x.ndim - n
+    sizes = list(x.sizes)
+    cur = x
+    for k in range(n):
+        if kernel[k] == 1 and stride[k] == 1 and padding[k] == 0 and sizes[lead + k] == out[lead + k]:
+            continue
+        sizes[lead + k] = out[lead + k]
+        one = [1] * n
+        ks, ss, ps, ds = list(one), list(one), [0] * n, list(one)
+        ks[k], ss[k], ps[k], ds[k] = kernel[k], stride[k], padding[k], dilation[k]
+        w = _fixed_window(cur, tuple(sizes), ks, ss, ps, ds)
+        last = all(kernel[j] == 1 and stride[j] == 1 and padding[j] == 0 for j in range(k + 1, n))
+        hint = f"{ctx.node_name}_values" if last else f"{ctx.node_name}_rows{k}"
+        cur = w.reduce(ctx, ReduceType.MAX, fill, x.dtype, hint)
+    return cur
 
 
 def _register_max_pool(n: int) -> None:

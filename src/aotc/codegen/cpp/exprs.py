@@ -1,6 +1,8 @@
 """C++ text of index expressions (sympy) and of loop bodies (the expression DAG, with CSE)."""
 from __future__ import annotations
 
+import re
+
 import sympy
 
 from ...dtypes import DType
@@ -102,6 +104,23 @@ def narrow_gather(offset, sizes) -> bool:
     return bool(total.is_number) and int(total) < 2**31
 
 
+def _narrowed(offset) -> str:
+    """A narrow_gather offset in C. When the innermost index variable (the highest-numbered
+    i<k>, the one a kernel's inner loop runs over) appears outside every clamp, only the
+    clamped terms are computed in 32 bits and the rest stays a plain affine sum, so that a
+    row read at unit stride under a clamped outer index (a pooling pass over rows) stays one
+    vector load rather than a gather; otherwise the whole offset is 32-bit (the gather)."""
+    e = sympy.expand(sympy.sympify(offset))
+    terms = sympy.Add.make_args(e)
+    clamped = sympy.Add(*[t for t in terms if t.has(sympy.Min, sympy.Max)])
+    rest = sympy.Add(*[t for t in terms if not t.has(sympy.Min, sympy.Max)])
+    index = [s for s in e.free_symbols if re.fullmatch(r"i\d+", s.name)]
+    inner = max(index, key=lambda s: int(s.name[1:]), default=None)
+    if inner is None or inner not in rest.free_symbols or clamped.has(inner):
+        return f"int32_t({c_index(e)})"
+    return f"int32_t({c_index(clamped)}) + {_paren(rest)}"
+
+
 def _paren(e) -> str:
     text = c_index(e)
     e = sympy.sympify(e)
@@ -150,7 +169,10 @@ class BodyEmitter:
                 off = simplify_index(sympy.sympify(off).xreplace(mapping), ranges)
             text = c_index(off)
             if narrow_gather(off, self.sizes[e.buffer]):
-                text = f"int32_t({text})"
+                # only the clamped terms in 32 bits: the others stay a plain affine sum, so
+                # that a row read at unit stride under a clamped outer index (a pooling
+                # window's row) stays one vector load rather than a gather
+                text = _narrowed(off)
             return f"{self.pointer_of(e.buffer)}[{text}]"
         if isinstance(e, IndexValue):
             return f"{e.dtype.compute.ctype}({c_index(e.expr)})"
