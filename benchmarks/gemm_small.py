@@ -12,8 +12,10 @@ returns at once) is measured the same way and subtracted. The shapes are those o
 benchmarks/models.py ReadmeModel at batch 256, Linear(10, 16) with its weight prepacked and
 Linear(16, 1) reading its weight in place, then a few neighbours; the figures are medians
 of --reps rounds, with the spread. With --shapes skinny, the shapes are a small C with a
-long K (a classifier head, a reduction-like matmul: the split-K path), and with --threads
-above 1 the times are wall clock (the team's), not the calling thread's CPU time. Prints only.
+long K (a classifier head, a reduction-like matmul: the split-K path), with --shapes
+standard some rows of benchmarks/gemm.py (1024^3, 64x4096x4096, GEMVs), and with --threads
+above 1 the times are wall clock (the team's), not the calling thread's CPU time: the median
+call of each round. Prints only.
 """
 from __future__ import annotations
 
@@ -41,6 +43,9 @@ SKINNY_SHAPES = [(True, 1, 64, 16384), (False, 1, 64, 16384), (True, 8, 32, 8192
                  (False, 8, 32, 8192), (True, 16, 128, 12544), (False, 16, 128, 12544),
                  (True, 64, 64, 65536), (False, 64, 64, 65536), (True, 4, 10, 25088),
                  (False, 1, 1, 65536)]
+# rows of benchmarks/gemm.py, which no small-C path takes: to check they are unchanged
+STANDARD_SHAPES = [(False, 1024, 1024, 1024), (True, 64, 4096, 4096), (True, 1, 4096, 4096),
+                   (False, 1, 4096, 4096)]
 
 i64, f32, ptr = ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
 
@@ -97,6 +102,13 @@ def make_call(lib: ctypes.CDLL, prepacked: bool, M: int, N: int, K: int,
 
 
 def per_call_us(fn: Callable[[], None], iters: int, clock: Callable[[], float] = time.thread_time) -> float:
+    if clock is time.perf_counter:  # wall clock: the median call, so that a call the
+        calls = []                  # scheduler stalled (a shared machine) counts once
+        for _ in range(iters):
+            start = clock()
+            fn()
+            calls.append(clock() - start)
+        return statistics.median(calls) * 1e6
     start = clock()
     for _ in range(iters):
         fn()
@@ -122,11 +134,11 @@ def main() -> None:
     ap.add_argument("--base", default="HEAD", help="git revision whose kernels to compare with")
     ap.add_argument("--march", default="x86-64-v4,x86-64-v3")
     ap.add_argument("--reps", type=int, default=9)
-    ap.add_argument("--shapes", choices=["small", "skinny"], default="small")
+    ap.add_argument("--shapes", choices=["small", "skinny", "standard"], default="small")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    shapes = SKINNY_SHAPES if args.shapes == "skinny" else SHAPES
+    shapes = {"small": SHAPES, "skinny": SKINNY_SHAPES, "standard": STANDARD_SHAPES}[args.shapes]
     clock = time.thread_time if args.threads == 1 else time.perf_counter
     flags = cpu_flags()
     with tempfile.TemporaryDirectory() as tmp:
