@@ -20,8 +20,10 @@
 // B's rows otherwise (a prepacked panel is a row-major block).
 // Threads split the batch, or split C of each matrix into a tm x tn grid; a team
 // that splits the rows packs B once, shared, and then takes blocks of rows one at a
-// time (a thread the scheduler holds back takes fewer). The epilogue runs on each
-// finished tile (on the last K slice), while the tile is in L1.
+// time (a thread the scheduler holds back takes fewer). A small C with a long K splits K
+// instead (split_k: partial sums per K slice, reduced in a fixed order, then the bias and
+// the epilogue). The epilogue runs on each finished tile (on the last K slice), while the
+// tile is in L1.
 
 #include "aotc_kernels.h"
 #include "gemm_microkernels.h"
