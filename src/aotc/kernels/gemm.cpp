@@ -666,14 +666,14 @@ void run_split_k(const Problem &p, float *partials, std::atomic<int64_t> &next, 
     for (int64_t r = r0; r < r1;) {
         const int64_t b = r / p.M, m0 = r % p.M, m1 = std::min(p.M, m0 + (r1 - r));
         for (int64_t m = m0; m < m1; ++m) {
-            const float *part = partials + b * slices * mn + m * p.N;
+            // summed into the first slice's row (this thread's alone): C is written once
+            float *part = partials + b * slices * mn + m * p.N;
             float *c = p.C + b * p.sc_batch + m * p.ldc;
-            for (int64_t n = 0; n < p.N; ++n) c[n] = part[n];
             for (int64_t s = 1; s < slices; ++s)
-                for (int64_t n = 0; n < p.N; ++n) c[n] += part[s * mn + n];
+                for (int64_t n = 0; n < p.N; ++n) part[n] += part[s * mn + n];
             const float *bias = p.bias ? p.bias + b * p.sbias_batch + m * p.sbias_m : nullptr;
             for (int64_t n = 0; n < p.N; ++n)
-                c[n] = bias ? p.alpha * c[n] + p.beta * bias[n * p.sbias_n] : p.alpha * c[n];
+                c[n] = bias ? p.alpha * part[n] + p.beta * bias[n * p.sbias_n] : p.alpha * part[n];
         }
         finish(p, b, m0, 0, m1 - m0, p.N);
         r += m1 - m0;
