@@ -2,6 +2,7 @@
 
     python benchmarks/gemm_small.py                     # this tree against HEAD, both ISA builds
     python benchmarks/gemm_small.py --base 02f087e --march x86-64-v4 --reps 15
+    python benchmarks/gemm_small.py --base main --shapes skinny --threads 2
 
 For each -march level this CPU runs, the script builds the shipped SGEMM
 (src/aotc/kernels/gemm.cpp) twice, from this tree and from the kernels of git revision
@@ -10,7 +11,11 @@ time at 1 thread. Each call goes through ctypes, whose cost (a call with batch 0
 returns at once) is measured the same way and subtracted. The shapes are those of
 benchmarks/models.py ReadmeModel at batch 256, Linear(10, 16) with its weight prepacked and
 Linear(16, 1) reading its weight in place, then a few neighbours; the figures are medians
-of --reps rounds, with the spread. Prints only.
+of --reps rounds, with the spread. With --shapes skinny, the shapes are a small C with a
+long K (a classifier head, a reduction-like matmul: the split-K path), with --shapes
+standard some rows of benchmarks/gemm.py (1024^3, 64x4096x4096, GEMVs), and with --threads
+above 1 the times are wall clock (the team's), not the calling thread's CPU time: the median
+call of each round. Prints only.
 """
 from __future__ import annotations
 
@@ -34,6 +39,13 @@ MARCH_FEATURES = {"x86-64-v4": {"avx512f", "avx512bw", "avx512vl", "avx512dq", "
 # (B prepacked, M, N, K): the two GEMMs of ReadmeModel at batch 256 first
 SHAPES = [(True, 256, 16, 10), (False, 256, 1, 16), (True, 256, 4, 10), (False, 256, 2, 16),
           (False, 1024, 4, 4096), (True, 1024, 16, 1024), (True, 256, 32, 10), (True, 4096, 32, 512)]
+SKINNY_SHAPES = [(True, 1, 64, 16384), (False, 1, 64, 16384), (True, 8, 32, 8192),
+                 (False, 8, 32, 8192), (True, 16, 128, 12544), (False, 16, 128, 12544),
+                 (True, 64, 64, 65536), (False, 64, 64, 65536), (True, 4, 10, 25088),
+                 (False, 1, 1, 65536)]
+# rows of benchmarks/gemm.py, which no small-C path takes: to check they are unchanged
+STANDARD_SHAPES = [(False, 1024, 1024, 1024), (True, 64, 4096, 4096), (True, 1, 4096, 4096),
+                   (False, 1, 4096, 4096)]
 
 i64, f32, ptr = ctypes.c_int64, ctypes.c_float, ctypes.c_void_p
 
@@ -89,11 +101,18 @@ def make_call(lib: ctypes.CDLL, prepacked: bool, M: int, N: int, K: int,
     return lambda: fn(*args)
 
 
-def per_call_us(fn: Callable[[], None], iters: int) -> float:
-    start = time.thread_time()
+def per_call_us(fn: Callable[[], None], iters: int, clock: Callable[[], float] = time.thread_time) -> float:
+    if clock is time.perf_counter:  # wall clock: the median call, so that a call the
+        calls = []                  # scheduler stalled (a shared machine) counts once
+        for _ in range(iters):
+            start = clock()
+            fn()
+            calls.append(clock() - start)
+        return statistics.median(calls) * 1e6
+    start = clock()
     for _ in range(iters):
         fn()
-    return (time.thread_time() - start) / iters * 1e6
+    return (clock() - start) / iters * 1e6
 
 
 def empty_call(lib: ctypes.CDLL) -> Callable[[], None]:
@@ -115,8 +134,12 @@ def main() -> None:
     ap.add_argument("--base", default="HEAD", help="git revision whose kernels to compare with")
     ap.add_argument("--march", default="x86-64-v4,x86-64-v3")
     ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--shapes", choices=["small", "skinny", "standard"], default="small")
+    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    shapes = {"small": SHAPES, "skinny": SKINNY_SHAPES, "standard": STANDARD_SHAPES}[args.shapes]
+    clock = time.thread_time if args.threads == 1 else time.perf_counter
     flags = cpu_flags()
     with tempfile.TemporaryDirectory() as tmp:
         base_dir = base_sources(args.base, Path(tmp))
@@ -128,15 +151,15 @@ def main() -> None:
             libs = [build(base_dir, march, Path(tmp) / f"base_{march}.so"),
                     build(ROOT / KERNELS, march, Path(tmp) / f"new_{march}.so")]
             keep: list = []
-            calls = {(s, i): make_call(lib, *s, keep) for s in SHAPES for i, lib in enumerate(libs)}
-            overhead = [per_call_us(empty_call(libs[0]), 2000) for _ in range(3)]
+            calls = {(s, i): make_call(lib, *s, keep) for s in shapes for i, lib in enumerate(libs)}
+            overhead = [per_call_us(empty_call(libs[0]), 2000, clock) for _ in range(3)]
             times: dict = {key: [] for key in calls}
             for _ in range(args.reps):
                 for key, fn in calls.items():
                     iters = int(min(5000, max(3, 3e7 / (key[0][1] * key[0][2] * key[0][3]))))
-                    times[key].append(per_call_us(fn, iters) - min(overhead))
-            print(f"{march} (ctypes call: {min(overhead):.2f} us, subtracted)")
-            for shape in SHAPES:
+                    times[key].append(per_call_us(fn, iters, clock) - min(overhead))
+            print(f"{march}, {args.threads} thread(s) (ctypes call: {min(overhead):.2f} us, subtracted)")
+            for shape in shapes:
                 base, new = times[(shape, 0)], times[(shape, 1)]
                 name = f"{shape[1]}x{shape[2]}x{shape[3]}" + (" prepacked" if shape[0] else "")
                 b, n = statistics.median(base), statistics.median(new)

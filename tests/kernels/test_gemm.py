@@ -172,6 +172,7 @@ def run_case(lib, batch, M, N, K, *, a_t=False, b_t=False, shared_b=False, bias=
             written[start:start + N] = True
     # nothing outside the M x N rows of each C may have been touched
     assert np.all(C[~written] == SENTINEL)
+    return C
 
 
 BIAS_KINDS = [None, "row", "col", "full", "full_t", "scalar"]
@@ -401,6 +402,7 @@ def run_fused(lib, batch, M, N, K, *, b_t=False, prepacked=False, bias="row", se
     assert not errors, errors
     np.testing.assert_array_equal(seen, 1)
     np.testing.assert_allclose(C, ref, rtol=1e-4, atol=1e-4 * np.sqrt(max(K, 1)) * 4)
+    return C
 
 
 @pytest.mark.parametrize("M,N,K", [(1, 40, 300), (5, 7, 3), (13, 31, 257), (40, 100, 600),
@@ -492,3 +494,82 @@ def test_narrow_threaded(lib, threads):
         run_fused(lib, 2, 500, 9, 600, prepacked=True)
     finally:
         gomp.omp_set_num_threads(before)
+
+
+# Split-K: a small C with a long K; at several threads the team splits K into the slices of
+# the packed layout, sums each slice apart and reduces the sums in slice order, so a result
+# does not depend on which thread took which slice nor on how many threads there are.
+# The last four are edges the team may leave to the grid: K of 2 or 3 slices (fewer than
+# the threads), a dot product too short to share, a C the grid splits well enough.
+SPLIT_K_SHAPES = [(8, 32, 8192), (1, 8, 20000), (2, 3, 30000), (13, 1, 5000), (5, 7, 10000),
+                  (6, 16, 9000), (3, 40, 1100), (3, 40, 1030), (1, 1, 4100), (16, 128, 3000)]
+# Shapes that take split-K at both 2 and 3 threads, on both ISA builds, prepacked or not.
+SPLIT_K_ALWAYS = [(8, 16, 16384), (2, 3, 30000), (1, 8, 20000), (6, 16, 9000), (5, 7, 10000)]
+
+
+class _Threads:
+    def __init__(self, n: int):
+        self.gomp = ctypes.CDLL("libgomp.so.1")
+        self.n = n
+
+    def __enter__(self):
+        self.before = self.gomp.omp_get_max_threads()
+        self.gomp.omp_set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        self.gomp.omp_set_num_threads(self.before)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("M,N,K", SPLIT_K_SHAPES)
+def test_split_k(lib, threads, M, N, K):
+    """Long K, small C: every layout of B, each bias kind, alpha and beta, batch 1 and a
+    batch smaller than the team."""
+    cases = [  # (batch, a_t, b_t, prepacked, bias, alpha, beta)
+        (1, False, True, False, "row", 1.0, 1.0),
+        (1, False, False, False, "col", 0.5, -2.0),
+        (1, True, True, True, "full_t", -1.5, 0.25),
+        (1, False, False, True, "scalar", 2.0, 3.0),
+        (1, True, False, False, None, 1.0, 0.0),
+        (2, False, True, True, "full", 1.0, 1.0),
+        (2, False, False, False, "row", 0.0, 1.0),
+    ]
+    with _Threads(threads):
+        for seed, (batch, a_t, b_t, prepacked, bias, alpha, beta) in enumerate(cases):
+            run_case(lib, batch, M, N, K, a_t=a_t, b_t=b_t, shared_b=prepacked or seed % 2 == 1,
+                     bias=bias, alpha=alpha, beta=beta, prepacked=prepacked, seed=seed)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("M,N,K", [(8, 32, 8192), (1, 8, 20000), (13, 1, 5000), (5, 7, 10000),
+                                   (3, 40, 1100)])
+@pytest.mark.parametrize("b_t,prepacked", [(False, False), (True, False), (True, True)])
+def test_split_k_fused_epilogue(lib, threads, M, N, K, b_t, prepacked):
+    """The epilogue runs once per element, after the reduction of all K slices."""
+    with _Threads(threads):
+        for batch in (1, 2):
+            run_fused(lib, batch, M, N, K, b_t=b_t, prepacked=prepacked,
+                      bias="row" if batch == 1 else None, seed=M + N + K)
+
+
+@pytest.mark.parametrize("M,N,K", SPLIT_K_ALWAYS)
+@pytest.mark.parametrize("prepacked", [False, True])
+def test_split_k_deterministic(lib, M, N, K, prepacked):
+    """20 calls give the same bits, and 2 and 3 threads give the same bits as each other
+    (the sums of the slices are reduced in slice order whatever the team)."""
+    def call(threads):
+        with _Threads(threads):
+            return run_case(lib, 1, M, N, K, b_t=True, shared_b=prepacked, bias="row",
+                            alpha=0.75, beta=1.5, prepacked=prepacked)
+    first = call(2)
+    for _ in range(19):
+        np.testing.assert_array_equal(call(2), first)
+    for _ in range(20):
+        np.testing.assert_array_equal(call(3), first)
+
+
+def test_split_k_portable(lib_portable):
+    with _Threads(2):
+        run_case(lib_portable, 1, 8, 32, 4100, b_t=True, bias="row", alpha=0.5, beta=2.0)
+        run_case(lib_portable, 1, 3, 17, 5000, shared_b=True, bias="col", prepacked=True)
+        run_fused(lib_portable, 2, 5, 7, 3000, prepacked=True)

@@ -20,8 +20,10 @@
 // B's rows otherwise (a prepacked panel is a row-major block).
 // Threads split the batch, or split C of each matrix into a tm x tn grid; a team
 // that splits the rows packs B once, shared, and then takes blocks of rows one at a
-// time (a thread the scheduler holds back takes fewer). The epilogue runs on each
-// finished tile (on the last K slice), while the tile is in L1.
+// time (a thread the scheduler holds back takes fewer). A small C with a long K splits K
+// instead (split_k: partial sums per K slice, reduced in a fixed order, then the bias and
+// the epilogue). The epilogue runs on each finished tile (on the last K slice), while the
+// tile is in L1.
 
 #include "aotc_kernels.h"
 #include "gemm_microkernels.h"
@@ -609,11 +611,89 @@ bool share_b(const Problem &p, int nt) {
 }
 #endif
 
+// Split-K: when C is too small for the grid to give every thread a fair share but K is
+// long, the team splits K instead. The units of work are (matrix, K slice) pairs, the K
+// slices those of the packed layout (k_slice: a prepacked B's slice is a whole packed
+// block, so a unit is an ordinary one-slice problem); threads take units one at a time
+// and each unit's product alone (alpha 1, no bias, no epilogue) goes to its own block of
+// the calling thread's scratch. After a barrier, the threads split the rows of C and
+// reduce: each element is alpha * (((P0 + P1) + P2) + ...) over its matrix's slices in
+// order, then beta*bias, then the epilogue once. Which thread computed which unit, and
+// how many threads there are, do not change a bit of the result.
+#ifdef _OPENMP
+constexpr int64_t kSplitKMaxFloats = int64_t(2) << 20;  // partial sums kept: 8 MiB
+thread_local Scratch tls_partials;  // the calling thread's, kept across calls
+
+// Slowest thread's cost, in multiply-add-like units, of the tm x tn grid (a row tile costs
+// about its rows plus 2 for loading B; columns in 8-lane steps) against split-K.
+bool split_k(const Problem &p, int nt) {
+    if (nt < 2 || whole_matrices_per_thread(p, nt) || p.K < 2 * KC) return false;
+    const int64_t kcb = k_slice(p.K), slices = ceil_div(p.K, kcb), units = p.batch * slices;
+    if (units < nt || units * p.M * p.N > kSplitKMaxFloats) return false;
+    int64_t tm = 1, tn = nt;
+    choose_grid(p, nt, tm, tn);
+    const int64_t mb = ceil_div(p.M, MR), nb = ceil_div(p.N, NR);
+    const int64_t rows = std::min(p.M, ceil_div(mb, tm) * MR), cols = std::min(p.N, ceil_div(nb, tn) * NR);
+    const double grid = double(p.batch) * double(rows + 2 * ceil_div(rows, MR)) * double(round_up(cols, 8)) * double(p.K);
+    const double split = double(ceil_div(units, nt)) * double(p.M + 2 * mb) * double(round_up(p.N, 8)) * double(kcb)
+        + 8.0 * double(units) * double(p.M * p.N) / nt + 1.0e5;  // the reduction, the barrier
+    return split < 0.9 * grid;
+}
+
+// One thread of the split-K team (see above): units from the queue, then its
+// share of the rows of C (matrices one after another).
+void run_split_k(const Problem &p, float *partials, std::atomic<int64_t> &next, int tid, int nt) {
+    const int64_t kcb = k_slice(p.K), slices = ceil_div(p.K, kcb), mn = p.M * p.N;
+    const int64_t npad = round_up(p.N, NR);
+    for (int64_t u; (u = next.fetch_add(1)) < p.batch * slices;) {
+        const int64_t b = u / slices, pc = u % slices * kcb;
+        Problem q = p;
+        q.batch = 1;
+        q.K = std::min(kcb, p.K - pc);
+        q.A = p.A + b * p.sa_batch + pc * p.sa_k;
+        if (p.packed_b) q.packed_b = p.packed_b + pc * npad;  // one whole slice of the layout
+        else q.B = p.B + b * p.sb_batch + pc * p.sb_k;
+        q.C = partials + u * mn;
+        q.ldc = p.N;
+        q.bias = nullptr;
+        q.alpha = 1.0f;
+        q.beta = 0.0f;
+        q.post = nullptr;
+        gemm_range(q, 0, 0, p.M, 0, p.N);
+    }
+#pragma omp barrier
+    const int64_t total = p.batch * p.M, r0 = total * tid / nt, r1 = total * (tid + 1) / nt;
+    for (int64_t r = r0; r < r1;) {
+        const int64_t b = r / p.M, m0 = r % p.M, m1 = std::min(p.M, m0 + (r1 - r));
+        for (int64_t m = m0; m < m1; ++m) {
+            // summed into the first slice's row (this thread's alone): C is written once
+            float *part = partials + b * slices * mn + m * p.N;
+            float *c = p.C + b * p.sc_batch + m * p.ldc;
+            for (int64_t s = 1; s < slices; ++s)
+                for (int64_t n = 0; n < p.N; ++n) part[n] += part[s * mn + n];
+            const float *bias = p.bias ? p.bias + b * p.sbias_batch + m * p.sbias_m : nullptr;
+            for (int64_t n = 0; n < p.N; ++n)
+                c[n] = bias ? p.alpha * part[n] + p.beta * bias[n * p.sbias_n] : p.alpha * part[n];
+        }
+        finish(p, b, m0, 0, m1 - m0, p.N);
+        r += m1 - m0;
+    }
+}
+#endif
+
 void run(const Problem &p) {
 #ifdef _OPENMP
     const double flops = 2.0 * double(p.batch) * double(p.M) * double(p.N) * double(p.K);
     const int want = int(std::min<double>(omp_get_max_threads(), std::max(1.0, flops / kMinFlopsPerThread)));
     if (want > 1) {
+        float *partials = split_k(p, want)
+            ? tls_partials.get(static_cast<size_t>(p.batch * ceil_div(p.K, k_slice(p.K)) * p.M * p.N)) : nullptr;
+        if (partials) {
+            std::atomic<int64_t> next{0};
+#pragma omp parallel num_threads(want)
+            run_split_k(p, partials, next, omp_get_thread_num(), omp_get_num_threads());
+            return;
+        }
         // The team may be smaller than requested (nesting, dynamic threads):
         // every thread derives the same split from the actual team size.
         float *shared = share_b(p, want)
