@@ -81,6 +81,28 @@ def test_packed_conv_fuses_residual_and_clamp(compile_model, isa):
     assert {(op.residual is not None, op.clamp_max) for op in ops} == {(True, None), (False, 6.0)}
 
 
+@pytest.mark.parametrize("isa", runnable_isas())
+@pytest.mark.parametrize("cin, cout, batch, hw", [(200, 70, 3, 7), (200, 37, 1, 14),
+                                                  (130, 16, 2, 9), (48, 21, 2, (5, 3))])
+def test_packed_pointwise_transposing_store(compile_model, isa, cin, cout, batch, hw):
+    """The transposing store of out^T blocks into the channel planes (vector transposes of
+    L positions x L channels): planes that are not a multiple of the vector width, several
+    images (blocks crossing from one image's plane into the next), channel counts with a
+    partial last vector, the residual and the ReLU6 clamp, a NaN kept through the clamp."""
+    torch.manual_seed(0)
+    h, w = (hw, hw) if isinstance(hw, int) else hw
+    conv = nn.Conv2d(cin, cout, 1)
+    x = torch.randn(batch, cin, h, w)
+    r = torch.randn(batch, cout, h, w)
+    x[-1, 1, h - 1, w - 1] = float("nan")
+    ep, model = compile_model(Fn(lambda v, s: (F.relu6(conv(v) + s), F.relu6(conv(v * 2)),
+                                               conv(v - 1))),
+                              (x, r), options={"isa": isa})
+    torch.testing.assert_close(model(x, r), ep.module()(x, r), rtol=1e-4, atol=1e-4,
+                               equal_nan=True)
+    assert len(packed_convs(ep)) == 3
+
+
 def test_large_planes_groups_and_thin_weights_keep_their_paths():
     """The direct kernel (planes of 256 positions or more), grouped convolutions and a 1x1
     with fewer input channels than positions read the weight as given."""

@@ -411,6 +411,41 @@ void store_transposed(const void *ctx, float *c, int64_t ldc, int64_t row, int64
     const float lo = g.clamped ? g.lo : -inf, hi = g.clamped ? g.hi : inf;
     const int64_t plane = g.out_plane, cout = g.cout;
     const float *residual = g.residual;
+#ifdef AOTC_CONV_DIRECT
+    // L positions x L channels at a time: the block's rows loaded, transposed in registers,
+    // each channel's run of positions stored as one vector (the scalar loop below reads c
+    // down its columns, ldc apart, which cost as much as the GEMM on thin K)
+    using namespace aotc_conv_direct;
+    const V vlo = vset(lo), vhi = vset(hi);
+    for (int64_t i0 = 0; i0 < rows;) {  // runs of rows inside one image
+        const int64_t n = (row + i0) / plane, o = (row + i0) % plane;
+        const int64_t run = std::min(rows - i0, plane - o);
+        for (int64_t p = 0; p < run; p += L) {
+            const int64_t np = std::min<int64_t>(L, run - p);
+            for (int64_t j0 = 0; j0 < cols; j0 += L) {
+                const int64_t nj = std::min<int64_t>(L, cols - j0);
+                V r[L];
+                for (int i = 0; i < L; ++i) {
+                    const float *src = c + (i0 + p + i) * ldc + j0;
+                    r[i] = i >= np ? vzero() : nj == L ? vload(src) : vload_n(src, nj);
+                }
+                transpose(r);
+                for (int64_t j = 0; j < nj; ++j) {
+                    const int64_t at = (n * cout + col + j0 + j) * plane + o + p;
+                    V v = r[j];
+                    if (residual)
+                        v = vadd(v, np == L ? vload(residual + at) : vload_n(residual + at, np));
+                    v = vmin(vhi, vmax(vlo, v));  // a NaN stays
+                    if (np == L)
+                        vstore(st.y + at, v);
+                    else
+                        vstore_n(st.y + at, v, np);
+                }
+            }
+        }
+        i0 += run;
+    }
+#else
     for (int64_t i0 = 0; i0 < rows;) {  // runs of rows inside one image
         const int64_t n = (row + i0) / plane, o = (row + i0) % plane;
         const int64_t run = std::min(rows - i0, plane - o);
@@ -429,6 +464,7 @@ void store_transposed(const void *ctx, float *c, int64_t ldc, int64_t row, int64
         }
         i0 += run;
     }
+#endif
 }
 
 void packed_forward(const Geometry &g, const float *x, const float *w, const float *bias,
