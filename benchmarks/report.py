@@ -53,7 +53,8 @@ def combine(name: str, by_peer: dict, peers: list[str]) -> dict:
             continue
         t = res["timed"]
         eager_ms.append(t["eager"])
-        noise.append(res["noise_pct"])
+        spreads = res.get("spreads") or {"?": res["noise_pct"]}
+        noise += [(v, k) for k, v in spreads.items()]
         if res.get("background_pct") is not None:
             load.append(res["background_pct"])
         if "aotc" in t:
@@ -68,7 +69,9 @@ def combine(name: str, by_peer: dict, peers: list[str]) -> dict:
     row["eager_ms"] = statistics.median(eager_ms) if eager_ms else None
     row["aotc_ms"] = statistics.median(aotc_ms) if aotc_ms else None
     row["aotc/eager"] = statistics.median(vs_eager) if vs_eager else None
-    row["noise_pct"] = max(noise) if noise else None
+    row["noise_pct"] = max(noise)[0] if noise else None
+    row["noisiest"] = LABEL.get(max(noise)[1], max(noise)[1]) if noise else ""
+    row["aotc_noise_pct"] = max((v for v, k in noise if k == "aotc"), default=None)
     row["background_pct"] = max(load) if load else None
     timed_peers = [p for p in peers if p in row["peer"]]
     flags = []
@@ -82,6 +85,16 @@ def combine(name: str, by_peer: dict, peers: list[str]) -> dict:
             flags.append(f">{PEER_FLAG}× {LABEL[fastest]}")
     row["flags"] = flags
     return row
+
+
+def spread_cell(row: dict) -> str:
+    """The worst spread, whose it was, and aotc's own."""
+    if row["noise_pct"] is None:
+        return ""
+    cell = f"{fmt(row['noise_pct'], 0)} ({row['noisiest']})"
+    if row["noisiest"] != "aotc" and row["aotc_noise_pct"] is not None:
+        cell += f", aotc {fmt(row['aotc_noise_pct'], 0)}"
+    return cell
 
 
 def thread_table(threads: int, rows: list[dict], peers: list[str]) -> tuple[list[str], dict]:
@@ -112,7 +125,7 @@ def thread_table(threads: int, rows: list[dict], peers: list[str]) -> tuple[list
             means[f"aotc/{p}"].append(v)
         notes = row["flags"] + [f"{e}"[:120].replace("|", "/") for e in row["errors"]]
         cells += ["; ".join(notes) or "", ", ".join(row.get("iters", [])),
-                  fmt(row["noise_pct"], 0), fmt(row["background_pct"], 0)]
+                  spread_cell(row), fmt(row["background_pct"], 0)]
         lines.append("| " + " | ".join(cells) + " |")
     gm = {k: geomean(v) for k, v in means.items()}
     cells = ["**geomean**", "", ""] + [""] * len(peers) + [f"**{fmt(gm['aotc/eager'])}**"]
@@ -254,7 +267,8 @@ def header(args, meta: dict, peers: list[str]) -> list[str]:
         f"- timing: {args.reps} interleaved reps per implementation; each rep is one batch of "
         f"~{args.batch_ms:.0f} ms of back-to-back calls, the starting implementation rotating; "
         "cells are medians of the per-call time over reps. 'spread %': the largest "
-        "interquartile range relative to its median; 'other load %': CPU the rest of the "
+        "interquartile range relative to its median, the implementation it belongs to, and "
+        "aotc's own when another's is larger; 'other load %': CPU the rest of the "
         "machine used while the model was timed (the machine is shared); both the worst over "
         f"the model's processes. Before each model a worker waits up to {args.wait_idle:.0f} s "
         f"for an idle machine; an attempt whose spread exceeds {args.noise_pct:.0f}% is retried "

@@ -239,7 +239,9 @@ def worker(spec_path: str) -> None:
                 res["errors"] = errors
                 if len(fns) > 1:
                     measured = measure_quietest(fns, inputs, spec)
+                    spreads = {n: measured[n]["iqr_pct"] for n in fns}
                     res["timed"] = {n: measured.pop(n)["median_ms"] for n in fns}
+                    res["spreads"] = spreads
                     res.update(measured)
             except Exception as e:
                 res["errors"] = {"run": f"{type(e).__name__}: {e}"}
