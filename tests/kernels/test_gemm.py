@@ -271,13 +271,25 @@ def test_small_m_wide(lib):
     run_case(lib, 1, 16, 1030, 700, b_t=True, bias="row")
 
 
+class _Threads:
+    """OpenMP's thread count set for the block, restored after it."""
+
+    def __init__(self, n: int):
+        self.gomp = ctypes.CDLL("libgomp.so.1")
+        self.n = n
+
+    def __enter__(self):
+        self.before = self.gomp.omp_get_max_threads()
+        self.gomp.omp_set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        self.gomp.omp_set_num_threads(self.before)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
 def test_thread_counts(lib, threads):
     """Every thread-grid split must cover C exactly once, including odd team sizes."""
-    gomp = ctypes.CDLL("libgomp.so.1")
-    before = gomp.omp_get_max_threads()
-    gomp.omp_set_num_threads(threads)
-    try:
+    with _Threads(threads):
         run_case(lib, 1, 157, 203, 130, b_t=True, bias="full")
         run_case(lib, 1, 7, 999, 64, bias="row")
         run_case(lib, 3, 40, 70, 90, shared_b=True, bias="col")
@@ -289,8 +301,6 @@ def test_thread_counts(lib, threads):
         # the team takes blocks of rows one at a time: several blocks and K slices each
         run_case(lib, 1, 700, 150, 1100, bias="row", seed=1)
         run_case(lib, 2, 433, 77, 530, b_t=True, shared_b=True, bias="full", seed=2)
-    finally:
-        gomp.omp_set_num_threads(before)
 
 
 @pytest.mark.parametrize("b_t", [False, True])
@@ -314,15 +324,10 @@ def test_prepacked(any_lib, M, N, K, b_t):
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_prepacked_batched_and_threaded(lib, threads):
-    gomp = ctypes.CDLL("libgomp.so.1")
-    before = gomp.omp_get_max_threads()
-    gomp.omp_set_num_threads(threads)
-    try:
+    with _Threads(threads):
         run_case(lib, 3, 37, 45, 300, shared_b=True, bias="full", prepacked=True)
         run_case(lib, 1, 157, 203, 130, b_t=True, shared_b=True, bias="row", prepacked=True)
         run_case(lib, 2, 9, 20, 0, shared_b=True, bias="row", beta=1.5, prepacked=True)
-    finally:
-        gomp.omp_set_num_threads(before)
 
 
 @pytest.mark.parametrize("march", ["x86-64-v4", "x86-64-v3", "x86-64"])
@@ -418,16 +423,11 @@ def test_fused_epilogue(any_lib, M, N, K, b_t, prepacked):
 
 @pytest.mark.parametrize("threads", [2, 3])
 def test_fused_epilogue_threaded(lib, threads):
-    gomp = ctypes.CDLL("libgomp.so.1")
-    before = gomp.omp_get_max_threads()
-    gomp.omp_set_num_threads(threads)
-    try:
+    with _Threads(threads):
         run_fused(lib, 1, 400, 45, 300, b_t=True)  # the team shares one packed B
         run_fused(lib, 3, 250, 33, 70)
         run_fused(lib, 2, 64, 200, 513, b_t=True, prepacked=True)
         run_fused(lib, 1, 7, 999, 64)
-    finally:
-        gomp.omp_set_num_threads(before)
 
 
 # Narrow C (few columns) and short K: dot products against a few columns of B (up to 4),
@@ -481,10 +481,7 @@ def test_narrow_fused_epilogue(lib, M, N, K, b_t, prepacked):
 @pytest.mark.parametrize("threads", [2, 3])
 def test_narrow_threaded(lib, threads):
     """Teams split the rows of a narrow C (sharing one packed B, or a prepacked one)."""
-    gomp = ctypes.CDLL("libgomp.so.1")
-    before = gomp.omp_get_max_threads()
-    gomp.omp_set_num_threads(threads)
-    try:
+    with _Threads(threads):
         run_case(lib, 1, 1000, 1, 600, b_t=True, bias="row")
         run_case(lib, 1, 700, 16, 300, b_t=True, bias="col")
         run_case(lib, 1, 900, 3, 700, shared_b=True, bias="full", prepacked=True)
@@ -492,8 +489,6 @@ def test_narrow_threaded(lib, threads):
         run_case(lib, 1, 600, 64, 300, b_t=True, bias="row")  # a 32-column panel per thread
         run_fused(lib, 1, 1000, 2, 300, b_t=True)
         run_fused(lib, 2, 500, 9, 600, prepacked=True)
-    finally:
-        gomp.omp_set_num_threads(before)
 
 
 # Split-K: a small C with a long K; at several threads the team splits K into the slices of
@@ -505,19 +500,6 @@ SPLIT_K_SHAPES = [(8, 32, 8192), (1, 8, 20000), (2, 3, 30000), (13, 1, 5000), (5
                   (6, 16, 9000), (3, 40, 1100), (3, 40, 1030), (1, 1, 4100), (16, 128, 3000)]
 # Shapes that take split-K at both 2 and 3 threads, on both ISA builds, prepacked or not.
 SPLIT_K_ALWAYS = [(8, 16, 16384), (2, 3, 30000), (1, 8, 20000), (6, 16, 9000), (5, 7, 10000)]
-
-
-class _Threads:
-    def __init__(self, n: int):
-        self.gomp = ctypes.CDLL("libgomp.so.1")
-        self.n = n
-
-    def __enter__(self):
-        self.before = self.gomp.omp_get_max_threads()
-        self.gomp.omp_set_num_threads(self.n)
-
-    def __exit__(self, *exc):
-        self.gomp.omp_set_num_threads(self.before)
 
 
 @pytest.mark.parametrize("threads", [2, 3])
