@@ -134,7 +134,7 @@ def test_concurrent_callers_get_their_own_results(compiled, single):
     assert len(model._pool) <= 2
 
 
-def test_dynamic_and_stateful_models_do_not_take_it(tmp_path):
+def test_stateful_models_do_not_take_it(tmp_path):
     class Count(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -147,14 +147,45 @@ def test_dynamic_and_stateful_models_do_not_take_it(tmp_path):
     x = torch.randn(3, 4)
     stateful = aotc.load_package(aotc.compile_and_package(torch.export.export(Count(), (x,)),
                                                           tmp_path / "s.pt2"))
-    batch = torch.export.Dim("batch", min=1, max=8)
-    ep = torch.export.export(torch.nn.Linear(4, 2), (x,), dynamic_shapes={"input": {0: batch}})
-    dynamic = aotc.load_package(aotc.compile_and_package(ep, tmp_path / "d.pt2"))
-    assert stateful._fixed is None and dynamic._fixed is None
+    assert stateful._fixed is None
     torch.testing.assert_close(stateful(x), x)
     torch.testing.assert_close(stateful(x), 2 * x)
-    with torch.no_grad():
-        torch.testing.assert_close(dynamic(x[:2]), ep.module()(x[:2]))
+
+
+def test_dynamic_shapes_take_it_once_run(tmp_path, monkeypatch):
+    """A dynamic model learns each input shape from the general path that ran it; later
+    calls with that shape take the short path, other shapes the general one (which checks
+    the range), up to fixed_call.MAX_SHAPES shapes."""
+    from aotc.runtime import fixed_call
+
+    torch.manual_seed(3)
+    m = TwoInTwoOut().eval()
+    batch = torch.export.Dim("batch", min=1, max=40)
+    ep = torch.export.export(m, (torch.randn(5, 10), torch.randn(5, 6)),
+                             dynamic_shapes={"x": {0: batch}, "y": {0: batch}})
+    model = aotc.load_package(aotc.compile_and_package(ep, tmp_path / "d.pt2"))
+    run = model._run
+    calls = []
+
+    def general(*args):
+        calls.append(args[2][0][2])  # the shape of the first input
+        return run(*args)
+
+    monkeypatch.setattr(model, "_run", general)
+    for rows in (5, 5, 7, 5, 7, 1, 1):
+        x, y = torch.randn(rows, 10), torch.randn(rows, 6)
+        torch.testing.assert_close(model(x, y), _expect(ep, x, y))
+        a, b = x.numpy(), y.numpy()
+        out = model(a, b)
+        torch.testing.assert_close(tuple(torch.from_numpy(o) for o in out), _expect(ep, x, y))
+    assert [tuple(s) for s in calls] == [(5, 10), (7, 10), (1, 10)]
+    with pytest.raises(aotc.InputError, match=r"\[1, 40\]"):
+        model(torch.randn(41, 10), torch.randn(41, 6))
+    with pytest.raises(aotc.InputError, match="input 'y': dim 0 is 4, expected .*5"):
+        model(torch.randn(5, 10), torch.randn(4, 6))
+    for rows in range(2, 40):
+        model(torch.randn(rows, 10), torch.randn(rows, 6))
+    assert len(model._fixed._known) == fixed_call.MAX_SHAPES
 
 
 def test_input_checks_keep_the_short_path_for_contiguous_exports(compiled, monkeypatch):

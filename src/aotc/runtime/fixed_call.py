@@ -1,19 +1,25 @@
-"""The short call path of a model with a fixed signature: every input a tensor of static
-shape, no state, nothing updated in place. A call that passes exactly the tensors the
-model was compiled for (contiguous, on the cpu, of the compiled dtypes and shapes, all
-torch or all numpy) only swaps data pointers into a frame filled once, allocates the
-outputs and runs; anything else takes the general path, which converts, checks and
-reports. The library checks every call either way."""
+"""The short call path: a model whose inputs are all tensors, with no state, nothing updated
+in place and output sizes that follow the input shapes alone. A call that passes exactly
+the tensors the model takes (contiguous, on the cpu, of the compiled dtypes, all torch or
+all numpy) with input shapes the model already knows the output shapes of (its static
+shapes, or shapes an earlier call ran with) only writes data pointers into a frame whose
+sizes and strides were filled for those shapes, allocates the outputs and runs; anything
+else takes the general path, which converts, checks, reports, and teaches this path the
+shapes it ran with. The library checks every call either way."""
 from __future__ import annotations
 
 import ctypes
 import sys
+from typing import NamedTuple
 
 import numpy as np
 
 from ..dtypes import DType
 from . import abi
 from .tensors import contiguous_strides
+
+# how many input shapes of a dynamic model the short path keeps (the first ones seen)
+MAX_SHAPES = 16
 
 
 def numpy_address(a: np.ndarray) -> int:
@@ -25,91 +31,126 @@ def numpy_address(a: np.ndarray) -> int:
         return a.ctypes.data
 
 
-class FixedSignature:
-    """The compiled input and output (shape, dtype) pairs, and their torch/numpy spellings."""
+class Shapes(NamedTuple):
+    """Input shapes and the output shapes they give (immutable: a frame filled for one
+    snapshot is refilled only when it is handed another)."""
+    inputs: tuple
+    outputs: tuple
+    torch_sizes: tuple  # the outputs as torch.empty's positional sizes (`((),)` if 0-dim)
 
-    def __init__(self, inputs: list[tuple[tuple, DType]], outputs: list[tuple[tuple, DType]]):
-        self.inputs, self.outputs = inputs, outputs
+
+def known_shapes(inputs, outputs) -> Shapes:
+    ins = tuple(tuple(int(d) for d in s) for s in inputs)
+    outs = tuple(tuple(int(d) for d in s) for s in outputs)
+    return Shapes(ins, outs, tuple(s if s else ((),) for s in outs))
+
+
+class FixedSignature:
+    """The input and output dtypes, their torch/numpy spellings, and the shapes known."""
+
+    def __init__(self, in_dtypes: list[DType], out_dtypes: list[DType],
+                 static: Shapes | None = None):
+        self.in_dtypes, self.out_dtypes = in_dtypes, out_dtypes
+        self._known: dict[tuple, Shapes] = {} if static is None else {static.inputs: static}
+        self._learns = static is None
         # resolved on the first call with torch tensors (torch is loaded by then)
         self._tensor: type | None = None
         self._torch: tuple = ()
         # bfloat16 travels in numpy as raw uint16 bits: that goes through the general path
-        self._numpy = None if any(d is DType.bfloat16 for _, d in inputs + outputs) else (
-            [(s, np.dtype(d.numpy_name)) for s, d in inputs],
-            [(s, np.dtype(d.numpy_name)) for s, d in outputs])
+        self._numpy = None if DType.bfloat16 in in_dtypes + out_dtypes else (
+            [np.dtype(d.numpy_name) for d in in_dtypes],
+            [np.dtype(d.numpy_name) for d in out_dtypes])
+
+    def learn(self, known: Shapes) -> None:
+        """Input shapes a call ran with and the output shapes the library computed for them."""
+        if self._learns and len(self._known) < MAX_SHAPES:
+            self._known[known.inputs] = known
 
     def _resolve_torch(self) -> None:
         torch = sys.modules["torch"]
-        # outputs as torch.empty's positional sizes (faster than a tuple; () for a 0-dim one)
-        self._torch = (torch.empty, [(s, getattr(torch, d.name)) for s, d in self.inputs],
-                       [(s if s else ((),), getattr(torch, d.name)) for s, d in self.outputs])
+        self._torch = (torch.empty, [getattr(torch, d.name) for d in self.in_dtypes],
+                       [getattr(torch, d.name) for d in self.out_dtypes])
         self._tensor = torch.Tensor
 
-    def takes(self, args: tuple) -> str | None:
-        """'torch' or 'numpy' when args are exactly the compiled tensors, else None."""
-        if len(args) != len(self.inputs):
+    def takes(self, args: tuple) -> tuple[str, Shapes] | None:
+        """('torch' or 'numpy', the known shapes) when args are exactly tensors the model
+        takes, of shapes it knows; else None."""
+        if len(args) != len(self.in_dtypes):
             return None
         first = type(args[0])
         if first is np.ndarray and self._numpy is not None:
-            for x, (shape, dt) in zip(args, self._numpy[0]):
-                if (type(x) is not np.ndarray or x.dtype != dt or x.shape != shape
-                        or not x.flags.c_contiguous):
+            for x, dt in zip(args, self._numpy[0]):
+                if type(x) is not np.ndarray or x.dtype != dt or not x.flags.c_contiguous:
                     return None
-            return "numpy"
-        tensor = self._tensor
-        if tensor is None:
-            if "torch" not in sys.modules:
-                return None
-            self._resolve_torch()
+            kind = "numpy"
+        else:
             tensor = self._tensor
-        if first is not tensor:
-            return None
-        for x, (shape, dt) in zip(args, self._torch[1]):
-            if (type(x) is not tensor or x.dtype is not dt or x.shape != shape or not x.is_cpu
-                    or not x.is_contiguous()):
+            if tensor is None:
+                if "torch" not in sys.modules:
+                    return None
+                self._resolve_torch()
+                tensor = self._tensor
+            if first is not tensor:
                 return None
-        return "torch"
+            for x, dt in zip(args, self._torch[1]):
+                if (type(x) is not tensor or x.dtype is not dt or not x.is_cpu
+                        or not x.is_contiguous()):
+                    return None
+            kind = "torch"
+        known = self._known.get(tuple([x.shape for x in args]))
+        return None if known is None else (kind, known)
 
 
 class FixedFrame:
-    """One model object's ctypes structures for the fixed signature, sizes and strides
-    filled once: a call writes only the data pointers."""
+    """One model object's ctypes structures for the short path, sizes and strides filled
+    for one Shapes snapshot at a time: a call with the same shapes writes only the data
+    pointers."""
 
     def __init__(self, signature: FixedSignature):
-        self.ins, self.in_slots, self._in_dims = self._structs(signature.inputs)
-        self.outs, self.out_slots, self._out_dims = self._structs(signature.outputs)
-        self.addresses = (ctypes.addressof(self.ins), len(signature.inputs),
-                          ctypes.addressof(self.outs), len(signature.outputs))
+        self.ins = (abi.Tensor * max(len(signature.in_dtypes), 1))()
+        self.outs = (abi.Tensor * max(len(signature.out_dtypes), 1))()
+        self.in_slots = [self.ins[k] for k in range(len(signature.in_dtypes))]
+        self.out_slots = [self.outs[k] for k in range(len(signature.out_dtypes))]
+        for slot, dtype in zip(self.in_slots, signature.in_dtypes):
+            slot.dtype = dtype.code
+        for slot, dtype in zip(self.out_slots, signature.out_dtypes):
+            slot.dtype = dtype.code
+        self._dims: list = []  # kept alive with the structures that point at them
+        self.filled: Shapes | None = None
+        self.addresses = (ctypes.addressof(self.ins), len(self.in_slots),
+                          ctypes.addressof(self.outs), len(self.out_slots))
 
-    @staticmethod
-    def _structs(tensors: list[tuple[tuple, DType]]):
-        array = (abi.Tensor * max(len(tensors), 1))()
-        dims = []  # kept alive with the structures that point at them
-        for t, (shape, dtype) in zip(array, tensors):
-            rank = len(shape)
-            sizes = (ctypes.c_int64 * max(rank, 1))(*shape)
-            strides = (ctypes.c_int64 * max(rank, 1))(*contiguous_strides(shape))
-            dims.append((sizes, strides))
-            t.sizes, t.strides, t.ndim, t.dtype = sizes, strides, rank, dtype.code
-        return array, [array[k] for k in range(len(tensors))], dims
+    def fill(self, known: Shapes) -> None:
+        dims = []
+        for slots, tensors in ((self.in_slots, known.inputs), (self.out_slots, known.outputs)):
+            for slot, shape in zip(slots, tensors):
+                rank = len(shape)
+                sizes = (ctypes.c_int64 * max(rank, 1))(*shape)
+                strides = (ctypes.c_int64 * max(rank, 1))(*contiguous_strides(shape))
+                dims.append((sizes, strides))
+                slot.sizes, slot.strides, slot.ndim = sizes, strides, rank
+        self._dims, self.filled = dims, known
 
-    def run(self, lib, run, handle: int, signature: FixedSignature, args: tuple,
-            kind: str) -> list:
-        """Run on args (which `signature.takes` as `kind`) with `run`, the library's
-        abi.run_by_address; the new outputs."""
+    def run(self, lib, run, handle: int, signature: FixedSignature, args: tuple, kind: str,
+            known: Shapes) -> list:
+        """Run on args (which `signature.takes` as `kind` with `known`) through `run`, the
+        library's abi.run_by_address; the new outputs."""
+        if self.filled is not known:
+            self.fill(known)
         outs = []
         if kind == "torch":
             empty, _, out_types = signature._torch
             for slot, x in zip(self.in_slots, args):
                 slot.data = x.data_ptr()
-            for slot, (shape, dt) in zip(self.out_slots, out_types):
-                o = empty(*shape, dtype=dt)
+            for slot, sizes, dt in zip(self.out_slots, known.torch_sizes, out_types):
+                o = empty(*sizes, dtype=dt)
                 slot.data = o.data_ptr()
                 outs.append(o)
         else:
             for slot, x in zip(self.in_slots, args):
                 slot.data = numpy_address(x)
-            for slot, (shape, dt) in zip(self.out_slots, signature._numpy[1]):  # type: ignore[index]
+            for slot, shape, dt in zip(self.out_slots, known.outputs,
+                                       signature._numpy[1]):  # type: ignore[index]
                 o = np.empty(shape, dt)
                 slot.data = numpy_address(o)
                 outs.append(o)
