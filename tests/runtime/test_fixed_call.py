@@ -201,3 +201,35 @@ def test_input_checks_keep_the_short_path_for_contiguous_exports(compiled, monke
     monkeypatch.setattr(model, "_run", run)
     with pytest.raises(aotc.InputError, match=r"input 'x': stride 1 in dim 0 differs"):
         model(torch.randn(10, 5).t(), y)
+
+
+def test_concurrent_callers_of_several_shapes(tmp_path):
+    """Threads calling a dynamic model at once with different batch sizes (2 runners, so a
+    frame is refilled whenever the next call on it has other shapes): every result belongs
+    to its own inputs."""
+    torch.manual_seed(4)
+    m = TwoInTwoOut().eval()
+    batch = torch.export.Dim("batch", min=1, max=40)
+    ep = torch.export.export(m, (torch.randn(5, 10), torch.randn(5, 6)),
+                             dynamic_shapes={"x": {0: batch}, "y": {0: batch}})
+    model = aotc.load_package(aotc.compile_and_package(ep, tmp_path / "d.pt2"), num_runners=2)
+    inputs = [(torch.randn(rows, 10), torch.randn(rows, 6)) for rows in (1, 3, 8, 13, 3, 21)]
+    expected = [model(x, y) for x, y in inputs]
+    with torch.no_grad():
+        for (x, y), out in zip(inputs, expected):
+            torch.testing.assert_close(out, _expect(ep, x, y))
+    errors: list = []
+
+    def caller(k: int) -> None:
+        try:
+            for _ in range(300):
+                torch.testing.assert_close(model(*inputs[k]), expected[k], rtol=0, atol=0)
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=caller, args=(k,)) for k in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[0]
