@@ -52,23 +52,27 @@ class FixedSignature:
                  static: Shapes | None = None):
         self.in_dtypes, self.out_dtypes = in_dtypes, out_dtypes
         self._known: dict[tuple, Shapes] = {} if static is None else {static.inputs: static}
-        self._learns = static is None
+        self._static = static
+        self._static_taken = {"torch": ("torch", static), "numpy": ("numpy", static)}
+        # each input's static shape, checked with its type (None: looked up in _known)
+        self._in_shapes = list(static.inputs) if static else [None] * len(in_dtypes)
         # resolved on the first call with torch tensors (torch is loaded by then)
         self._tensor: type | None = None
         self._torch: tuple = ()
         # bfloat16 travels in numpy as raw uint16 bits: that goes through the general path
         self._numpy = None if DType.bfloat16 in in_dtypes + out_dtypes else (
-            [np.dtype(d.numpy_name) for d in in_dtypes],
+            list(zip([np.dtype(d.numpy_name) for d in in_dtypes], self._in_shapes)),
             [np.dtype(d.numpy_name) for d in out_dtypes])
 
     def learn(self, known: Shapes) -> None:
         """Input shapes a call ran with and the output shapes the library computed for them."""
-        if self._learns and len(self._known) < MAX_SHAPES:
+        if self._static is None and len(self._known) < MAX_SHAPES:
             self._known[known.inputs] = known
 
     def _resolve_torch(self) -> None:
         torch = sys.modules["torch"]
-        self._torch = (torch.empty, [getattr(torch, d.name) for d in self.in_dtypes],
+        self._torch = (torch.empty,
+                       list(zip([getattr(torch, d.name) for d in self.in_dtypes], self._in_shapes)),
                        [getattr(torch, d.name) for d in self.out_dtypes])
         self._tensor = torch.Tensor
 
@@ -79,8 +83,9 @@ class FixedSignature:
             return None
         first = type(args[0])
         if first is np.ndarray and self._numpy is not None:
-            for x, dt in zip(args, self._numpy[0]):
-                if type(x) is not np.ndarray or x.dtype != dt or not x.flags.c_contiguous:
+            for x, (dt, shape) in zip(args, self._numpy[0]):
+                if (type(x) is not np.ndarray or x.dtype != dt or not x.flags.c_contiguous
+                        or (shape is not None and x.shape != shape)):
                     return None
             kind = "numpy"
         else:
@@ -92,11 +97,13 @@ class FixedSignature:
                 tensor = self._tensor
             if first is not tensor:
                 return None
-            for x, dt in zip(args, self._torch[1]):
+            for x, (dt, shape) in zip(args, self._torch[1]):
                 if (type(x) is not tensor or x.dtype is not dt or not x.is_cpu
-                        or not x.is_contiguous()):
+                        or not x.is_contiguous() or (shape is not None and x.shape != shape)):
                     return None
             kind = "torch"
+        if self._static is not None:
+            return self._static_taken[kind]
         known = self._known.get(tuple([x.shape for x in args]))
         return None if known is None else (kind, known)
 
@@ -137,19 +144,20 @@ class FixedFrame:
         library's abi.run_by_address; the new outputs."""
         if self.filled is not known:
             self.fill(known)
+        _, out_shapes, torch_sizes = known
         outs = []
         if kind == "torch":
             empty, _, out_types = signature._torch
             for slot, x in zip(self.in_slots, args):
                 slot.data = x.data_ptr()
-            for slot, sizes, dt in zip(self.out_slots, known.torch_sizes, out_types):
+            for slot, sizes, dt in zip(self.out_slots, torch_sizes, out_types):
                 o = empty(*sizes, dtype=dt)
                 slot.data = o.data_ptr()
                 outs.append(o)
         else:
             for slot, x in zip(self.in_slots, args):
                 slot.data = numpy_address(x)
-            for slot, shape, dt in zip(self.out_slots, known.outputs,
+            for slot, shape, dt in zip(self.out_slots, out_shapes,
                                        signature._numpy[1]):  # type: ignore[index]
                 o = np.empty(shape, dt)
                 slot.data = numpy_address(o)

@@ -287,7 +287,8 @@ class CompiledModel:
         return FixedSignature([DType.from_name(i["dtype"]) for i in self._inputs],
                               [dtype for dtype, _ in self._outputs], static)
 
-    def _fixed_call(self, args: tuple, kind: str, known):
+    def _fixed_call(self, args: tuple, taken: tuple):
+        kind, known = taken
         sig, lib, run = self._fixed, self._lib, self._run_by_address
         if self._single:  # the caller promised one thread at a time: no lock
             h = self._pool.first()
@@ -302,7 +303,7 @@ class CompiledModel:
         if self._fixed is not None and not kwargs:
             taken = self._fixed.takes(args)
             if taken is not None:
-                return self._fixed_call(args, *taken)
+                return self._fixed_call(args, taken)
         if self._plain_args and not kwargs and len(args) == len(self._input_plan):
             leaves = args  # the common case: positional tensors, nothing nested
         else:
