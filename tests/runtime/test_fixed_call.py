@@ -105,13 +105,10 @@ def test_wrong_shapes_and_counts_raise_as_before(compiled):
     torch.testing.assert_close(model(x, y), model(x.clone(), y.clone()), rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("single", [False, True])
-def test_concurrent_callers_get_their_own_results(compiled, single):
-    """Threads calling at once (each its own inputs) with 2 runners, or one caller at a time
-    in the single-threaded mode: every result belongs to its own inputs."""
-    ep, path = compiled
-    model = aotc.load_package(path, num_runners=2, run_single_threaded=single)
-    inputs = [(torch.randn(5, 10), torch.randn(5, 6)) for _ in range(8)]
+def _call_concurrently(ep, model, inputs: list, callers: int, reps: int) -> None:
+    """Each of `callers` threads calls the model `reps` times on its own inputs (one of
+    `inputs`, round robin); every result must equal that input's result from a call made
+    alone (itself checked against eager)."""
     expected = [model(x, y) for x, y in inputs]  # one call at a time first
     with torch.no_grad():
         for (x, y), out in zip(inputs, expected):
@@ -120,17 +117,36 @@ def test_concurrent_callers_get_their_own_results(compiled, single):
 
     def caller(k: int) -> None:
         try:
-            for _ in range(200):
+            for _ in range(reps):
                 torch.testing.assert_close(model(*inputs[k]), expected[k], rtol=0, atol=0)
         except BaseException as e:  # reported by the main thread
             errors.append(e)
 
-    threads = [threading.Thread(target=caller, args=(k,)) for k in range(1 if single else 8)]
+    threads = [threading.Thread(target=caller, args=(k % len(inputs),)) for k in range(callers)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(120)
     assert not errors, errors[0]
+
+
+def _dynamic(tmp_path, seed: int, **load):
+    """TwoInTwoOut exported with a dynamic batch (1..40), compiled and loaded."""
+    torch.manual_seed(seed)
+    batch = torch.export.Dim("batch", min=1, max=40)
+    ep = torch.export.export(TwoInTwoOut().eval(), (torch.randn(5, 10), torch.randn(5, 6)),
+                             dynamic_shapes={"x": {0: batch}, "y": {0: batch}})
+    return ep, aotc.load_package(aotc.compile_and_package(ep, tmp_path / "d.pt2"), **load)
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_concurrent_callers_get_their_own_results(compiled, single):
+    """Threads calling at once (each its own inputs) with 2 runners, or one caller at a time
+    in the single-threaded mode: every result belongs to its own inputs."""
+    ep, path = compiled
+    model = aotc.load_package(path, num_runners=2, run_single_threaded=single)
+    inputs = [(torch.randn(5, 10), torch.randn(5, 6)) for _ in range(8)]
+    _call_concurrently(ep, model, inputs, callers=1 if single else 8, reps=200)
     assert len(model._pool) <= 2
 
 
@@ -158,12 +174,7 @@ def test_dynamic_shapes_take_it_once_run(tmp_path, monkeypatch):
     the range), up to fixed_call.MAX_SHAPES shapes."""
     from aotc.runtime import fixed_call
 
-    torch.manual_seed(3)
-    m = TwoInTwoOut().eval()
-    batch = torch.export.Dim("batch", min=1, max=40)
-    ep = torch.export.export(m, (torch.randn(5, 10), torch.randn(5, 6)),
-                             dynamic_shapes={"x": {0: batch}, "y": {0: batch}})
-    model = aotc.load_package(aotc.compile_and_package(ep, tmp_path / "d.pt2"))
+    ep, model = _dynamic(tmp_path, 3)
     run = model._run
     calls = []
 
@@ -207,29 +218,6 @@ def test_concurrent_callers_of_several_shapes(tmp_path):
     """Threads calling a dynamic model at once with different batch sizes (2 runners, so a
     frame is refilled whenever the next call on it has other shapes): every result belongs
     to its own inputs."""
-    torch.manual_seed(4)
-    m = TwoInTwoOut().eval()
-    batch = torch.export.Dim("batch", min=1, max=40)
-    ep = torch.export.export(m, (torch.randn(5, 10), torch.randn(5, 6)),
-                             dynamic_shapes={"x": {0: batch}, "y": {0: batch}})
-    model = aotc.load_package(aotc.compile_and_package(ep, tmp_path / "d.pt2"), num_runners=2)
+    ep, model = _dynamic(tmp_path, 4, num_runners=2)
     inputs = [(torch.randn(rows, 10), torch.randn(rows, 6)) for rows in (1, 3, 8, 13, 3, 21)]
-    expected = [model(x, y) for x, y in inputs]
-    with torch.no_grad():
-        for (x, y), out in zip(inputs, expected):
-            torch.testing.assert_close(out, _expect(ep, x, y))
-    errors: list = []
-
-    def caller(k: int) -> None:
-        try:
-            for _ in range(300):
-                torch.testing.assert_close(model(*inputs[k]), expected[k], rtol=0, atol=0)
-        except BaseException as e:  # reported by the main thread
-            errors.append(e)
-
-    threads = [threading.Thread(target=caller, args=(k,)) for k in range(len(inputs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors[0]
+    _call_concurrently(ep, model, inputs, callers=len(inputs), reps=300)
