@@ -1,11 +1,9 @@
-"""The short call path: a model whose inputs are all tensors, with no state, nothing updated
-in place and output sizes that follow the input shapes alone. A call that passes exactly
-the tensors the model takes (contiguous, on the cpu, of the compiled dtypes, all torch or
-all numpy) with input shapes the model already knows the output shapes of (its static
-shapes, or shapes an earlier call ran with) only writes data pointers into a frame whose
-sizes and strides were filled for those shapes, allocates the outputs and runs; anything
-else takes the general path, which converts, checks, reports, and teaches this path the
-shapes it ran with. The library checks every call either way."""
+"""The short call path of a model with a fixed signature: every input a tensor of static
+shape, no state, nothing updated in place. A call that passes exactly the tensors the
+model was compiled for (contiguous, on the cpu, of the compiled dtypes and shapes, all
+torch or all numpy) only writes data pointers into a frame whose sizes and strides were
+filled once, allocates the outputs and runs; anything else takes the general path, which
+converts, checks and reports. The library checks every call either way."""
 from __future__ import annotations
 
 import ctypes
@@ -18,9 +16,6 @@ from ..dtypes import DType
 from . import abi
 from .tensors import contiguous_strides
 
-# how many input shapes of a dynamic model the short path keeps (the first ones seen)
-MAX_SHAPES = 16
-
 
 def numpy_address(a: np.ndarray) -> int:
     """The data address of a C-contiguous array: through the buffer protocol, several times
@@ -32,8 +27,7 @@ def numpy_address(a: np.ndarray) -> int:
 
 
 class Shapes(NamedTuple):
-    """Input shapes and the output shapes they give (immutable: a frame filled for one
-    snapshot is refilled only when it is handed another)."""
+    """The static input shapes and the output shapes they give."""
     inputs: tuple
     outputs: tuple
     torch_sizes: tuple  # the outputs as torch.empty's positional sizes (`((),)` if 0-dim)
@@ -46,16 +40,12 @@ def known_shapes(inputs, outputs) -> Shapes:
 
 
 class FixedSignature:
-    """The input and output dtypes, their torch/numpy spellings, and the shapes known."""
+    """The input and output dtypes and shapes, and their torch/numpy spellings."""
 
-    def __init__(self, in_dtypes: list[DType], out_dtypes: list[DType],
-                 static: Shapes | None = None):
+    def __init__(self, in_dtypes: list[DType], out_dtypes: list[DType], static: Shapes):
         self.in_dtypes, self.out_dtypes = in_dtypes, out_dtypes
-        self._known: dict[tuple, Shapes] = {} if static is None else {static.inputs: static}
-        self._static = static
         self._static_taken = {"torch": ("torch", static), "numpy": ("numpy", static)}
-        # each input's static shape, checked with its type (None: looked up in _known)
-        self._in_shapes = list(static.inputs) if static else [None] * len(in_dtypes)
+        self._in_shapes = list(static.inputs)
         # resolved on the first call with torch tensors (torch is loaded by then)
         self._tensor: type | None = None
         self._torch: tuple = ()
@@ -63,11 +53,6 @@ class FixedSignature:
         self._numpy = None if DType.bfloat16 in in_dtypes + out_dtypes else (
             list(zip([np.dtype(d.numpy_name) for d in in_dtypes], self._in_shapes)),
             [np.dtype(d.numpy_name) for d in out_dtypes])
-
-    def learn(self, known: Shapes) -> None:
-        """Input shapes a call ran with and the output shapes the library computed for them."""
-        if self._static is None and len(self._known) < MAX_SHAPES:
-            self._known[known.inputs] = known
 
     def _resolve_torch(self) -> None:
         torch = sys.modules["torch"]
@@ -77,15 +62,15 @@ class FixedSignature:
         self._tensor = torch.Tensor
 
     def takes(self, args: tuple) -> tuple[str, Shapes] | None:
-        """('torch' or 'numpy', the known shapes) when args are exactly tensors the model
-        takes, of shapes it knows; else None."""
+        """('torch' or 'numpy', the shapes) when args are exactly the compiled tensors;
+        else None."""
         if len(args) != len(self.in_dtypes):
             return None
         first = type(args[0])
         if first is np.ndarray and self._numpy is not None:
             for x, (dt, shape) in zip(args, self._numpy[0]):
                 if (type(x) is not np.ndarray or x.dtype != dt or not x.flags.c_contiguous
-                        or (shape is not None and x.shape != shape)):
+                        or x.shape != shape):
                     return None
             kind = "numpy"
         else:
@@ -99,19 +84,15 @@ class FixedSignature:
                 return None
             for x, (dt, shape) in zip(args, self._torch[1]):
                 if (type(x) is not tensor or x.dtype is not dt or not x.is_cpu
-                        or not x.is_contiguous() or (shape is not None and x.shape != shape)):
+                        or not x.is_contiguous() or x.shape != shape):
                     return None
             kind = "torch"
-        if self._static is not None:
-            return self._static_taken[kind]
-        known = self._known.get(tuple([x.shape for x in args]))
-        return None if known is None else (kind, known)
+        return self._static_taken[kind]
 
 
 class FixedFrame:
     """One model object's ctypes structures for the short path, sizes and strides filled
-    for one Shapes snapshot at a time: a call with the same shapes writes only the data
-    pointers."""
+    on its first call: a call writes only the data pointers."""
 
     def __init__(self, signature: FixedSignature):
         self.ins = (abi.Tensor * max(len(signature.in_dtypes), 1))()

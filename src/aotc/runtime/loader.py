@@ -277,15 +277,14 @@ class CompiledModel:
     def _fixed_signature(self) -> FixedSignature | None:
         """The signature of the short call path, for a model that can take it."""
         meta = self.package_metadata
-        if (not self._plain_args or self._sizes_follow_data or self._int_inputs
-                or self._mutated or self._state
+        if (not self._plain_args or self._static_shapes is None or self._sizes_follow_data
+                or self._int_inputs or self._mutated or self._state
                 or (self._layout is not None and not self._layout.contiguous_only)
                 or not self._inputs or len(self._inputs) != len(meta["inputs"])):
             return None
-        static = None if self._static_shapes is None else known_shapes(
-            [i["sizes"] for i in self._inputs], self._static_shapes)
         return FixedSignature([DType.from_name(i["dtype"]) for i in self._inputs],
-                              [dtype for dtype, _ in self._outputs], static)
+                              [dtype for dtype, _ in self._outputs],
+                              known_shapes([i["sizes"] for i in self._inputs], self._static_shapes))
 
     def _fixed_call(self, args: tuple, taken: tuple):
         kind, known = taken
@@ -381,8 +380,6 @@ class CompiledModel:
                 frame.output_shapes = [frame.output_shape(j, rank)
                                        for j, (_, rank) in enumerate(self._outputs)]
                 frame.input_shapes = key
-                if self._fixed is not None:  # later calls with these shapes take the short path
-                    self._fixed.learn(known_shapes(key, frame.output_shapes))
             shapes = frame.output_shapes
         outs = []
         for j, (dtype, _) in enumerate(self._outputs):
