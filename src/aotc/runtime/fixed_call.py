@@ -44,7 +44,7 @@ class FixedSignature:
 
     def __init__(self, in_dtypes: list[DType], out_dtypes: list[DType], static: Shapes):
         self.in_dtypes, self.out_dtypes = in_dtypes, out_dtypes
-        self._static_taken = {"torch": ("torch", static), "numpy": ("numpy", static)}
+        self.shapes = static
         self._in_shapes = list(static.inputs)
         # resolved on the first call with torch tensors (torch is loaded by then)
         self._tensor: type | None = None
@@ -61,9 +61,8 @@ class FixedSignature:
                        [getattr(torch, d.name) for d in self.out_dtypes])
         self._tensor = torch.Tensor
 
-    def takes(self, args: tuple) -> tuple[str, Shapes] | None:
-        """('torch' or 'numpy', the shapes) when args are exactly the compiled tensors;
-        else None."""
+    def takes(self, args: tuple) -> str | None:
+        """'torch' or 'numpy' when args are exactly the compiled tensors, else None."""
         if len(args) != len(self.in_dtypes):
             return None
         first = type(args[0])
@@ -87,12 +86,12 @@ class FixedSignature:
                         or not x.is_contiguous() or x.shape != shape):
                     return None
             kind = "torch"
-        return self._static_taken[kind]
+        return kind
 
 
 class FixedFrame:
     """One model object's ctypes structures for the short path, sizes and strides filled
-    on its first call: a call writes only the data pointers."""
+    once: a call writes only the data pointers."""
 
     def __init__(self, signature: FixedSignature):
         self.ins = (abi.Tensor * max(len(signature.in_dtypes), 1))()
@@ -103,29 +102,23 @@ class FixedFrame:
             slot.dtype = dtype.code
         for slot, dtype in zip(self.out_slots, signature.out_dtypes):
             slot.dtype = dtype.code
-        self._dims: list = []  # kept alive with the structures that point at them
-        self.filled: Shapes | None = None
-        self.addresses = (ctypes.addressof(self.ins), len(self.in_slots),
-                          ctypes.addressof(self.outs), len(self.out_slots))
-
-    def fill(self, known: Shapes) -> None:
-        dims = []
+        self._dims = []  # kept alive with the structures that point at them
+        known = signature.shapes
         for slots, tensors in ((self.in_slots, known.inputs), (self.out_slots, known.outputs)):
             for slot, shape in zip(slots, tensors):
                 rank = len(shape)
                 sizes = (ctypes.c_int64 * max(rank, 1))(*shape)
                 strides = (ctypes.c_int64 * max(rank, 1))(*contiguous_strides(shape))
-                dims.append((sizes, strides))
+                self._dims.append((sizes, strides))
                 slot.sizes, slot.strides, slot.ndim = sizes, strides, rank
-        self._dims, self.filled = dims, known
+        self.addresses = (ctypes.addressof(self.ins), len(self.in_slots),
+                          ctypes.addressof(self.outs), len(self.out_slots))
 
-    def run(self, lib, run, handle: int, signature: FixedSignature, args: tuple, kind: str,
-            known: Shapes) -> list:
-        """Run on args (which `signature.takes` as `kind` with `known`) through `run`, the
-        library's abi.run_by_address; the new outputs."""
-        if self.filled is not known:
-            self.fill(known)
-        _, out_shapes, torch_sizes = known
+    def run(self, lib, run, handle: int, signature: FixedSignature, args: tuple,
+            kind: str) -> list:
+        """Run on args (which `signature.takes` as `kind`) through `run`, the library's
+        abi.run_by_address; the new outputs."""
+        _, out_shapes, torch_sizes = signature.shapes
         outs = []
         if kind == "torch":
             empty, _, out_types = signature._torch

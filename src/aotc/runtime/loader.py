@@ -286,23 +286,22 @@ class CompiledModel:
                               [dtype for dtype, _ in self._outputs],
                               known_shapes([i["sizes"] for i in self._inputs], self._static_shapes))
 
-    def _fixed_call(self, args: tuple, taken: tuple):
-        kind, known = taken
+    def _fixed_call(self, args: tuple, kind: str):
         sig, lib, run = self._fixed, self._lib, self._run_by_address
         if self._single:  # the caller promised one thread at a time: no lock
             h = self._pool.first()
-            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, kind, known))
+            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, kind))
         h = self._pool.acquire(self._new_handle, self._destroy)
         try:
-            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, kind, known))
+            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, kind))
         finally:
             self._pool.release(h, self._destroy)
 
     def __call__(self, *args, **kwargs):
         if self._fixed is not None and not kwargs:
-            taken = self._fixed.takes(args)
-            if taken is not None:
-                return self._fixed_call(args, taken)
+            kind = self._fixed.takes(args)
+            if kind is not None:
+                return self._fixed_call(args, kind)
         if self._plain_args and not kwargs and len(args) == len(self._input_plan):
             leaves = args  # the common case: positional tensors, nothing nested
         else:
