@@ -51,8 +51,8 @@ def test_int32_repeats_keep_their_dtype(tmp_path):
                                                                           dtype=torch.int32)
     ep = torch.export.export(Int32Repeats(), (x, r))
     model = aotc.load_package(aotc.compile_and_package(ep, package_path=tmp_path / "r.pt2"))
-    for r in (r, torch.tensor([0, 4, 1], dtype=torch.int32)):
-        got, want = model(x, r), ep.module()(x, r)
+    for reps in (r, torch.tensor([0, 4, 1], dtype=torch.int32)):
+        got, want = model(x, reps), ep.module()(x, reps)
         assert got[0].dtype == want[0].dtype == torch.int32
         torch.testing.assert_close(got, want)
 
