@@ -182,9 +182,12 @@ def fuse_epilogues(program: Program) -> Program:
             continue
         with buf.compiling("fusing"):
             source = _epilogue_source(program, buf, uses, pinned)
-            src = program.buffers[source] if source is not None else None
-            fused = src.op.with_epilogue(source, buf.op.body) if src is not None else None
-        if src is None or fused is None:
+            if source is None:
+                continue
+            src = program.buffers[source]
+            assert isinstance(src.op, Template)
+            fused = src.op.with_epilogue(source, buf.op.body)
+        if fused is None:
             continue
         buf.op = fused
         buf.origin = merge_origins(src.origin, buf.origin)
