@@ -1,6 +1,7 @@
 """compile_and_package and aot_compile: the compiler's front door (needs torch)."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import tempfile
@@ -13,7 +14,7 @@ import torch
 from . import __version__
 from .build.toolchain import target_for
 from .codegen.cpp.describe import constant_layout
-from .errors import CompileError
+from .errors import AotcError, CompileError
 from .frontend.importer import to_sympy
 from .ir.nodes import Program
 from .options import Options
@@ -183,6 +184,21 @@ def _compile_one(prog, opts: Options, name: str, given: frozenset = frozenset())
     return ModelFiles(meta, Path(compiled.library).read_bytes(), compiled.source, weights)
 
 
+def _typed_errors(fn):
+    """The boundary of compiling: whatever is not already an aotc error leaves as a
+    CompileError (the original as its __cause__), so callers catch one hierarchy."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AotcError:
+            raise
+        except Exception as e:
+            raise CompileError(f"compiling failed: {type(e).__name__}: {e}") from e
+    return run
+
+
+@_typed_errors
 def compile_and_package(ep, package_path=None, options=None):
     """Compile an ExportedProgram (or {name: ExportedProgram}) into a .pt2 package; returns its
     path (or `package_path` itself when it is a file-like object)."""
@@ -203,6 +219,7 @@ def compile_and_package(ep, package_path=None, options=None):
     return package_aoti(package_path, artifacts)
 
 
+@_typed_errors
 def aot_compile(program, args=(), kwargs=None, *, options=None) -> CompiledArtifact:
     """torch._inductor.aot_compile's spelling: compile one program, package nothing yet.
 

@@ -1,5 +1,15 @@
-"""The one exception hierarchy of aotc. Torch-free: the runtime raises these too."""
+"""The one exception hierarchy of aotc. Torch-free: the runtime raises these too.
+
+`located` is the one place that ties a failure to the op being compiled: every per-op step
+(importing and lowering a node, fusing, grouping and emitting a buffer) runs inside it, so
+an unexpected exception leaves as an `InternalError` naming the op and the user's source
+line (the original as `__cause__`), and an aotc error that does not say where it arose
+gets that said.
+"""
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class AotcError(Exception):
@@ -24,6 +34,43 @@ class UnsupportedOperatorError(AotcError):
 
 class CompileError(AotcError):
     """The program could not be compiled (a graph aotc cannot handle, a bad option)."""
+
+
+class InternalError(CompileError):
+    """aotc failed unexpectedly while compiling an op: a defect of aotc rather than of the
+    program. `op`, `where` (the user's source line) and `stage` say where; `__cause__`
+    holds the original exception."""
+
+    def __init__(self, op: str, where: str, stage: str, cause: BaseException):
+        self.op, self.where, self.stage = op, where, stage
+        msg = f"internal error while {stage}"
+        if op:
+            msg += f" {op}"
+        if where:
+            msg += f" (at {where})"
+        super().__init__(f"{msg}: {type(cause).__name__}: {cause}")
+
+
+@contextmanager
+def located(op: str, where: str, stage: str) -> Iterator[None]:
+    """Run one per-op step of the compiler (`stage`: "importing", "fusing", ...): an
+    unexpected exception becomes an InternalError naming `op` and `where`; a CompileError
+    that names no op gets them added to its message."""
+    try:
+        yield
+    except BuildError:
+        raise
+    except CompileError as e:
+        if getattr(e, "op", None) is None and op:
+            e.op, e.where = op, where
+            text = str(e.args[0]) if e.args else ""
+            note = f"{op}" + (f" at {where}" if where and where not in text else "")
+            e.args = (f"{text} (while {stage} {note})",) + tuple(e.args[1:])
+        raise
+    except AotcError:
+        raise
+    except Exception as e:
+        raise InternalError(op, where, stage, e) from e
 
 
 class BuildError(CompileError):

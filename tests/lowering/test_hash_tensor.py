@@ -39,6 +39,7 @@ def test_hash_tensor_sees_signs_of_zero_and_nan():
     x[0, 1, 1] = -0.0
     x[1, 0, 0] = float("nan")
     for got, want in zip(model(x), ep.module()(x)):
+        assert got.dtype == want.dtype == torch.uint64
         assert torch.equal(got, want)
     assert model(x)[0] != model(torch.zeros(2, 2, 2))[0]
 

@@ -34,3 +34,4 @@ def test_nonzero_static_of_zero_dim_input(compile_model):
     for x in (torch.tensor(1.5), torch.tensor(0.0)):
         got, want = model(x), ep.module()(x)
         assert got.shape == want.shape == (3, 0)
+        torch.testing.assert_close(got, want)

@@ -16,7 +16,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils._sympy.symbol import SymT, symbol_is_type
 
 from ..dtypes import COMPUTABLE, DType
-from ..errors import AotcError, CompileError, UnsupportedOperatorError
+from ..errors import AotcError, CompileError, UnsupportedOperatorError, located
 from ..ir.expr import IndexValue, Load, cast
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..ir.symbols import UNBOUNDED_BELOW, contiguous_strides, index_vars
@@ -318,7 +318,7 @@ class Importer:
             gm = decompose_node(op, node)
         except Exception as e:  # a decomposition that cannot trace this call is no lowering
             raise UnsupportedOperatorError(
-                str(op), where, f"its decomposition failed ({type(e).__name__}: {e})") from None
+                str(op), where, f"its decomposition failed ({type(e).__name__}: {e})") from e
         if gm is None:
             raise UnsupportedOperatorError(str(op), where)
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -340,7 +340,7 @@ class Importer:
                 except Exception as e:
                     raise UnsupportedOperatorError(
                         str(op), where, f"lowering its decomposition failed at {n.target} "
-                        f"({type(e).__name__}: {e})") from None
+                        f"({type(e).__name__}: {e})") from e
                 finally:
                     self.decomposition_depth -= 1
             elif n.op == "output":
@@ -472,18 +472,20 @@ def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
               if n not in folded and not any(i in folded for i in c.inner)}
     inside = {n for c in chains.values() for n in c.inner}
     for node in ep.graph.nodes:
-        if node in folded:
-            imp.import_folded(node, folded[node])
-        elif node in removed or node in inside:
+        if node in removed or node in inside:
             continue
-        elif node in chains:
-            imp.import_attention(chains[node])
-        elif node.op == "call_function":
-            imp.import_call(node)
-        elif node.op == "get_attr":  # a torch.cond branch, imported where the cond is
-            imp.env[node] = getattr(ep.graph_module, node.target)
-        elif node.op not in ("placeholder", "output"):
-            raise CompileError(f"unsupported FX node kind {node.op} ({node.name})")
+        with located(str(node.target), user_source(node.meta.get("stack_trace")) or node.name,
+                     "importing"):
+            if node in folded:
+                imp.import_folded(node, folded[node])
+            elif node in chains:
+                imp.import_attention(chains[node])
+            elif node.op == "call_function":
+                imp.import_call(node)
+            elif node.op == "get_attr":  # a torch.cond branch, imported where the cond is
+                imp.env[node] = getattr(ep.graph_module, node.target)
+            elif node.op not in ("placeholder", "output"):
+                raise CompileError(f"unsupported FX node kind {node.op} ({node.name})")
     imp.import_outputs()
     import_input_guards(imp.program, list(getattr(ep, "_guards_code", None) or ()))
     return imp.program

@@ -9,24 +9,13 @@ import torch
 
 from ..dtypes import DType
 from ..errors import CompileError
-from ..ir.expr import (
-    Binary,
-    BinaryOp,
-    Cast,
-    Constant,
-    IndexValue,
-    Load,
-    Node,
-)
+from ..ir.expr import Cast, Load, Node
 from ..ir.nodes import Buffer, BufferKind, InputSpec, Program
+from ..ir.scalars import SymbolicScalarError, scalar_value
 from ..lowering import LoweringContext, TensorValue
 from ..lowering.compress import over_inputs
 
 ITEM_OPS = frozenset({torch.ops.aten.item.default, torch.ops.aten._local_scalar_dense.default})
-
-_RELATIONS = {sympy.StrictGreaterThan: BinaryOp.GT, sympy.GreaterThan: BinaryOp.GE,
-              sympy.StrictLessThan: BinaryOp.LT, sympy.LessThan: BinaryOp.LE,
-              sympy.Equality: BinaryOp.EQ, sympy.Unequality: BinaryOp.NE}
 
 
 def import_symbolic_int(program: Program, name: str, symbol: sympy.Symbol) -> sympy.Symbol:
@@ -70,49 +59,11 @@ def symbolic_output(program: Program, hint: str, value: sympy.Basic, what: str
 
 
 def _value(e: sympy.Basic, what: str) -> tuple[Node, str]:
-    if isinstance(e, sympy.logic.boolalg.BooleanAtom):
-        return Binary(BinaryOp.EQ, IndexValue(sympy.Integer(int(bool(e))), DType.int64),
-                      IndexValue(sympy.Integer(1), DType.int64), DType.bool), "bool"
-    op = next((o for cls, o in _RELATIONS.items() if isinstance(e, cls)), None)
-    if op is not None:
-        a, b = (_number(x, what) for x in e.args)
-        dtype = DType.float64 if DType.float64 in (a.dtype, b.dtype) else DType.int64
-        return Binary(op, _as(a, dtype), _as(b, dtype), DType.bool), "bool"
-    node = _number(e, what)
-    return node, ("int" if node.dtype is DType.int64 else "float")
-
-
-def _number(e: sympy.Basic, what: str) -> Node:
-    """An int64 value for an integer expression, else float64 (sums, products, powers and
-    true divisions of integer expressions and float constants)."""
-    from torch.utils._sympy import functions as tf
-
-    F64 = DType.float64
-    if not isinstance(e, sympy.Expr):
-        raise CompileError(f"output {what} is the symbolic value {e}, which aotc cannot "
-                           "compute at run time")
-    if e.is_integer and not e.has(tf.IntTrueDiv, tf.FloatTrueDiv, tf.ToFloat):
-        return IndexValue(e, DType.int64)
-    if e.is_number:
-        return Constant(float(e), F64)
-    if isinstance(e, (tf.IntTrueDiv, tf.FloatTrueDiv)) or (
-            isinstance(e, sympy.Pow) and e.exp == -1):
-        a, b = (e.args if not isinstance(e, sympy.Pow) else (sympy.Integer(1), e.base))
-        return Binary(BinaryOp.DIV, _as(_number(a, what), F64), _as(_number(b, what), F64), F64)
-    if isinstance(e, tf.ToFloat):
-        return _as(_number(e.args[0], what), F64)
-    if isinstance(e, (sympy.Add, sympy.Mul)):
-        op = BinaryOp.ADD if isinstance(e, sympy.Add) else BinaryOp.MUL
-        out = _as(_number(e.args[0], what), F64)
-        for x in e.args[1:]:
-            out = Binary(op, out, _as(_number(x, what), F64), F64)
-        return out
-    raise CompileError(f"output {what} is the symbolic value {e}, which aotc cannot compute "
-                       "at run time")
-
-
-def _as(x: Node, dtype: DType) -> Node:
-    return x if x.dtype is dtype else Cast(x, dtype)
+    try:
+        node = scalar_value(e)
+    except SymbolicScalarError as err:
+        raise CompileError(f"{what}: {err}") from None
+    return node, {DType.bool: "bool", DType.int64: "int"}.get(node.dtype, "float")
 
 
 def symbolic_condition(e: sympy.Basic, what: str) -> Node:

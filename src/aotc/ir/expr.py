@@ -315,7 +315,16 @@ def cast(e: Node, dtype: DType) -> Node:
     return Cast(e, dtype)
 
 
-def constant(value, dtype: DType) -> Constant:
+def constant(value, dtype: DType) -> Node:
+    """`value` as `dtype`: a Constant for a number; for a symbolic scalar (a sympy expression
+    over the bound symbols, ir/scalars.py) its run-time value, cast as eager casts it."""
+    if isinstance(value, sympy.Basic):
+        from .scalars import is_symbolic, scalar_value
+
+        if is_symbolic(value):
+            return cast(scalar_value(value), dtype)
+        value = bool(value) if isinstance(value, sympy.logic.boolalg.BooleanAtom) else (
+            int(value) if value.is_Integer else float(value))
     if dtype is DType.bool:
         return Constant(bool(value), dtype)
     if dtype.is_floating:

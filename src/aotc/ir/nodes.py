@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from ..dtypes import DType
+from ..errors import located
 from .expr import IndirectLoad, Load, Node, loads, transform
 
 
@@ -433,6 +434,13 @@ class Buffer:
     def __post_init__(self) -> None:
         if (self.op is None) != (self.kind is not BufferKind.COMPUTED):
             raise ValueError(f"buffer {self.name}: only computed buffers have an op")
+
+    def compiling(self, stage: str):
+        """A context for one step on this buffer (errors.located): a failure names the ops
+        it came from and the user's source line."""
+        o = self.origin
+        ops = ", ".join(dict.fromkeys(o.targets)) if o is not None and o.targets else ""
+        return located(ops or f"buffer {self.name}", o.source if o is not None else "", stage)
 
 
 @dataclass

@@ -8,6 +8,7 @@ import sympy
 from ..dtypes import DType
 from ..errors import CompileError
 from ..ir.expr import Node, cast, constant
+from ..ir.scalars import natural_dtype
 from ..ir.symbols import index_vars
 from .context import TensorValue
 
@@ -20,9 +21,11 @@ def _category(d: DType) -> int:
 
 
 def _scalar_dtype(x) -> DType:
+    if isinstance(x, sympy.Basic):  # a SymInt / SymFloat / SymBool: its Python type
+        x = {DType.bool: True, DType.int64: 0}.get(natural_dtype(x), 0.0)
     if isinstance(x, bool):
         return DType.bool
-    if isinstance(x, int) or (isinstance(x, sympy.Expr) and x.is_integer):
+    if isinstance(x, int):
         return DType.int64
     return DType.float32
 
@@ -73,12 +76,7 @@ def operand(x: Arg, dtype: DType, out_sizes: Sequence[sympy.Expr]) -> Node:
     """`x` read at the output index, broadcast and cast to `dtype`."""
     if isinstance(x, TensorValue):
         return cast(x.load(broadcast_index(x.sizes, out_sizes)), dtype)
-    if isinstance(x, sympy.Expr):
-        if x.is_number:
-            return constant(int(x) if x.is_integer else float(x), dtype)
-        from ..ir.expr import IndexValue
-        return cast(IndexValue(x, DType.int64), dtype)
-    return constant(x, dtype)
+    return constant(x, dtype)  # a number, or a symbolic scalar computed at run time
 
 
 def dim_index(dim: int, ndim: int) -> int:

@@ -6,7 +6,7 @@ import torch
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
-from ..ir.expr import Binary, BinaryOp, IndexValue, Node, Where, cast, constant
+from ..ir.expr import Binary, BinaryOp, Constant, IndexValue, Node, Where, cast, constant
 from ..ir.symbols import index_var
 from .context import LoweringContext
 from .registry import register_lowering
@@ -70,20 +70,27 @@ def _spaced(ctx: LoweringContext, start, end, steps: int, base=None):
     them: the first half counts up from start, the second half down from end, with the
     step in the result's type (double for integer results), truncated to integers."""
     d = ctx.out_dtype
-    if not d.is_floating:  # the ends are converted to the integer type first
-        start, end = int(start), int(end)
+    f64 = DType.float64
+    # the ends as doubles (a symbolic end is computed at run time); integer results convert
+    # them to the integer type first
+    start, end = (cast(constant(v, f64 if d.is_floating else DType.int64), f64)
+                  for v in (start, end))
     t = DType.float64 if (not d.is_floating or base is not None) else d.compute
     step_t = DType.float64 if not d.is_floating else d.compute
     if steps == 1:
-        val: Node = constant(float(start), t)
+        val: Node = cast(start, t)
     else:
-        step = constant((float(end) - float(start)) / (steps - 1), step_t)
+        if isinstance(start, Constant) and isinstance(end, Constant):
+            step = constant((end.value - start.value) / (steps - 1), step_t)
+        else:
+            step = cast(Binary(BinaryOp.DIV, Binary(BinaryOp.SUB, end, start, f64),
+                               constant(steps - 1, f64), f64), step_t)
         i = IndexValue(index_var(0), DType.int64)
         up = Binary(BinaryOp.MUL, step, cast(i, step_t), step_t)
         back = Binary(BinaryOp.MUL, step, cast(Binary(BinaryOp.SUB, constant(steps - 1, DType.int64),
                                                         i, DType.int64), step_t), step_t)
-        first = Binary(BinaryOp.ADD, constant(float(start), step_t), up, step_t)
-        second = Binary(BinaryOp.SUB, constant(float(end), step_t), back, step_t)
+        first = Binary(BinaryOp.ADD, cast(start, step_t), up, step_t)
+        second = Binary(BinaryOp.SUB, cast(end, step_t), back, step_t)
         half = Binary(BinaryOp.LT, i, constant(steps // 2, DType.int64), DType.bool)
         val = cast(Where(half, first, second, step_t), t)
     if base is not None:

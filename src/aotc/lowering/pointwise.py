@@ -7,7 +7,7 @@ import torch
 
 from ..dtypes import DType
 from ..errors import CompileError
-from ..ir.expr import Binary, BinaryOp, Constant, Node, Unary, UnaryOp, Where, cast, constant
+from ..ir.expr import Binary, BinaryOp, Node, Unary, UnaryOp, Where, cast, constant
 from ..ir.symbols import index_var
 from .common import operand, promote
 from .context import LoweringContext, TensorValue
@@ -292,7 +292,7 @@ def _activation(ctx, x: TensorValue, fn) -> TensorValue:
     return ctx.pointwise(fn(operand(x, d, ctx.out_sizes), d))
 
 
-def _c(v, d: DType) -> Constant:
+def _c(v, d: DType) -> Node:
     return constant(v, d)
 
 

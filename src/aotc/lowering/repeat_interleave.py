@@ -8,6 +8,7 @@ import sympy
 import torch
 
 from ..dtypes import DType
+from ..errors import CompileError
 from ..ir.expr import Binary, BinaryOp, IndexValue, IndirectLoad, Load, Node, cast, indirect_var
 from ..ir.nodes import ReduceType, Reduction, ScanOp
 from ..ir.symbols import index_var, index_vars, reduction_var
@@ -39,6 +40,10 @@ def _bind_total(ctx: LoweringContext, repeats: TensorValue, length) -> None:
 def _source_positions(ctx: LoweringContext, repeats: TensorValue, n, length) -> TensorValue:
     """[length] int64: the element each output position repeats (repeats has n entries, or
     one entry every element repeats)."""
+    if repeats.dtype not in (DType.int32, DType.int64):  # eager's kernel refuses the rest
+        raise CompileError(f"{ctx.target} at {ctx.source or ctx.node_name}: repeats of dtype "
+                           f"{repeats.dtype.name}; PyTorch's CPU kernel takes int32 or int64 "
+                           "repeats only, and eager raises for this call too")
     if repeats.ndim == 0:
         repeats = lower_view(ctx, repeats, [1])
     if sympy.sympify(repeats.sizes[0]) == 1 and sympy.sympify(n) != 1:
@@ -54,9 +59,13 @@ def _source_positions(ctx: LoweringContext, repeats: TensorValue, n, length) -> 
 
 @register_lowering(aten.repeat_interleave.Tensor, family=FAMILY)
 def lower_repeat_interleave_indices(ctx, repeats, output_size=None):
-    """repeat_interleave(repeats): each k repeated repeats[k] times."""
-    return _source_positions(ctx, repeats, repeats.sizes[0] if repeats.ndim else 1,
-                             ctx.out_sizes[0])
+    """repeat_interleave(repeats): each k repeated repeats[k] times, in the dtype of the
+    repeats (int32 or int64), as eager returns it."""
+    source = _source_positions(ctx, repeats, repeats.sizes[0] if repeats.ndim else 1,
+                               ctx.out_sizes[0])
+    if ctx.out_dtype is I64:
+        return source
+    return ctx.pointwise(cast(source.body, ctx.out_dtype), ctx.out_sizes)
 
 
 @register_lowering(aten.repeat_interleave.self_Tensor, family=FAMILY)

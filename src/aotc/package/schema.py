@@ -16,7 +16,9 @@ from ..errors import PackageError
 FORMAT_VERSION = 2  # 2: chunked CRC-32s (field crc32) are what loading checks
 ARCHES = ("x86-64", "x86-64-v3", "x86-64-v4", "native")
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
-_SIZE_EXPR = re.compile(r"[\w\s*+\-()/,]+")  # what sympy prints for an integer size expression
+# what sympy prints for a size expression: integer arithmetic, and the float literals of a
+# size computed through floats (arange(0.5, n, 1.5): CeilToInt(FloatTrueDiv(...)))
+_SIZE_EXPR = re.compile(r"[\w\s*+\-()/,.]+")
 _NAME_IN_EXPR = re.compile(r"[A-Za-z_]\w*(?!\w|\s*\()")  # an identifier that is not a call
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _CRCS = re.compile(r"(?:[0-9a-f]{8})+")  # one CRC-32 per chunk, 8 hex digits each

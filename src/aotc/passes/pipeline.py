@@ -26,6 +26,7 @@ from pathlib import Path
 from ..build.compiler import build_model
 from ..build.toolchain import Target
 from ..codegen.cpp import emit_model
+from ..errors import located
 from ..ir.nodes import Program
 from ..ir.printer import format_program
 from ..logs import STAGE_ARTIFACT, artifact_logger
@@ -111,7 +112,8 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
     ]
     for k, stage in enumerate(stages if build else stages[:-1]):
         t0 = time.perf_counter()
-        state[stage.name] = stage.run()
+        with located("", "", f"running the {stage.name} stage"):  # what no per-op step caught
+            state[stage.name] = stage.run()
         timings[stage.name] = time.perf_counter() - t0
         perf.info("%s stage %s took %.3f s", header or "program", stage.name, timings[stage.name])
         artifact = artifact_logger(STAGE_ARTIFACT.get(stage.name, "perf"))

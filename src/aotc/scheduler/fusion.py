@@ -135,20 +135,21 @@ def fuse_pointwise(program: Program) -> Program:
         return transform(body, leaf)
 
     for buf in program.computed():
-        op = buf.op
-        used: list = []
-        ranges = dict(zip(index_vars(len(buf.sizes)), buf.sizes))
-        if isinstance(op, Pointwise):
-            op = buf.op = Pointwise(simplify_loads(inline_loads(op.body, used), ranges))
-        elif isinstance(op, Reduction):
-            ranges.update((reduction_var(k), n) for k, n in enumerate(op.ranges))
-            body = simplify_loads(inline_loads(op.body, used), ranges)
-            op = buf.op = Reduction(op.reduce_type, op.ranges, body)
-        buf.origin = merge_origins(*used, buf.origin)
-        if (isinstance(op, Pointwise) and buf.name not in pinned
-                and (uses[buf.name] <= 1 or cheap_to_recompute(op.body))):
-            inlined[buf.name] = op.body
-            origins[buf.name] = buf.origin
+        with buf.compiling("fusing"):
+            op = buf.op
+            used: list = []
+            ranges = dict(zip(index_vars(len(buf.sizes)), buf.sizes))
+            if isinstance(op, Pointwise):
+                op = buf.op = Pointwise(simplify_loads(inline_loads(op.body, used), ranges))
+            elif isinstance(op, Reduction):
+                ranges.update((reduction_var(k), n) for k, n in enumerate(op.ranges))
+                body = simplify_loads(inline_loads(op.body, used), ranges)
+                op = buf.op = Reduction(op.reduce_type, op.ranges, body)
+            buf.origin = merge_origins(*used, buf.origin)
+            if (isinstance(op, Pointwise) and buf.name not in pinned
+                    and (uses[buf.name] <= 1 or cheap_to_recompute(op.body))):
+                inlined[buf.name] = op.body
+                origins[buf.name] = buf.origin
     for name in inlined:
         del program.buffers[name]
     return fuse_epilogues(program)
@@ -179,12 +180,13 @@ def fuse_epilogues(program: Program) -> Program:
     for buf in program.computed():
         if not isinstance(buf.op, Pointwise):
             continue
-        source = _epilogue_source(program, buf, uses, pinned)
-        if source is None:
-            continue
-        src = program.buffers[source]
-        assert isinstance(src.op, Template)
-        fused = src.op.with_epilogue(source, buf.op.body)
+        with buf.compiling("fusing"):
+            source = _epilogue_source(program, buf, uses, pinned)
+            if source is None:
+                continue
+            src = program.buffers[source]
+            assert isinstance(src.op, Template)
+            fused = src.op.with_epilogue(source, buf.op.body)
         if fused is None:
             continue
         buf.op = fused

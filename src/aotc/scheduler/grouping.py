@@ -83,7 +83,8 @@ def group_rows(program: Program) -> list[Scheduled]:
     schedule: list[Scheduled] = []
     t = 0
     while t < len(order):
-        group = _grow(order, t, program.guards)
+        with order[t].compiling("grouping"):
+            group = _grow(order, t, program.guards)
         if group is None:
             schedule.append(order[t])
             t += 1

@@ -6,6 +6,7 @@ import re
 import sympy
 
 from ...dtypes import DType
+from ...errors import CompileError
 from ...ir.expr import (
     Binary,
     Cast,
@@ -64,7 +65,40 @@ def c_index(e) -> str:
         for value, cond in reversed(e.args[:-1]):
             out = f"({c_condition(cond)} ? {c_index(value)} : {out})"
         return out
-    raise NotImplementedError(f"index expression {e} has no C++ form")
+    return _c_symbolic(e)
+
+
+def _c_symbolic(e) -> str:
+    """A size computed with Python's number semantics (`arange(0.5, n, 1.5)` has
+    ceil((n - 0.5) / 1.5) elements): the expression as a scalar DAG (ir/scalars.py)."""
+    from ...ir.scalars import SymbolicScalarError, scalar_value
+
+    try:
+        node = scalar_value(e)
+    except SymbolicScalarError as err:
+        raise CompileError(f"the size or index {e} has no C++ form: {err}") from None
+    if isinstance(node, IndexValue) or node.dtype is not DType.int64:
+        raise CompileError(f"the size or index {e} has no C++ form")
+    return f"({c_scalar(node)})"
+
+
+def c_scalar(e: Node) -> str:
+    """C++ text of a scalar DAG over the bound symbols only (no loads, no loop variables)."""
+    if isinstance(e, Constant):
+        return ops.literal(e.value, e.dtype)
+    if isinstance(e, IndexValue):
+        return f"{e.dtype.compute.ctype}({c_index(e.expr)})"
+    if isinstance(e, Unary):
+        return ops.unary(e.op, c_scalar(e.x), e.dtype.compute)
+    if isinstance(e, Binary):
+        return f"({ops.binary(e.op, c_scalar(e.a), c_scalar(e.b), e.dtype.compute)})"
+    if isinstance(e, Where):
+        return f"({c_scalar(e.cond)} ? {c_scalar(e.a)} : {c_scalar(e.b)})"
+    if isinstance(e, Cast):
+        if e.dtype is DType.bool:
+            return f"({c_scalar(e.x)} != 0)"
+        return f"static_cast<{e.dtype.compute.ctype}>({c_scalar(e.x)})"
+    raise CompileError(f"{e!r} is not a scalar over the bound symbols")
 
 
 _RELATIONS = {sympy.StrictLessThan: "<", sympy.LessThan: "<=", sympy.StrictGreaterThan: ">",

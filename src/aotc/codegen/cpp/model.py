@@ -84,19 +84,21 @@ def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled],
     sharing = KernelSharing()  # repeated layers: one function per distinct kernel
     for kid, item in enumerate(schedule):
         start = len(code.lines)
-        if isinstance(item, RowGroup):
-            kernel = emit_row_group(code, program, item, kid)
-        elif isinstance(item.op, RegionWrite):  # a template with a generated kernel
-            kernel = emit_region_write(code, program, item, kid, in_place=item.name in in_place)
-        elif isinstance(item.op, Compress):  # a data-dependent count of rows
-            kernel = emit_compress(code, program, item, kid)
-        elif isinstance(item.op, MaskedScatter):  # rows written where a mask holds
-            kernel = emit_masked_scatter(code, program, item, kid)
-        elif not isinstance(item.op, Template):
-            kernel = emit_kernel(code, program, item, kid)
-        else:  # a template: its call is emitted in the run; its helpers (an epilogue) here
-            emit_template_helpers(code, program, item)
-            continue
+        with (item.members[0] if isinstance(item, RowGroup) else item).compiling("emitting"):
+            if isinstance(item, RowGroup):
+                kernel = emit_row_group(code, program, item, kid)
+            elif isinstance(item.op, RegionWrite):  # a template with a generated kernel
+                kernel = emit_region_write(code, program, item, kid,
+                                           in_place=item.name in in_place)
+            elif isinstance(item.op, Compress):  # a data-dependent count of rows
+                kernel = emit_compress(code, program, item, kid)
+            elif isinstance(item.op, MaskedScatter):  # rows written where a mask holds
+                kernel = emit_masked_scatter(code, program, item, kid)
+            elif not isinstance(item.op, Template):
+                kernel = emit_kernel(code, program, item, kid)
+            else:  # a template: its call is emitted in the run; its helpers (an epilogue) here
+                emit_template_helpers(code, program, item)
+                continue
         computes = [m.name for m in item.members] if isinstance(item, RowGroup) else [item.name]
         kernels[item.name] = sharing.share(code, start, kernel, computes)
     _emit_bind_inputs(code, program)
