@@ -25,7 +25,7 @@ from ..lowering.attention import lower_attention_chain
 from ..lowering.opmath import involves_half, lower_in_float
 from ..lowering.registry import Decompose
 from .control import COND, LOOPS, WHILE, import_cond, import_while
-from .decompose import decompose_node, tensor_args
+from .decompose import decompose_node, traced_args
 from .freezing import Folded, plan_folding
 from .guards import add_assertion, import_input_guards
 from .mutation import base_buffer, update_in_place
@@ -322,7 +322,7 @@ class Importer:
         if gm is None:
             raise UnsupportedOperatorError(str(op), where)
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        for ph, a in zip(placeholders, tensor_args(node)):
+        for ph, a in zip(placeholders, traced_args(node)):
             self.env[ph] = self.arg(a)
         for n in gm.graph.nodes:
             if n.op == "call_function":
