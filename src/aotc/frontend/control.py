@@ -15,6 +15,7 @@ from ..ir.control import Guard, Loop
 from ..ir.expr import IndexValue, Load, Node, Where, cast, constant
 from ..ir.symbols import index_vars
 from ..lowering import LoweringContext, TensorValue
+from .graphs import bound_weights, import_graph
 from .source import user_source
 from .symbolic import symbolic_condition
 
@@ -126,12 +127,10 @@ def import_subgraph(imp, gm: torch.fx.GraphModule, operands: list) -> list:
                            f"{len(operands)}")
     for ph, v in zip(placeholders, operands):
         imp.env[ph] = v
+    # the same path as the top level's nodes: freezing, attention templates, lowerings
+    import_graph(imp, gm.graph, bound_weights(imp, placeholders, operands))
     for n in gm.graph.nodes:
-        if n.op == "get_attr":
-            imp.env[n] = getattr(gm, n.target)
-        elif n.op == "call_function":
-            imp.import_call(n)
-        elif n.op == "output":
+        if n.op == "output":
             outs = n.args[0]
             return [imp.arg(a) for a in (outs if isinstance(outs, (list, tuple)) else [outs])]
     raise CompileError("a torch.cond branch or torch.while_loop function has no output")
