@@ -7,7 +7,8 @@ builds its shift mask) folds too, when every reader the program keeps reads it b
 writes. Only the frontier of such a subgraph is stored; a subgraph that only moves a weight (views
 the GEMM reads through strides anyway, same-dtype copies) is left alone, so its weight stays
 swappable. The weights a folded constant came from are recorded: swapping them later would
-not reach the folded value, so the runtime refuses it.
+not reach the folded value, so the runtime refuses it. The same plan runs over each
+torch.cond branch and while_loop function (graphs.py), over the weights bound to it.
 """
 from __future__ import annotations
 
