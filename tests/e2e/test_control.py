@@ -128,3 +128,31 @@ def test_while_loop(tmp_path):
             want = ep.module()(torch.from_numpy(x), torch.from_numpy(k))
         for o, w in zip(outs, want):
             torch.testing.assert_close(torch.from_numpy(o), w)
+
+
+class Resize(torch.nn.Module):
+    """Branches whose results differ in size: export names each result's size with an
+    unbacked symbol, which the taken branch binds; later ops read the result and its size."""
+
+    def forward(self, x):
+        rows = torch.cond(x.sum() > 0, lambda x: x[:2] * 2, lambda x: x * 3, (x,))
+        grid = torch.cond(x.shape[0] > 4, lambda x: x[1:, :2].cos(),
+                          lambda x: (x.t() + 1).contiguous(), (x,))
+        none = torch.cond(x.mean() > 0.5, lambda x: x[:0] - 1, lambda x: x[:1] + 0.5, (x,))
+        return (rows.sum(0), rows * 2, rows.shape[0] + 1, grid, grid.sum(1), none * 2,
+                none.shape[0])
+
+
+def test_cond_branches_of_different_sizes(tmp_path):
+    b = Dim("b", min=3, max=32)
+    ep, path = _compile(Resize(), (torch.randn(6, 3),), {"x": {0: b}}, tmp_path)
+    model = aotc.load_package(path)
+    for n in (3, 4, 5, 9):
+        for x in (torch.rand(n, 3), -torch.rand(n, 3), torch.rand(n, 3) + 0.5):
+            got, want = model(x), ep.module()(x)
+            torch.testing.assert_close(got, want)
+            assert [tuple(g.shape) for g in got[:2]] == [tuple(w.shape) for w in want[:2]]
+    calls = [[np.full((n, 3), v, np.float32)] for n, v in ((3, 1.0), (7, -1.0), (5, 0.7))]
+    for outs, (x,) in zip(run_without_torch(path, calls, tmp_path / "io"), calls):
+        for o, w in zip(outs, ep.module()(torch.from_numpy(x))):
+            torch.testing.assert_close(torch.as_tensor(o), torch.as_tensor(w))

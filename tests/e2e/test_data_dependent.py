@@ -1,11 +1,13 @@
 """Data-dependent sizes: nonzero, argwhere, boolean-mask indexing and masked_select come
 back at their true size (several fill ratios, all-false included), downstream ops see
-that size; OpInfo's samples; and from a numpy-only process."""
+that size; OpInfo's samples; from a numpy-only process; creation ops, repeat, expand and views
+sized by expressions mixing shape symbols and .item() values."""
 from __future__ import annotations
 
 import pytest
 import torch
 from numpy_only import run_without_torch
+from torch.export import Dim
 from torch.testing._internal.common_methods_invocations import op_db  # needs expecttest
 
 import aotc
@@ -64,3 +66,77 @@ def test_selections_at_several_fill_ratios(tmp_path):
         want = ep.module()(*(torch.from_numpy(a) for a in args))
         for o, w in zip(outs, want):
             torch.testing.assert_close(torch.from_numpy(o), w)
+
+
+# ---- creation ops and views sized by expressions mixing shape symbols and .item() values --
+
+class Creations(torch.nn.Module):
+    """Sizes, starts and steps that mix z's shape symbol with k = s.item() (bound with the
+    inputs) and j, a .item() of a reduction (bound during the run)."""
+
+    def forward(self, x, z, s):
+        k = s.item()
+        torch._check(k >= 1)
+        torch._check(k <= 8)
+        j = (z > 0).sum().item()
+        m = z.size(0) + k
+        return (torch.zeros(m, 3) + x.sum(), torch.ones(2, m * 2), torch.full((m, k), 3.0),
+                x.new_zeros(m, z.size(0)), x.new_ones((k, m)), x.new_full((m,), 7.0),
+                torch.arange(m) * 2, torch.arange(k, m + k, 2), torch.arange(j, j + m),
+                torch.zeros(j + z.size(0), k))
+
+
+class Reshapes(torch.nn.Module):
+    """repeat, expand and view/reshape to such sizes; tile, narrow_copy and tril, whose
+    decompositions take them as arguments."""
+
+    def forward(self, x, z, s):
+        k = s.item()
+        torch._check(k >= 1)
+        torch._check(k <= 8)
+        j = (z > 0).sum().item()
+        m = z.size(0) + k
+        return (x.repeat(m, 1), x.repeat(z.size(0), 2), x.repeat(m, 1).reshape(m, 6),
+                x[:1].expand(m, 3) + 1, z[:, None].expand(z.size(0), k) * 2,
+                torch.arange(m * 6).view(m, 2, 3), torch.ones(m * 3, 2).view(m, -1),
+                x.repeat(j + k, 1).sum(0), x.repeat(j + z.size(0), 1), torch.tile(x, (m, 1)),
+                torch.narrow_copy(x.repeat(m, 1), 0, k, z.size(0)),
+                torch.tril(x.repeat(m, m), k - z.size(0)))
+
+
+class Empties(torch.nn.Module):
+    """empty, empty_strided and new_empty_strided filled before they are read."""
+
+    def forward(self, x, z, s):
+        k = s.item()
+        torch._check(k >= 1)
+        torch._check(k <= 8)
+        j = (z > 0).sum().item()
+        m = z.size(0) + k
+        return (torch.empty_strided((10, k, 32), (k * 32, 32, 1)).fill_(1.0) * 2,
+                torch.empty_strided((2, m, 3), (3 * m, 3, 1)).fill_(1.5),
+                torch.empty(m, 3).fill_(2.0) + x.sum(),
+                x.new_empty_strided((m, 3), (3, 1)).copy_(x.repeat(m, 1)[:m] * 2),
+                torch.empty_strided((j + z.size(0), 2), (2, 1)).fill_(3.0) * z.sum())
+
+
+def _sized_inputs(n: int, k: int, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(2, 3, generator=g), torch.randn(n, generator=g), torch.tensor(k)
+
+
+def _export_sized(module):
+    return torch.export.export(module, _sized_inputs(3, 2, 0),
+                               dynamic_shapes=(None, {0: Dim("z", min=1, max=10)}, None))
+
+
+@pytest.mark.parametrize("module", [Creations, Reshapes, Empties], ids=lambda m: m.__name__)
+def test_sizes_mixing_shape_symbols_and_item_values(module, tmp_path):
+    ep = _export_sized(module())
+    model = aotc.load_package(aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2"))
+    for seed, (n, k) in enumerate(((3, 2), (5, 4), (1, 1), (10, 8), (7, 3))):
+        args = _sized_inputs(n, k, seed)
+        got, want = model(*args), ep.module()(*args)
+        torch.testing.assert_close(got, want)  # what each empty was written with, too
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.stride() == w.stride() and g.dtype == w.dtype

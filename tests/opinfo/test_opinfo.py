@@ -40,7 +40,7 @@ MILESTONE: dict[str, tuple] = {
     "__getitem__": ALL, "select": ALL, "cat": ALL, "as_strided": ALL, "_chunk_cat": (F32, I64),
     # copies, conversions, creation
     "clone": ALL, "to": ALL, "float": ALL, "long": ALL, "bool": ALL,
-    "full": ALL, "zeros": ALL, "ones": ALL, "arange": ALL,
+    "full": ALL, "zeros": ALL, "ones": ALL, "arange": ALL, "repeat": ALL, "tile": ALL,
     # beyond the first milestone: more math, arg reductions, indexing, nn ops
     "erf": (F32,), "sin": (F32,), "cos": (F32,), "floor": (F32, I64), "ceil": (F32, I64),
     "round": (F32,), "trunc": (F32,), "reciprocal": (F32,), "sign": (F32, I64),

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import sympy
 import torch
+from torch.utils._sympy.symbol import SymT, symbol_is_type
 
 from ..dtypes import DType
 from ..errors import CompileError, UnsupportedOperatorError
 from ..ir.control import Guard, Loop
-from ..ir.expr import Load, Node, Where, cast
+from ..ir.expr import IndexValue, Load, Node, Where, cast, constant
+from ..ir.symbols import index_vars
 from ..lowering import LoweringContext, TensorValue
+from .graphs import bound_weights, import_graph
 from .source import user_source
 from .symbolic import symbolic_condition
 
@@ -52,19 +55,61 @@ def import_cond(imp, node: torch.fx.Node) -> tuple:
         finally:
             _guard_new(imp, set(program.buffers) - before)
             imp.guards.pop()
+    val = node.meta.get("val")
+    metas = val if isinstance(val, (tuple, list)) else (val,)
     out = []
     for k, (t, f) in enumerate(zip(results[True], results[False])):
         if not (isinstance(t, TensorValue) and isinstance(f, TensorValue)):
             raise UnsupportedOperatorError("torch.cond", where, "a branch returns a non-tensor")
-        if tuple(t.sizes) != tuple(f.sizes) or t.dtype != f.dtype:
+        if t.ndim != f.ndim or t.dtype != f.dtype:
             raise UnsupportedOperatorError("torch.cond", where, f"output {k}: the branches "
-                                           f"differ in shape or dtype ({t.sizes} {t.dtype.name}"
+                                           f"differ in rank or dtype ({t.sizes} {t.dtype.name}"
                                            f" vs {f.sizes} {f.dtype.name})")
-        ctx = LoweringContext(program, f"{node.name}_out{k}", "cond", t.sizes, t.dtype, where)
+        sizes = _result_sizes(imp, t, f, metas[k] if k < len(metas) else None, condition,
+                              where)
+        ctx = LoweringContext(program, f"{node.name}_out{k}", "cond", sizes, t.dtype, where)
         before = set(program.buffers)
-        out.append(ctx.pointwise(Where(condition, t.body, f.body, t.dtype), t.sizes))
+        out.append(ctx.pointwise(Where(condition, _within(t, sizes), _within(f, sizes),
+                                       t.dtype), sizes))
         _guard_new(imp, set(program.buffers) - before)
     return tuple(out)
+
+
+def _result_sizes(imp, t: TensorValue, f: TensorValue, meta, condition: Node,
+                  where: str) -> tuple:
+    """The sizes of a cond result. Where the branches' sizes differ, export names the
+    result's size with a fresh unbacked symbol: it is bound to the taken branch's size
+    (during the run when the predicate is a tensor, ir/binding.py)."""
+    from .importer import to_sympy  # importer.py imports this module
+
+    sizes = list(t.sizes)
+    given = [to_sympy(d) for d in meta.shape] if isinstance(meta, torch.Tensor) else []
+    for d, (a, b) in enumerate(zip(t.sizes, f.sizes)):
+        a, b = sympy.sympify(a), sympy.sympify(b)
+        if a == b:
+            continue
+        symbol = given[d] if d < len(given) else None
+        if not (isinstance(symbol, sympy.Symbol) and symbol_is_type(symbol, SymT.UNBACKED_INT)):
+            raise UnsupportedOperatorError("torch.cond", where, f"the branches' sizes {a} and "
+                                           f"{b} differ and export gave the result no size "
+                                           "symbol of its own")
+        if symbol not in imp.program.item_symbols:
+            imp.program.item_symbols[symbol] = Where(
+                condition, IndexValue(a, DType.int64), IndexValue(b, DType.int64), DType.int64)
+            imp.program.symbols.setdefault(symbol, (0, None))
+        sizes[d] = symbol
+    return tuple(sizes)
+
+
+def _within(v: TensorValue, sizes: tuple) -> Node:
+    """`v`'s value at each position of a result of `sizes`: positions past v's own size
+    (the other branch is larger) read v's last element, never outside it; the select
+    leaves them unused. A branch with no elements is a zero."""
+    if any(sympy.sympify(n) == 0 for n in v.sizes):
+        return constant(0, v.dtype)
+    index = [i if sympy.sympify(n) == sympy.sympify(m) else sympy.Min(i, n - 1)
+             for i, n, m in zip(index_vars(len(sizes)), v.sizes, sizes)]
+    return v.load(tuple(index))
 
 
 def _guard_new(imp, names: set[str]) -> None:
@@ -82,12 +127,10 @@ def import_subgraph(imp, gm: torch.fx.GraphModule, operands: list) -> list:
                            f"{len(operands)}")
     for ph, v in zip(placeholders, operands):
         imp.env[ph] = v
+    # the same path as the top level's nodes: freezing, attention templates, lowerings
+    import_graph(imp, gm.graph, bound_weights(imp, placeholders, operands))
     for n in gm.graph.nodes:
-        if n.op == "get_attr":
-            imp.env[n] = getattr(gm, n.target)
-        elif n.op == "call_function":
-            imp.import_call(n)
-        elif n.op == "output":
+        if n.op == "output":
             outs = n.args[0]
             return [imp.arg(a) for a in (outs if isinstance(outs, (list, tuple)) else [outs])]
     raise CompileError("a torch.cond branch or torch.while_loop function has no output")

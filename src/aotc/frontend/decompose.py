@@ -3,12 +3,15 @@
 Only the one node is traced (with make_fx over its fake inputs), never the whole graph:
 `ExportedProgram.run_decompositions()` re-traces everything at ~5 ms a node. The traced
 subgraph's nodes are then lowered like any other (recursively decomposing again).
+Symbolic int arguments (`x.repeat(z.size(0) + n, 1)`, a size mixing an input's shape
+symbol and a `.item()` value) are placeholders of the trace too: make_fx records only
+the symbolic values it can trace back to one of its inputs.
 """
 from __future__ import annotations
 
 import torch
 from torch._decomp import decomposition_table
-from torch._subclasses.fake_tensor import FakeTensor
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
@@ -27,8 +30,9 @@ def find_decompositions(op) -> list:
 
 
 def decompose_node(op, node: torch.fx.Node) -> torch.fx.GraphModule | None:
-    """A graph computing `node` from its tensor arguments (placeholders in argument order),
-    by the first decomposition that traces; the first one's error if none does."""
+    """A graph computing `node` from its traced arguments (placeholders in argument order,
+    traced_args below), by the first decomposition that traces; the first one's error if
+    none does."""
     first_error: Exception | None = None
     for fn in find_decompositions(op):
         try:
@@ -40,11 +44,11 @@ def decompose_node(op, node: torch.fx.Node) -> torch.fx.GraphModule | None:
     return None
 
 
-def _trace(fn, node: torch.fx.Node) -> torch.fx.GraphModule | None:
+def _trace(fn, node: torch.fx.Node) -> torch.fx.GraphModule:
     # fx keeps node arguments in immutable lists; decompositions may assign into theirs
     flat, spec = pytree.tree_flatten((_plain(node.args), _plain(node.kwargs)))
     values = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in flat]
-    tensor_pos = [k for k, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    tensor_pos = [k for k, v in enumerate(values) if _traced(v)]
     tensors = [values[k] for k in tensor_pos]
 
     def run(*ts):
@@ -55,8 +59,9 @@ def _trace(fn, node: torch.fx.Node) -> torch.fx.GraphModule | None:
         return _tuples(fn(*args, **kwargs))
 
     fake_mode = next((t.fake_mode for t in tensors if isinstance(t, FakeTensor)), None)
-    if fake_mode is None:
-        return None
+    if fake_mode is None:  # no tensor argument (a creation op): its sizes' shape env
+        envs = [t.node.shape_env for t in tensors]
+        fake_mode = FakeTensorMode(shape_env=envs[0] if envs else None)
     with fake_mode:
         gm = make_fx(run, tracing_mode="real")(*tensors)
     return gm
@@ -82,11 +87,18 @@ def _tuples(value):
     return value
 
 
-def tensor_args(node: torch.fx.Node) -> list:
-    """The arguments of `node` that the decomposed graph's placeholders stand for."""
-    flat, _ = pytree.tree_flatten((node.args, node.kwargs))
-    return [a for a in flat if isinstance(a, torch.fx.Node)
-            and isinstance(a.meta.get("val"), torch.Tensor)]
+def _traced(value) -> bool:
+    """Whether an argument's value is a placeholder of the trace: a tensor, or a symbolic
+    int or bool (a float .item() stays a 0-dim tensor in aotc, so SymFloats do not)."""
+    return isinstance(value, (torch.Tensor, torch.SymInt, torch.SymBool)) and not (
+        isinstance(value, (torch.SymInt, torch.SymBool)) and value.node.is_constant())
+
+
+def traced_args(node: torch.fx.Node) -> list:
+    """The arguments of `node` that the decomposed graph's placeholders stand for: fx
+    nodes, or symbolic values written into the call itself."""
+    flat, _ = pytree.tree_flatten((_plain(node.args), _plain(node.kwargs)))
+    return [a for a in flat if _traced(a.meta.get("val") if isinstance(a, torch.fx.Node) else a)]
 
 
 # ---- decompositions for ops torch gives none (keyed by the op's qualified name) ------------

@@ -7,7 +7,8 @@ builds its shift mask) folds too, when every reader the program keeps reads it b
 writes. Only the frontier of such a subgraph is stored; a subgraph that only moves a weight (views
 the GEMM reads through strides anyway, same-dtype copies) is left alone, so its weight stays
 swappable. The weights a folded constant came from are recorded: swapping them later would
-not reach the folded value, so the runtime refuses it.
+not reach the folded value, so the runtime refuses it. The same plan runs over each
+torch.cond branch and while_loop function (graphs.py), over the weights bound to it.
 """
 from __future__ import annotations
 
@@ -97,36 +98,56 @@ def _moves_only(node: torch.fx.Node) -> bool:
 
 def plan_folding(ep: torch.export.ExportedProgram) -> tuple[dict, set]:
     """({frontier node: Folded}, {every node that folding removes from the program})."""
+    return plan_graph_folding(ep.graph, weight_placeholders(ep))
+
+
+def weight_placeholders(ep: torch.export.ExportedProgram) -> dict:
+    """{placeholder: (value, (its name,))} for the program's weights: parameters, buffers
+    the program does not update, lifted constants."""
+    specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
+    # a buffer the program updates is state, different on every call: never a constant
+    mutated = {s.target for s in ep.graph_signature.output_specs
+               if s.kind.name in ("BUFFER_MUTATION", "USER_INPUT_MUTATION")}
+    constants = {}
+    for node in ep.graph.nodes:
+        spec = specs.get(node.name) if node.op == "placeholder" else None
+        if spec is None or spec.kind not in _CONSTANT_KINDS or spec.target in mutated:
+            continue
+        data = ep.state_dict.get(spec.target, ep.constants.get(spec.target))
+        if isinstance(data, torch.Tensor) and not _updated_in_place(node):
+            constants[node] = (data, frozenset([spec.target]))
+    return constants
+
+
+def _updated_in_place(node: torch.fx.Node) -> bool:
+    return any(_mutates_first(u) and u.args and u.args[0] is node for u in node.users)
+
+
+def plan_graph_folding(graph: torch.fx.Graph, constants: dict) -> tuple[dict, set]:
+    """The same for any graph, a torch.cond branch's or a while_loop body's too, given its
+    nodes that hold weights (placeholders, a branch's own tensor constants):
+    {node: (value, the weights' names)}."""
+    # a weight the graph updates in place is no constant either
+    constants = {n: c for n, c in constants.items() if not _updated_in_place(n)}
     unsafe: set[torch.fx.Node] = set()  # created tensors whose writes must not fold
     while True:
-        folded, removed, bad = _plan(ep, unsafe)
+        folded, removed, bad = _plan(graph, constants, unsafe)
         if not bad:
             return folded, removed
         unsafe |= bad
 
 
-def _plan(ep, unsafe: set) -> tuple[dict, set, set]:
-    specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
-    # a buffer the program updates is state, different on every call: never a constant
-    mutated = {s.target for s in ep.graph_signature.output_specs
-               if s.kind.name in ("BUFFER_MUTATION", "USER_INPUT_MUTATION")}
-    mutated |= {specs[n.args[0].name].target for n in ep.graph.nodes
-                if n.op == "call_function" and _mutates_first(n)
-                and isinstance(n.args[0], torch.fx.Node) and n.args[0].name in specs}
+def _plan(graph: torch.fx.Graph, constants: dict, unsafe: set) -> tuple[dict, set, set]:
     values: dict[torch.fx.Node, torch.Tensor] = {}
     sources: dict[torch.fx.Node, frozenset[str]] = {}
     computes: dict[torch.fx.Node, bool] = {}  # whether a non-view op is on the way
     root: dict[torch.fx.Node, torch.fx.Node] = {}  # the created tensor a view reads
     writes: dict[torch.fx.Node, list[torch.fx.Node]] = {}  # created tensor -> its folded writes
-    order = {n: k for k, n in enumerate(ep.graph.nodes)}
-    for node in ep.graph.nodes:
-        if node.op == "placeholder":
-            spec = specs.get(node.name)
-            if spec is None or spec.kind not in _CONSTANT_KINDS or spec.target in mutated:
-                continue
-            data = ep.state_dict.get(spec.target, ep.constants.get(spec.target))
-            if isinstance(data, torch.Tensor):
-                values[node], sources[node], computes[node] = data, frozenset([spec.target]), False
+    order = {n: k for k, n in enumerate(graph.nodes)}
+    for node in graph.nodes:
+        if node in constants:
+            values[node], sources[node] = constants[node]
+            computes[node] = False
         elif node.op == "call_function":
             created = _created(node)
             if created is not None:

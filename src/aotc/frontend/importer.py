@@ -16,7 +16,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils._sympy.symbol import SymT, symbol_is_type
 
 from ..dtypes import COMPUTABLE, DType
-from ..errors import AotcError, CompileError, UnsupportedOperatorError, located
+from ..errors import AotcError, CompileError, UnsupportedOperatorError
 from ..ir.expr import IndexValue, Load, cast
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
 from ..ir.symbols import UNBOUNDED_BELOW, contiguous_strides, index_vars
@@ -25,8 +25,9 @@ from ..lowering.attention import lower_attention_chain
 from ..lowering.opmath import involves_half, lower_in_float
 from ..lowering.registry import Decompose
 from .control import COND, LOOPS, WHILE, import_cond, import_while
-from .decompose import decompose_node, tensor_args
-from .freezing import Folded, plan_folding
+from .decompose import decompose_node, traced_args
+from .freezing import weight_placeholders
+from .graphs import import_graph
 from .guards import add_assertion, import_input_guards
 from .mutation import base_buffer, update_in_place
 from .source import user_source
@@ -86,11 +87,17 @@ SHAPE_ASSERTIONS = frozenset({
 class Importer:
     """State of one import: the program being built and each FX node's lowered value."""
 
-    def __init__(self, ep: torch.export.ExportedProgram):
+    def __init__(self, ep: torch.export.ExportedProgram, freezing: bool = False,
+                 attention: dict | None = None):
         self.ep = ep
         self.program = Program()
         self.env: dict[torch.fx.Node, Any] = {}
         self.buffer_targets: dict[str, str] = {}  # constant buffer -> registered buffer name
+        self.freezing = freezing
+        self.attention = attention or {}  # attention chains by output node, in any graph
+        # constant buffers that hold weights -> (value, the weights' names): what folds
+        self.weights: dict[str, tuple[torch.Tensor, frozenset[str]]] = {}
+        self.subgraph_names: dict[torch.fx.GraphModule, str] = {}
         self.guards: list = []  # the torch.cond branches being imported, outermost first
         self.decomposition_depth = 0  # decompositions being lowered inside each other
 
@@ -129,13 +136,6 @@ class Importer:
             else:
                 raise CompileError(f"input {node.name}: {spec.kind.name} inputs are not supported")
             self.env[node] = buffer_value(buf)
-
-    def import_folded(self, node: torch.fx.Node, folded: Folded) -> None:
-        """A subgraph of weights evaluated at compile time: one new constant."""
-        buf = self._placeholder_buffer(node, folded.value, BufferKind.CONSTANT)
-        self.program.constants.append(ConstantSpec(f"_folded.{node.name}", buf.name, folded.value,
-                                                   folded.sources))
-        self.env[node] = buffer_value(buf)
 
     def _state_origin(self, buffer: str) -> str | None:
         """The registered buffer's name if constant `buffer` is one (it may become state)."""
@@ -322,7 +322,7 @@ class Importer:
         if gm is None:
             raise UnsupportedOperatorError(str(op), where)
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        for ph, a in zip(placeholders, tensor_args(node)):
+        for ph, a in zip(placeholders, traced_args(node)):
             self.env[ph] = self.arg(a)
         for n in gm.graph.nodes:
             if n.op == "call_function":
@@ -463,29 +463,13 @@ def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
     """The program in loop-level IR; `freezing` folds subgraphs of weights (freezing.py);
     `attention` maps output nodes to the attention chains passes/attention.py found, each
     lowered as one template."""
-    imp = Importer(ep)
+    imp = Importer(ep, freezing, attention)
     imp.import_symbols()
     imp.import_placeholders()
-    folded, removed = plan_folding(ep) if freezing else ({}, set())
-    # a chain part of which is folded into a constant (its q and k are weights) stays as is
-    chains = {n: c for n, c in (attention or {}).items()
-              if n not in folded and not any(i in folded for i in c.inner)}
-    inside = {n for c in chains.values() for n in c.inner}
-    for node in ep.graph.nodes:
-        if node in removed or node in inside:
-            continue
-        with located(str(node.target), user_source(node.meta.get("stack_trace")) or node.name,
-                     "importing"):
-            if node in folded:
-                imp.import_folded(node, folded[node])
-            elif node in chains:
-                imp.import_attention(chains[node])
-            elif node.op == "call_function":
-                imp.import_call(node)
-            elif node.op == "get_attr":  # a torch.cond branch, imported where the cond is
-                imp.env[node] = getattr(ep.graph_module, node.target)
-            elif node.op not in ("placeholder", "output"):
-                raise CompileError(f"unsupported FX node kind {node.op} ({node.name})")
+    weights = weight_placeholders(ep)
+    for node, weight in weights.items():
+        imp.weights[imp.env[node].buffer_name()] = weight
+    import_graph(imp, ep.graph, weights)
     imp.import_outputs()
     import_input_guards(imp.program, list(getattr(ep, "_guards_code", None) or ()))
     return imp.program

@@ -2,6 +2,7 @@
 and the triangle indices (triu_indices, tril_indices)."""
 from __future__ import annotations
 
+import sympy
 import torch
 
 from ..dtypes import DType
@@ -26,8 +27,13 @@ def lower_full(ctx, size, fill_value, **kwargs):
 
 @register_lowering(aten.zeros.default, aten.empty.memory_format, aten.zeros_like.default,
                    aten.empty_like.default, aten.new_zeros.default, aten.new_empty.default,
-                   family=FAMILY)
+                   aten.empty_strided.default, aten.new_empty_strided.default,
+                   aten.empty_permuted.default, family=FAMILY)
 def lower_zeros(ctx, *args, **kwargs):
+    """Zeros, and the empty forms (whose values are undefined until written). aotc lays
+    every buffer out contiguously, so the strides given to empty_strided and
+    empty_permuted are not kept: values read by index do not depend on them, and
+    as_strided reads any whole buffer as contiguous storage."""
     return _fill(ctx, 0)
 
 
@@ -60,9 +66,17 @@ def lower_arange(ctx, *args, **kwargs):
     # torch steps in the widest type of the kind, then rounds once
     wide = DType.float64 if d.is_floating else DType.int64
     pos = cast(IndexValue(index_var(0), DType.int64), wide)
-    val = Binary(BinaryOp.ADD, constant(start, wide),
-                 Binary(BinaryOp.MUL, pos, constant(step, wide), wide), wide)
+    val = Binary(BinaryOp.ADD, _number(start, wide),
+                 Binary(BinaryOp.MUL, pos, _number(step, wide), wide), wide)
     return ctx.pointwise(cast(val, d))
+
+
+def _number(value, dtype: DType) -> Node:
+    """A start or step: a constant, or an integer expression over the shape symbols and
+    .item() values (arange(n, 2 * n)), computed at run time."""
+    if isinstance(value, sympy.Basic) and not value.is_number:
+        return cast(IndexValue(value, DType.int64), dtype)
+    return constant(value, dtype)
 
 
 def _spaced(ctx: LoweringContext, start, end, steps: int, base=None):

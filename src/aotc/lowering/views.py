@@ -375,7 +375,7 @@ def lower_cat(ctx: LoweringContext, tensors, dim=0):
     return ctx.pointwise(body)
 
 
-# ---- flip and roll: reversed and rotated indices ------------------------------------------
+# ---- flip, roll and repeat: reversed, rotated and wrapped indices -------------------------
 
 @register_lowering(aten.flip.default, family=FAMILY)
 def lower_flip(ctx, x, dims):
@@ -405,6 +405,28 @@ def lower_roll(ctx, x, shifts, dims=()):
         back = (-int(shift)) % int(n) if n.is_number else abs(int(shift)) * n - int(shift)
         src[d] = ModIndex(src[d] + back, n)
     return remap(x, x.sizes, src)
+
+
+@register_lowering(aten.repeat.default, family=FAMILY)
+def lower_repeat(ctx, x, repeats):
+    """x tiled `repeats` times along each dim (new leading dims first): element i of a dim
+    reads x's element i mod n. Written as an index map, not through torch's decomposition,
+    which asks whether a repeat count is 0 and cannot answer for a .item() value."""
+    lead = len(repeats) - x.ndim
+    if lead < 0:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "fewer repeats than dims")
+    iv = index_vars(len(repeats))
+    out, src = [], []
+    for k, r in enumerate(repeats):
+        n = x.sizes[k - lead] if k >= lead else sympy.Integer(1)
+        out.append(sympy.expand(sympy.sympify(r) * n))
+        if k < lead:
+            continue
+        r = sympy.sympify(r)
+        src.append(ZERO if n == 1 else iv[k] if (r == 1 or n == 0) else ModIndex(iv[k], n))
+    if ctx.out_sizes and len(ctx.out_sizes) == len(out):
+        out = list(ctx.out_sizes)  # the export's own expressions for the same sizes
+    return remap(x, out, src)
 
 
 @register_lowering(aten.as_strided.default, family=FAMILY)

@@ -12,6 +12,7 @@ through (the template computes in float32 and rounds once).
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -157,13 +158,18 @@ def _match(out: fx.Node) -> AttentionChain | None:
 
 
 def find_attention(graph: fx.Graph) -> dict[fx.Node, AttentionChain]:
-    """Each attention chain of `graph`, by its output node."""
+    """Each attention chain of `graph` and of its subgraphs (torch.cond branches,
+    torch.while_loop functions, nested ones), by its output node."""
     found = {}
     for node in graph.nodes:
         if node.op == "call_function":
             chain = _match(node)
             if chain is not None:
                 found[node] = chain
+        elif node.op == "get_attr" and graph.owning_module is not None:
+            sub = operator.attrgetter(node.target)(graph.owning_module)
+            if isinstance(sub, fx.GraphModule):
+                found.update(find_attention(sub.graph))
     return found
 
 
