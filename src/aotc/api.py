@@ -1,7 +1,9 @@
 """compile_and_package and aot_compile: the compiler's front door (needs torch)."""
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import logging
 import os
 import tempfile
@@ -10,6 +12,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
+import torch.utils._pytree as pytree
 
 from . import __version__
 from .build.toolchain import target_for
@@ -38,6 +41,56 @@ def _exported(ep) -> torch.export.ExportedProgram:
                        f"torch.export.save), got {type(ep).__name__}")
 
 
+def _json_value(value, what: str):
+    """`value` as it reads back from JSON (tuples become lists), or a CompileError."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        raise CompileError(f"{what} holds {value!r}, which a package cannot store as JSON; "
+                           "register the type with to_dumpable_context/from_dumpable_context "
+                           "(torch.utils._pytree.register_pytree_node)") from None
+
+
+def _node_spec(spec, kids: list) -> dict:
+    """A node of a type registered with torch's pytree: a dataclass given to
+    torch.export.register_dataclass, a ModelOutput-like mapping, any register_pytree_node
+    class. The runtime rebuilds the type itself where it can find the class (module and
+    qualname) with the flatten context recorded here, else a dict keyed by `fields` (a tuple
+    when the context names no fields): runtime/pytree.py."""
+    t, context = spec.type, spec.context
+    name = f"{t.__module__}.{t.__qualname__}"
+    entry = {"kind": "node", "module": t.__module__, "qualname": t.__qualname__,
+             "children": kids}
+    serialized = pytree.SUPPORTED_SERIALIZED_TYPES.get(t)
+    if serialized is not None and serialized.to_dumpable_context is not None:
+        entry["context"] = _json_value(serialized.to_dumpable_context(context),
+                                       f"the pytree context of {name}")
+        entry["context_dumped"] = True
+    else:
+        entry["context"] = _json_value(context, f"the pytree context of {name}")
+    # the field names, read from the context itself (a dumped one is the type's own string)
+    ctx = json.loads(json.dumps(context)) if _is_json(context) else None
+
+    def names(x) -> bool:
+        return isinstance(x, list) and all(isinstance(f, str) for f in x) \
+            and len(set(x)) == len(x)
+
+    if dataclasses.is_dataclass(t) and isinstance(ctx, list) and len(ctx) == 2 \
+            and names(ctx[0]) and names(ctx[1]) and len(ctx[0]) == len(kids):
+        entry["fields"], entry["none_fields"] = ctx  # register_dataclass: set and None fields
+    elif names(ctx) and len(ctx) == len(kids):
+        entry["fields"] = ctx  # a mapping's keys
+    return entry
+
+
+def _is_json(value) -> bool:
+    try:
+        json.dumps(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 def spec_to_json(spec) -> dict:
     """torch's TreeSpec as the runtime's JSON structure."""
     if spec.is_leaf():
@@ -61,7 +114,10 @@ def spec_to_json(spec) -> dict:
             return {"kind": "tuple", "children": kids}
         return {"kind": "tuple", "children": kids, "name": f"{t.__module__}.{t.__qualname__}",
                 "fields": list(fields)}
-    raise CompileError(f"inputs/outputs of type {t} are not supported (tuple, list, dict only)")
+    if isinstance(t, type) and t in pytree.SUPPORTED_NODES:
+        return _node_spec(spec, kids)
+    raise CompileError(f"inputs/outputs of type {t} are not supported (tuples, lists, dicts, "
+                       "and types registered with torch's pytree)")
 
 
 def pack_weights(program: Program) -> tuple[bytes, list[dict]]:

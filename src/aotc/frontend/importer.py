@@ -306,8 +306,13 @@ class Importer:
         if first is None:
             raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),
                                            "the exported graph has no shape metadata for it")
+        def example(a):
+            return a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+
         return LoweringContext(self.program, node.name, str(op), first[0], first[1],
-                               user_source(node.meta.get("stack_trace")), outputs)
+                               user_source(node.meta.get("stack_trace")), outputs,
+                               example_args=tuple(example(a) for a in node.args),
+                               example_kwargs={k: example(a) for k, a in node.kwargs.items()})
 
     def _import_decomposed(self, node, op) -> None:
         where = user_source(node.meta.get("stack_trace"))

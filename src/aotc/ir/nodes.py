@@ -351,6 +351,9 @@ class Attention(Template):
     s[i, j] = scale * q[b, h, i, :] . k[b, h // group, j, :], then the mask, and key j > i
     hidden when `causal`. The output is contiguous [batch, heads, q_len, v_dim] (float32).
     A row that sees no key holds 0 (SDPA) or NaN with `empty_rows_nan` (a softmax of -inf).
+    `probs` float16 / bfloat16: the arithmetic of PyTorch's CPU flash-attention kernel for
+    inputs of that type (given here widened to float32): keys in blocks of 512, its fast
+    exp, and the probabilities rounded to that type before they weight the values.
     """
 
     q: Operand
@@ -370,8 +373,11 @@ class Attention(Template):
     fill_when: bool = False
     fill: float = float("-inf")
     empty_rows_nan: bool = False
+    probs: DType = DType.float32
 
     def __post_init__(self) -> None:
+        if self.probs not in (DType.float32, DType.float16, DType.bfloat16):
+            raise ValueError(f"attention: probabilities in {self.probs.name}")
         for o in (self.q, self.k, self.v) + ((self.mask,) if self.mask else ()):
             if len(o.strides) != 4:
                 raise ValueError(f"attention: operand {o.buffer} needs 4 strides, has "
@@ -392,6 +398,8 @@ class Attention(Template):
             extras.append(f"mask {how} {format_operand(self.mask)}")
         if self.group != 1:
             extras.append(f"group={self.group}")
+        if self.probs is not DType.float32:
+            extras.append(f"flash probs={self.probs.name}")
         return (f"attention[{self.batch}x{self.heads}x{self.q_len}x{self.kv_len}, "
                 f"d={self.head_dim}, dv={self.v_dim}] q={format_operand(self.q)} "
                 f"k={format_operand(self.k)} v={format_operand(self.v)} {' '.join(extras)}")

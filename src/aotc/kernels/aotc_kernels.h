@@ -199,14 +199,22 @@ AOTC_SORT_DECLARE(b8, bool)
    that sees no key at all holds 0, or NaN with empty_rows_nan (softmax of only -inf).
    out is contiguous [batch, heads, q_len, v_dim]. Online softmax over blocks of keys;
    multi-threaded with OpenMP over (batch, head, query blocks); results do not depend on the
-   thread count. Returns 0, or 1 when a thread could not allocate its key/value blocks. */
+   thread count. Returns 0, or 1 when a thread could not allocate its key/value blocks.
+   `probs` AOTC_ATTENTION_PROBS_F16 / _BF16 computes as PyTorch's CPU flash-attention kernel
+   does for float16 / bfloat16 inputs (which it is given here widened to float): keys in
+   blocks of 512, each block's exp(s - running max) by that kernel's fast exponential on
+   whole vectors (the accurate one on a row's tail), summed in float, then rounded to the
+   half type before it weights the values. AOTC_ATTENTION_PROBS_F32: float throughout. */
 #define AOTC_ATTENTION_MASK_NONE 0
 #define AOTC_ATTENTION_MASK_ADD 1
 #define AOTC_ATTENTION_MASK_BOOL 2
+#define AOTC_ATTENTION_PROBS_F32 0
+#define AOTC_ATTENTION_PROBS_F16 1
+#define AOTC_ATTENTION_PROBS_BF16 2
 typedef struct {
   int64_t batch, heads, group, q_len, kv_len, head_dim, v_dim;
   int64_t q_strides[4], k_strides[4], v_strides[4], mask_strides[4];
-  int64_t mask_kind, fill_when, causal, empty_rows_nan;
+  int64_t mask_kind, fill_when, causal, empty_rows_nan, probs;
   float scale, fill;
 } aotc_attention_shape;
 

@@ -5,6 +5,15 @@
 // block through their strides (a broadcast mask costs nothing); a causal mask is a bound on
 // the keys each query block visits. Each (batch, head, query chunk) is one task on one
 // thread, so results do not depend on the thread count.
+//
+// Half inputs (probs = F16 / BF16) follow PyTorch's CPU flash-attention kernel
+// (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp), which rounds them in ways that move a
+// result by more than a half ulp: its key blocks are 512 long (the running max each block's
+// exponentials are taken from), its exp on whole vectors is Vectorized<float>::fexp_u20 (a
+// cubic for 2^fraction, relative error about 1e-4) and std::exp on a row's tail past the
+// last whole vector, the row sum adds those float values, and the probabilities weight the
+// values rounded to the input type. The scale multiplies the finished dot products (before
+// the mask is added), as there; the output is rounded once, by the caller.
 
 #include "aotc_kernels.h"
 
@@ -26,6 +35,17 @@
 #endif
 
 namespace {
+
+inline float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+// fexp_u20's constants, as PyTorch writes them
+constexpr float kFexpC0 = 0.00010703434948458272f, kFexpC1 = 0.30354260500649682f,
+                kFexpC2 = -0.22433836478672356f, kFexpC3 = -0.079204240219773236f;
+constexpr float kFexpA = 8388608.0f;      // 2^23 / log2(2)
+constexpr float kFexpB = 1065353216.0f;   // 2^23 * 127
 
 // ---- one vector of floats per ISA ------------------------------------------------------
 #if defined(__AVX512F__)
@@ -58,6 +78,26 @@ inline V vexp(V x) {
   const V out = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
   // below the normal range (and -inf, a masked score): exactly 0
   return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, vset(-87.3f), _CMP_NLT_UQ), out);
+}
+// max that keeps a NaN (vec::maximum)
+inline V vmax_nan(V a, V b) {
+  return _mm512_mask_mov_ps(_mm512_max_ps(a, b), _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q),
+                            vset(std::numeric_limits<float>::quiet_NaN()));
+}
+// PyTorch's Vectorized<float>::fexp_u20 for AVX-512, operation for operation
+inline V vfexp(V x) {
+  const __mmask16 small = _mm512_cmp_ps_mask(x, vset(from_bits(0xc2aeac50u)), _CMP_LT_OS);
+  const __mmask16 large = _mm512_cmp_ps_mask(x, vset(from_bits(0x42b17218u)), _CMP_GT_OS);
+  V t = _mm512_mul_ps(x, vset(from_bits(0x3fb8aa3bu)));  // x log2(e)
+  const V f = _mm512_sub_ps(t, _mm512_floor_ps(t));
+  V r = _mm512_fmadd_ps(f, vset(kFexpC3), vset(kFexpC2));
+  r = _mm512_fmadd_ps(f, r, vset(kFexpC1));
+  r = _mm512_fmadd_ps(f, r, vset(kFexpC0));
+  t = _mm512_sub_ps(t, r);
+  __m512i bits = _mm512_cvttps_epi32(_mm512_fmadd_ps(vset(kFexpA), t, vset(kFexpB)));
+  bits = _mm512_mask_mov_epi32(bits, small, _mm512_setzero_si512());
+  bits = _mm512_mask_mov_epi32(bits, large, _mm512_set1_epi32(0x7f800000));
+  return _mm512_castsi512_ps(bits);
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 using V = __m256;
@@ -99,6 +139,23 @@ inline V vexp(V x) {
   const V out = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
   return _mm256_and_ps(out, _mm256_cmp_ps(x, vset(-87.3f), _CMP_NLT_UQ));
 }
+inline V vmax_nan(V a, V b) {
+  return _mm256_or_ps(_mm256_max_ps(a, b), _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+}
+// PyTorch's Vectorized<float>::fexp_u20 for AVX2, operation for operation
+inline V vfexp(V x) {
+  const V small = _mm256_cmp_ps(x, vset(from_bits(0xc2aeac50u)), _CMP_LT_OS);
+  const V large = _mm256_cmp_ps(x, vset(from_bits(0x42b17218u)), _CMP_GT_OS);
+  V t = _mm256_mul_ps(x, vset(from_bits(0x3fb8aa3bu)));  // x log2(e)
+  const V f = _mm256_sub_ps(t, _mm256_floor_ps(t));
+  V r = _mm256_fmadd_ps(f, vset(kFexpC3), vset(kFexpC2));
+  r = _mm256_fmadd_ps(f, r, vset(kFexpC1));
+  r = _mm256_fmadd_ps(f, r, vset(kFexpC0));
+  t = _mm256_sub_ps(t, r);
+  V out = _mm256_castsi256_ps(_mm256_cvttps_epi32(_mm256_fmadd_ps(vset(kFexpA), t, vset(kFexpB))));
+  out = _mm256_blendv_ps(out, _mm256_setzero_ps(), small);
+  return _mm256_blendv_ps(out, vset(std::numeric_limits<float>::infinity()), large);
+}
 #else
 using V = float;
 constexpr int64_t W = 1;
@@ -113,19 +170,43 @@ inline V vadd(V a, V b) { return a + b; }
 inline float hmax(V v) { return v; }
 inline float hsum(V v) { return v; }
 inline V vexp(V x) { return std::exp(x); }
+inline V vmax_nan(V a, V b) { return (a > b || a != a) ? a : b; }
+// without x86 vectors PyTorch's fexp_u20 is its accurate exp
+inline V vfexp(V x) { return std::exp(x); }
 #endif
 
 constexpr int64_t BQ = 64;  // queries per block: their scores and partial outputs stay in L2
-constexpr int64_t BK = 64;  // keys per block, a multiple of C * W on every ISA
+constexpr int64_t BK = 64;  // keys per block (float inputs), a multiple of C * W on every ISA
+constexpr int64_t BK_FLASH = 512;  // keys per block of PyTorch's flash kernel (half inputs)
 constexpr int64_t kParallelMin = 1 << 16;  // multiply-adds below which one thread runs it
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// s[r, 0:C*W] = q[r, :d] . kt[:d, 0:C*W] for `Rows` rows (q rows ldq apart, kt rows ldk).
+// the largest of a vector's lanes, NaN when one is
+inline float hmax_nan(V v) {
+  float lanes[W];
+  vstore(lanes, v);
+  float m = lanes[0];
+  for (int64_t l = 1; l < W; ++l) m = (lanes[l] > m || lanes[l] != lanes[l]) ? lanes[l] : m;
+  return m;
+}
+
+// a probability rounded to the half type, as PyTorch stores it before it weights the values
+inline float round_f16(float x) { return static_cast<float>(static_cast<_Float16>(x)); }
+inline float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if (x != x) return x;
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;  // to nearest, ties to even
+  return from_bits(u);
+}
+
+// s[r, 0:C*W] = scale * (q[r, :d] . kt[:d, 0:C*W]) for `Rows` rows (q rows ldq apart, kt
+// rows ldk): the scale multiplies the finished dot product, as PyTorch's flash kernel does
 template <int Rows>
 void score_tile(int64_t d, const float *q, int64_t ldq, const float *kt, int64_t ldk, float *s,
-                int64_t lds) {
+                int64_t lds, float scale) {
   V acc[Rows][C];
   for (int r = 0; r < Rows; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = vset(0.0f);
@@ -137,8 +218,9 @@ void score_tile(int64_t d, const float *q, int64_t ldq, const float *kt, int64_t
       for (int c = 0; c < C; ++c) acc[r][c] = vfma(b, k[c], acc[r][c]);
     }
   }
+  const V sv = vset(scale);
   for (int r = 0; r < Rows; ++r)
-    for (int c = 0; c < C; ++c) vstore(s + r * lds + c * W, acc[r][c]);
+    for (int c = 0; c < C; ++c) vstore(s + r * lds + c * W, vmul(acc[r][c], sv));
 }
 
 // o[r, 0:Cols*W] += p[r, :n] . v[:n, 0:Cols*W] for `Rows` rows.
@@ -169,35 +251,68 @@ void with_rows(int rows, A... args) {
   }
 }
 
-// scores of `Rows` rows against one block of keys
+// scores of `Rows` rows against the first `ncols` (a multiple of C * W) keys of a block
 template <int Rows> struct ScoreRows {
-  static void run(int64_t d, const float *q, const float *kt, int64_t ldk, float *s) {
-    for (int64_t c = 0; c < BK; c += C * W) score_tile<Rows>(d, q, d, kt + c, ldk, s + c, BK);
+  static void run(int64_t d, const float *q, const float *kt, int64_t ldk, float *s,
+                  int64_t lds, int64_t ncols, float scale) {
+    for (int64_t c = 0; c < ncols; c += C * W)
+      score_tile<Rows>(d, q, d, kt + c, ldk, s + c, lds, scale);
   }
 };
 
 // o += p . v for `Rows` rows over n keys, the output dim in tiles of C vectors, then single ones
 template <int Rows> struct OutputRows {
-  static void run(int64_t n, const float *p, const float *v, int64_t dvp, float *o) {
+  static void run(int64_t n, const float *p, int64_t ldp, const float *v, int64_t dvp,
+                  float *o) {
     int64_t e = 0;
-    for (; e + C * W <= dvp; e += C * W) output_tile<Rows, C>(n, p, BK, v + e, dvp, o + e, dvp);
-    for (; e < dvp; e += W) output_tile<Rows, 1>(n, p, BK, v + e, dvp, o + e, dvp);
+    for (; e + C * W <= dvp; e += C * W) output_tile<Rows, C>(n, p, ldp, v + e, dvp, o + e, dvp);
+    for (; e < dvp; e += W) output_tile<Rows, 1>(n, p, ldp, v + e, dvp, o + e, dvp);
   }
 };
+
+// sr[0:ncols] = exp(sr - m), returning their sum. Float inputs: the accurate vexp. Half
+// inputs: PyTorch's flash kernel on a block of `len` keys: fexp on its whole vectors, then
+// std::exp one by one, the vector lanes summed first (columns past `len` are -inf here).
+float exp_row(float *sr, int64_t ncols, int64_t len, float m, bool flash) {
+  const V negm = vset(-m);  // x + (-m) is x - m, exactly
+  V sum = vset(0.0f);
+  if (!flash) {
+    for (int64_t j = 0; j < ncols; j += W) {
+      const V p = vexp(vadd(vload(sr + j), negm));
+      vstore(sr + j, p);
+      sum = vadd(sum, p);
+    }
+    return hsum(sum);
+  }
+  const int64_t vec_end = std::min(len / W * W, ncols);
+  for (int64_t j = 0; j < vec_end; j += W) {
+    const V p = vfexp(vadd(vload(sr + j), negm));
+    vstore(sr + j, p);
+    sum = vadd(sum, p);
+  }
+  float total = hsum(sum);
+  for (int64_t j = vec_end; j < ncols; ++j) {
+    sr[j] = std::exp(sr[j] - m);
+    total += sr[j];
+  }
+  return total;
+}
 
 // One (batch, head, query range) task: K^T and V of the keys it can see packed once, then
 // its query blocks one by one.
 bool attend(const aotc_attention_shape &sh, const float *q, const float *k, const float *v,
             const void *mask, float *out, int64_t b, int64_t h, int64_t i_begin, int64_t i_end) {
+  const bool flash = sh.probs != AOTC_ATTENTION_PROBS_F32;
+  const int64_t bk = flash ? BK_FLASH : BK;
   const int64_t d = sh.head_dim, dv = sh.v_dim, dvp = round_up(dv, W);
   const int64_t hk = h / sh.group;
   const int64_t kv_end = sh.causal ? std::min(sh.kv_len, i_end) : sh.kv_len;
-  const int64_t kpad = round_up(std::max<int64_t>(kv_end, 1), BK);
-  const int64_t words = d * kpad + kpad * dvp + BQ * d + BQ * BK + BQ * dvp + 2 * BQ;
+  const int64_t kpad = round_up(std::max<int64_t>(kv_end, 1), C * W);
+  const int64_t words = d * kpad + kpad * dvp + BQ * d + BQ * bk + BQ * dvp + 2 * BQ;
   float *mem = static_cast<float *>(std::aligned_alloc(64, round_up(words * 4, 64)));
   if (mem == nullptr) return false;
   float *kt = mem, *vp = kt + d * kpad, *qs = vp + kpad * dvp, *s = qs + BQ * d,
-        *o = s + BQ * BK, *mrow = o + BQ * dvp, *lrow = mrow + BQ;
+        *o = s + BQ * bk, *mrow = o + BQ * dvp, *lrow = mrow + BQ;
 
   // K^T [d, kpad] and V [kpad, dvp], zero beyond kv_end and dv
   const float *kb = k + b * sh.k_strides[0] + hk * sh.k_strides[1];
@@ -214,29 +329,30 @@ bool attend(const aotc_attention_shape &sh, const float *q, const float *k, cons
       for (int64_t e = 0; e < dv; ++e) vp[j * dvp + e] = vr[e * sh.v_strides[3]];
   }
 
-  const float scale = sh.scale;
   const float *qb = q + b * sh.q_strides[0] + h * sh.q_strides[1];
   const char *mb = static_cast<const char *>(mask);
   for (int64_t i0 = i_begin; i0 < i_end; i0 += BQ) {
     const int64_t rows = std::min(BQ, i_end - i0);
     for (int64_t r = 0; r < rows; ++r) {
       const float *qr = qb + (i0 + r) * sh.q_strides[2];
-      for (int64_t t = 0; t < d; ++t) qs[r * d + t] = qr[t * sh.q_strides[3]] * scale;
+      for (int64_t t = 0; t < d; ++t) qs[r * d + t] = qr[t * sh.q_strides[3]];
       mrow[r] = kNegInf;
       lrow[r] = 0.0f;
     }
     std::memset(o, 0, sizeof(float) * rows * dvp);
     const int64_t block_end = sh.causal ? std::min(kv_end, i0 + rows) : kv_end;
-    for (int64_t j0 = 0; j0 < block_end; j0 += BK) {
-      const int64_t cols = std::min(BK, block_end - j0);
-      // scores of the block: rows x BK
+    for (int64_t j0 = 0; j0 < block_end; j0 += bk) {
+      const int64_t cols = std::min(bk, block_end - j0);
+      const int64_t ncols = round_up(cols, C * W);
+      const int64_t len = std::min(bk, sh.kv_len - j0);  // the block's keys, seen or not
+      // scores of the block: rows x ncols
       for (int64_t r = 0; r < rows; r += R) {
         const int n = static_cast<int>(std::min<int64_t>(R, rows - r));
-        with_rows<ScoreRows>(n, d, qs + r * d, kt + j0, kpad, s + r * BK);
+        with_rows<ScoreRows>(n, d, qs + r * d, kt + j0, kpad, s + r * bk, bk, ncols, sh.scale);
       }
       // mask, causal bound, and the online softmax of each row
       for (int64_t r = 0; r < rows; ++r) {
-        float *sr = s + r * BK;
+        float *sr = s + r * bk;
         const int64_t i = i0 + r;
         if (sh.mask_kind == AOTC_ATTENTION_MASK_ADD) {
           const float *mr = reinterpret_cast<const float *>(mb) + b * sh.mask_strides[0] +
@@ -252,33 +368,33 @@ bool attend(const aotc_attention_shape &sh, const float *q, const float *k, cons
             sr[j] = (mr[j * sh.mask_strides[3]] != 0) == (when != 0) ? sh.fill : sr[j];
         }
         const int64_t visible = sh.causal ? std::min(cols, std::max<int64_t>(i + 1 - j0, 0)) : cols;
-        for (int64_t j = visible; j < BK; ++j) sr[j] = kNegInf;
+        for (int64_t j = visible; j < ncols; ++j) sr[j] = kNegInf;
         V mx = vload(sr);
-        for (int64_t j = W; j < BK; j += W) mx = vmax(mx, vload(sr + j));
-        // (a NaN score may be lost from the max, but its exp below is NaN, so is the row)
-        const float m_new = std::max(mrow[r], hmax(mx));
+        for (int64_t j = W; j < ncols; j += W) mx = vmax_nan(mx, vload(sr + j));
+        // a NaN score makes the max NaN, so the row: fexp would take a NaN to -0
+        const float bmax = hmax_nan(mx);
+        const float m_new = mrow[r] > bmax ? mrow[r] : bmax;
         if (m_new == kNegInf) {  // nothing visible in this row yet
-          std::memset(sr, 0, sizeof(float) * BK);
+          std::memset(sr, 0, sizeof(float) * ncols);
           continue;
         }
-        V sum = vset(0.0f);
-        for (int64_t j = 0; j < BK; j += W) {
-          const V p = vexp(vadd(vload(sr + j), vset(-m_new)));
-          vstore(sr + j, p);
-          sum = vadd(sum, p);
-        }
+        const float block_sum = exp_row(sr, ncols, len, m_new, flash);
         const float alpha = std::exp(mrow[r] - m_new);
-        lrow[r] = lrow[r] * alpha + hsum(sum);
+        lrow[r] = block_sum + alpha * lrow[r];
         mrow[r] = m_new;
         if (alpha != 1.0f) {
           const V av = vset(alpha);
           for (int64_t e = 0; e < dvp; e += W) vstore(o + r * dvp + e, vmul(vload(o + r * dvp + e), av));
         }
+        if (sh.probs == AOTC_ATTENTION_PROBS_F16)
+          for (int64_t j = 0; j < cols; ++j) sr[j] = round_f16(sr[j]);
+        else if (sh.probs == AOTC_ATTENTION_PROBS_BF16)
+          for (int64_t j = 0; j < cols; ++j) sr[j] = round_bf16(sr[j]);
       }
       // o += p . v over the block's keys
       for (int64_t r = 0; r < rows; r += R) {
         const int n = static_cast<int>(std::min<int64_t>(R, rows - r));
-        with_rows<OutputRows>(n, cols, s + r * BK, vp + j0 * dvp, dvp, o + r * dvp);
+        with_rows<OutputRows>(n, cols, s + r * bk, bk, vp + j0 * dvp, dvp, o + r * dvp);
       }
     }
     // normalize; a row that saw no key is 0 (SDPA) or NaN (softmax of all -inf)

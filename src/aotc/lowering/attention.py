@@ -4,14 +4,20 @@ matmul -> scale -> mask -> softmax -> matmul chains that passes/attention.py fin
 q, k, v and the mask are read in place through strides where they are strided views of a
 buffer (a head split by reshape + transpose costs nothing); grouped-query attention is read
 from k and v's own heads, whether given with enable_gqa or by repeating heads
-(expand + reshape, as LLaMA's repeat_kv). Half inputs reach this module widened to float32.
+(expand + reshape, as LLaMA's repeat_kv). Half inputs are widened to float32 for the
+template. A float16/bfloat16 SDPA rounds where eager's kernel for it does: PyTorch runs its
+CPU flash-attention kernel (which rounds the probabilities to the input type, after a fast
+exp) or its math path (float32 throughout, rounded once), and which one is asked of PyTorch
+at compile time with tensors of the exported sizes, dtypes and last strides.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import sympy
 import torch
+from torch.nn.attention import SDPBackend
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
@@ -21,6 +27,7 @@ from ..ir.symbols import index_vars, numel, simplify_index
 from .common import broadcast_index
 from .context import LoweringContext, TensorValue
 from .linalg import strided_view
+from .opmath import HALF, involves_half, lower_in_float
 from .registry import Decompose, register_lowering
 from .views import lower_expand, remap, reshape_index
 
@@ -108,10 +115,11 @@ def _kv_operand(ctx: LoweringContext, x: TensorValue, heads: sympy.Expr,
 def attention(ctx: LoweringContext, q: TensorValue, k: TensorValue, v: TensorValue,
               mask: TensorValue | None, *, scale: float, causal: bool = False,
               fill_when: bool = False, fill: float = float("-inf"),
-              empty_rows_nan: bool = False) -> TensorValue:
+              empty_rows_nan: bool = False, probs: DType = DType.float32) -> TensorValue:
     """softmax(scale * q @ k^T, masked) @ v for q (*lead, Lq, E), k (*lead_k, Lk, E) and v
     (*lead_k, Lk, Ev), lead dims broadcast to the output's; a float mask is added to the
-    scores, a bool one replaces them by `fill` where it equals `fill_when`."""
+    scores, a bool one replaces them by `fill` where it equals `fill_when`. `probs` a half
+    type: PyTorch's CPU flash arithmetic for inputs of that type (ir.nodes.Attention)."""
     for t, name in ((q, "query"), (k, "key"), (v, "value")):
         if t.dtype is not DType.float32:
             raise UnsupportedOperatorError(ctx.target, ctx.source,
@@ -151,15 +159,62 @@ def attention(ctx: LoweringContext, q: TensorValue, k: TensorValue, v: TensorVal
         mo = _operand(ctx, _as_4d(m), "mask")
     op = Attention(qo, ko, vo, mo, q4.sizes[0], heads, group, q4.sizes[2], k4.sizes[2],
                    q4.sizes[3], v4.sizes[3], float(scale), causal, kind, fill_when,
-                   float(fill), empty_rows_nan)
+                   float(fill), empty_rows_nan, probs)
     return ctx.emit(op, out, DType.float32)
 
 
-@register_lowering(aten.scaled_dot_product_attention.default, family=FAMILY)
+def _hint(n) -> int:
+    """A size or stride export recorded, as the int of its example."""
+    if isinstance(n, torch.SymInt):
+        hint = n.node.hint
+        return int(hint) if hint is not None else 2
+    return int(n)
+
+
+def _stand_in(x):
+    """A tensor with x's sizes, dtype and last stride (the strides eager's kernel choice
+    reads), over a few bytes: the leading strides are 0."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    if x.ndim == 0:
+        return torch.empty((), dtype=x.dtype)
+    strides = [0] * (x.ndim - 1) + [_hint(x.stride(-1))]
+    return torch.empty_strided([_hint(s) for s in x.shape], strides, dtype=x.dtype)
+
+
+def eager_uses_flash(ctx: LoweringContext) -> bool:
+    """Whether eager runs this SDPA call on PyTorch's CPU flash-attention kernel (else on
+    its math path), as PyTorch's own backend choice answers for the exported arguments (with
+    this process's torch.backends settings)."""
+    if not ctx.example_args:
+        return False
+    args = [_stand_in(a) for a in ctx.example_args]
+    kwargs = {k: _stand_in(a) for k, a in ctx.example_kwargs.items()}
+    try:
+        choice = torch._fused_sdp_choice(*args, **kwargs)
+    except RuntimeError:  # no backend takes the call: eager would fail too
+        return False
+    return choice == SDPBackend.FLASH_ATTENTION.value
+
+
+@register_lowering(aten.scaled_dot_product_attention.default, family=FAMILY,
+                   in_storage_type=True)
 def lower_sdpa(ctx, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
                scale=None, enable_gqa=False):
-    if any(t.dtype is not DType.float32 for t in (query, key, value)):
+    if any(t.dtype not in (DType.float32,) + HALF for t in (query, key, value)):
         raise Decompose()  # float64: the math decomposition's products and softmax
+    probs = DType.float32
+    if query.dtype in HALF and eager_uses_flash(ctx):
+        probs = query.dtype
+    rule = functools.partial(_sdpa, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                             probs=probs)
+    args = (query, key, value, attn_mask)
+    if involves_half(ctx, args, {}):
+        return lower_in_float(rule, ctx, args, {})
+    return rule(ctx, *args)
+
+
+def _sdpa(ctx, query, key, value, attn_mask, *, dropout_p, is_causal, scale, probs):
     if dropout_p != 0.0:
         raise UnsupportedOperatorError(ctx.target, ctx.source,
                                        f"dropout_p={dropout_p}: aotc compiles inference "
@@ -171,7 +226,7 @@ def lower_sdpa(ctx, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
                                            "a symbolic head dim needs an explicit scale")
         scale = 1.0 / math.sqrt(int(e))
     return attention(ctx, query, key, value, attn_mask, scale=float(scale),
-                     causal=bool(is_causal))
+                     causal=bool(is_causal), probs=probs)
 
 
 def lower_attention_chain(ctx: LoweringContext, query: TensorValue, key_t: TensorValue,

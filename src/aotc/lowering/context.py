@@ -61,6 +61,10 @@ class LoweringContext:
     # new values of arguments the op updates in place (schema position -> value), set by a
     # rule whose op writes its arguments: batch_norm in training updates its running stats
     writes: dict[int, TensorValue] = field(default_factory=dict)
+    # the node's arguments as export recorded them (FakeTensors: sizes, strides, dtypes), for
+    # a rule that follows a choice eager makes from them (which SDPA kernel runs)
+    example_args: tuple = ()
+    example_kwargs: dict = field(default_factory=dict)
 
     def origin(self) -> Origin:
         return Origin((self.node_name,), (self.target,), self.source)

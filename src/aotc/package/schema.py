@@ -100,9 +100,19 @@ def _spec(value: Any, path: str, depth: int = 0) -> int:
         return 1
     if kind == "none":
         return 0
-    if kind not in ("tuple", "list", "dict"):
-        raise _Bad(f"{path}.kind", "leaf, none, tuple, list or dict", kind)
+    if kind not in ("tuple", "list", "dict", "node"):
+        raise _Bad(f"{path}.kind", "leaf, none, tuple, list, dict or node", kind)
     kids = _list(_get(spec, "children", path), f"{path}.children")
+    if kind == "node":  # a type registered with torch's pytree
+        _str(_get(spec, "module", path), f"{path}.module")
+        _str(_get(spec, "qualname", path), f"{path}.qualname")
+        _get(spec, "context", path)
+        for key, n in (("fields", len(kids)), ("none_fields", None)):
+            if key in spec:
+                names = _list(spec[key], f"{path}.{key}")
+                if (n is not None and len(names) != n) or not all(isinstance(f, str) for f in names):
+                    raise _Bad(f"{path}.{key}", "field names, one per child" if n is not None
+                               else "field names", names)
     if kind == "tuple" and ("fields" in spec or "name" in spec):  # a named tuple
         _str(_get(spec, "name", path), f"{path}.name")
         fields = _list(_get(spec, "fields", path), f"{path}.fields")

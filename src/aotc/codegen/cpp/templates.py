@@ -194,11 +194,12 @@ def attention_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     def at(o) -> str:
         return f"{pointer_of(o.buffer)} + {c_index(o.offset)}"
 
+    probs = {DType.float32: "F32", DType.float16: "F16", DType.bfloat16: "BF16"}[op.probs]
     sizes = [c_index(sympy.sympify(e)) for e in (op.batch, op.heads, op.group, op.q_len,
                                                  op.kv_len, op.head_dim, op.v_dim)]
     fields = sizes + [strides(o) for o in (op.q, op.k, op.v, op.mask)]
     fields += [f"AOTC_ATTENTION_MASK_{op.mask_kind.name}", str(int(op.fill_when)),
-               str(int(op.causal)), str(int(op.empty_rows_nan)),
+               str(int(op.causal)), str(int(op.empty_rows_nan)), f"AOTC_ATTENTION_PROBS_{probs}",
                ops.literal(op.scale, DType.float32), ops.literal(op.fill, DType.float32)]
     mask = at(op.mask) if op.mask is not None else "nullptr"
     return [
