@@ -4,7 +4,6 @@ most MAX_BATCH rows per run."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -12,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ray_cluster import LocalCluster, follow, free_port, use_token
+from ray_cluster import LocalCluster, follow, free_port, stop_by_ctrl_c, use_token
 
 ROOT = Path(__file__).resolve().parents[2]
 use_token()  # before any test module imports ray
@@ -73,11 +72,11 @@ def served(readme_package):
     """`aotc serve model.pt2 --replicas 2 --address HEAD` on a fresh two-node cluster; the
     cluster's every process is stopped afterwards, whatever happened."""
     cluster = LocalCluster(nodes=2, cpus=1)
-    proc = None
+    proc, lines = None, []
     try:
         cluster.start()
         port = free_port()
-        env = {**cluster.env, "PYTHONPATH": os.pathsep.join(
+        env = {**cluster.env, "PYTHONFAULTHANDLER": "1", "PYTHONPATH": os.pathsep.join(
             [str(ROOT / "src"), cluster.env.get("PYTHONPATH", "")])}
         proc = subprocess.Popen(
             [sys.executable, "-m", "aotc.cli", "serve", str(readme_package), "--replicas", "2",
@@ -92,12 +91,11 @@ def served(readme_package):
         yield Served(f"127.0.0.1:{port}", str(readme_package), cluster, lines, MAX_BATCH)
     finally:
         stopped = None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # Ctrl-C: the command removes its applications
-            try:
-                stopped = proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        cluster.stop()  # raises if any process of the cluster is left
+        try:
+            if proc is not None and proc.poll() is None:
+                # Ctrl-C: the command removes its applications
+                stopped = stop_by_ctrl_c(proc, lines, timeout=60)
+        finally:
+            cluster.stop()  # raises if any process of the cluster is left
     # Ctrl-C stopped the command cleanly
-    assert stopped == 0, f"aotc serve exited with {stopped} on Ctrl-C"
+    assert stopped == 0, f"aotc serve exited with {stopped} on Ctrl-C:\n" + "\n".join(lines)

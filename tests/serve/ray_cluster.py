@@ -121,6 +121,23 @@ class LocalCluster:
         return session_processes(self._sids)
 
 
+def stop_by_ctrl_c(proc: subprocess.Popen, lines: list[str], timeout: float) -> int:
+    """Ctrl-C to `proc` and its exit code; a process that outlives `timeout` is sent SIGABRT
+    (with PYTHONFAULTHANDLER set it prints every thread's stack) and the test fails with
+    what it printed, so the step it hung in is named."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        time.sleep(1)  # the reading thread takes the last lines
+        raise AssertionError(f"still running {timeout:.0f} s after Ctrl-C:\n" + "\n".join(lines)) from None
+
+
 def follow(proc: subprocess.Popen, until: str, timeout: float) -> list[str]:
     """The lines `proc` prints, read on a thread until one starts with `until`, the process
     ends or `timeout` passes; the thread keeps reading afterwards, so the pipe never fills.

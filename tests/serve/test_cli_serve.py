@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import tritonclient.http as httpclient
-from ray_cluster import follow, free_port, session_processes
+from ray_cluster import follow, free_port, session_processes, stop_by_ctrl_c
 from v2_load import infer
 
 import aotc
@@ -32,7 +32,7 @@ def test_arguments_checked_before_ray_starts(tmp_path, capsys, readme_package):
 def test_local_cluster_served_and_stopped_by_ctrl_c(readme_package):
     port = free_port()
     ray_dir = tempfile.mkdtemp(prefix="aotc-ray-", dir="/tmp")  # short: Ray's socket paths
-    env = {**os.environ, "RAY_TMPDIR": ray_dir, "PYTHONPATH": os.pathsep.join(
+    env = {**os.environ, "RAY_TMPDIR": ray_dir, "PYTHONFAULTHANDLER": "1", "PYTHONPATH": os.pathsep.join(
         [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-m", "aotc.cli", "serve", readme_package,
                              "--port", str(port)], env=env, stdout=subprocess.PIPE,
@@ -45,8 +45,7 @@ def test_local_cluster_served_and_stopped_by_ctrl_c(readme_package):
         x = np.random.default_rng(0).standard_normal((4, 10)).astype(np.float32)
         np.testing.assert_array_equal(infer(client, x), aotc.load_package(readme_package)(x))
         client.close()
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=120) == 0, "\n".join(lines)
+        assert stop_by_ctrl_c(proc, lines, timeout=120) == 0, "\n".join(lines)
         deadline = time.monotonic() + 10  # the reading thread takes the last lines
         while "stopping" not in lines and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -88,9 +88,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 1
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        # each part of stopping as it ends, for whoever waits on the command
         if models:
-            undeploy(models)
+            _timed("applications removed", undeploy, models)
         if args.address is None:  # the cluster is this command's own
-            serve.shutdown()
-        ray.shutdown()
+            _timed("Serve shut down", serve.shutdown)
+        _timed("Ray disconnected", ray.shutdown)
     return 0
+
+
+def _timed(what: str, step, *args) -> None:
+    start = time.monotonic()
+    step(*args)
+    print(f"stopping: {what} in {time.monotonic() - start:.1f} s", flush=True)
