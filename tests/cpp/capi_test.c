@@ -73,7 +73,7 @@ static void check_inputs(aotc_loader *l) {
   aotc_tensor big = in;
   big.sizes = too_big;
   rc = aotc_loader_run(l, &big, 1, &out, 1, &e);
-  expect(fails_with(rc, &e, AOTC_ERR_INPUT, "outside the allowed range [1, 1024]"),
+  expect(fails_with(rc, &e, AOTC_ERR_INPUT, "outside the allowed range [0, 1024]"),
          "batch out of range", &e);
   aotc_tensor bad_dim = in;
   bad_dim.sizes = wide;

@@ -13,7 +13,8 @@ import sympy
 
 from ..ir.nodes import Program
 
-# ep.module() (torch/_export/utils.py, _check_symint) checks a lower end only above this
+# ep.module() checks a lower end only above this (the guards torch/export/_unlift.py adds
+# for range constraints, and torch/_export/utils.py _check_symint, agree)
 SPECIALISED_BELOW = 2
 
 
