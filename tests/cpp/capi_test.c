@@ -155,7 +155,7 @@ static void check_describe(aotc_loader *l) {
   ok = aotc_loader_outputs(l, &outputs, &n_out, &e) == 0 && n_out == 1 && outputs[0].ndim == 2 &&
        strcmp(outputs[0].dims[0], inputs[0].dims[0]) == 0 && outputs[0].sizes[1] == 1;
   expect(ok, "output spec", NULL);
-  ok = aotc_loader_symbols(l, &symbols, &n_sym, &e) == 0 && n_sym == 1 && symbols[0].min == 1 &&
+  ok = aotc_loader_symbols(l, &symbols, &n_sym, &e) == 0 && n_sym == 1 && symbols[0].min == 0 &&
        symbols[0].max == 1024 && strcmp(symbols[0].name, inputs[0].dims[0]) == 0;
   expect(ok, "symbol range", NULL);
   ok = aotc_loader_constants(l, &constants, &n_const, &e) == 0 && n_const == 4 &&
