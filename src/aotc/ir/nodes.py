@@ -516,6 +516,9 @@ class Program:
     output_leaves: list[OutputLeaf] = field(default_factory=list)  # every leaf, in pytree order
     # shape symbol -> (min, max); max None when unbounded
     symbols: dict[sympy.Symbol, tuple[int, int | None]] = field(default_factory=dict)
+    # derived size expression (2*d, d + 1) -> the (min, max) an input dim of that size is
+    # checked against (frontend/ranges.py)
+    size_ranges: dict[sympy.Expr, tuple[int, int | None]] = field(default_factory=dict)
     # a buffer updated in place -> the buffer holding its value when the run ends: a user
     # input (the run writes the value into the caller's tensor) or a constant buffer that
     # is model state (a registered buffer: each model object keeps its own copy)

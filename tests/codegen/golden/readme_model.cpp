@@ -88,8 +88,8 @@ int bind_inputs(const aotc_tensor *in, int64_t n_in, int64_t *sym) {
   if (in[0].dtype != AOTC_FLOAT32)
     return aotc::fail(AOTC_ERR_INPUT, "input 'x': expected dtype float32, got %s", aotc::dtype_name(in[0].dtype));
   sym[0] = in[0].sizes[0];
-  if (in[0].sizes[0] < 1 || in[0].sizes[0] > 1024)
-    return aotc::fail(AOTC_ERR_INPUT, "input 'x': dim 0 is %lld, outside the allowed range [1, 1024] (dynamic dim s77)", (long long)in[0].sizes[0]);
+  if (in[0].sizes[0] < 0 || in[0].sizes[0] > 1024)
+    return aotc::fail(AOTC_ERR_INPUT, "input 'x': dim 0 is %lld, outside the allowed range [0, 1024] (dynamic dim s77)", (long long)in[0].sizes[0]);
   if (in[0].sizes[1] != 10)
     return aotc::fail(AOTC_ERR_INPUT, "input 'x': dim 1 is %lld, expected 10", (long long)in[0].sizes[1]);
   if (!in[0].data && aotc::numel(in[0]) > 0)
@@ -174,7 +174,7 @@ const aotc_tensor_info kInputInfo[] = {{"x", kInputDims0, kInputSizes0, 2, AOTC_
 const char *const kOutputDims0[] = {"s77", "1"};
 const int64_t kOutputSizes0[] = {-1, 1};
 const aotc_tensor_info kOutputInfo[] = {{"sigmoid", kOutputDims0, kOutputSizes0, 2, AOTC_FLOAT32}};
-const aotc_symbol_info kSymbolInfo[] = {{"s77", 1, 1024}};
+const aotc_symbol_info kSymbolInfo[] = {{"s77", 0, 1024}};
 const int64_t kConstantSizes0[] = {16, 10};
 const int64_t kConstantSizes1[] = {16};
 const int64_t kConstantSizes2[] = {1, 16};

@@ -19,16 +19,37 @@ from .kernels import index_exprs, program_symbol_index, symbols_in
 def range_check(code: CodeBuffer, program: Program, s: sympy.Symbol, v: str, what: str,
                 kind: str = "") -> None:
     """Fail the run with an input error when `v`, the value bound to `s`, is outside the
-    range export recorded for it (an unbounded end is not checked)."""
-    lo, hi = program.symbols[s]
+    range the program keeps for it (frontend/ranges.py; an unbounded end is not checked)."""
+    _check_within(code, program.symbols[s], v, what, f"{kind}{s.name}")
+
+
+def size_range_check(code: CodeBuffer, program: Program, size: sympy.Expr, v: str,
+                     what: str) -> None:
+    """Fail the run when `v`, an input dim of derived size `size` (2*d), is outside the range
+    export recorded for that expression; ep.module() checks no other (none: no check)."""
+    rng = size_range(program, size)
+    if rng is not None:
+        _check_within(code, rng, v, what, f"dim {size}")
+
+
+def size_range(program: Program, size: sympy.Expr) -> tuple[int, int | None] | None:
+    """The range export recorded for a derived size expression, None when it recorded none."""
+    if size in program.size_ranges:
+        return program.size_ranges[size]
+    expanded = sympy.expand(size)
+    return next((r for e, r in program.size_ranges.items() if sympy.expand(e) == expanded), None)
+
+
+def _check_within(code: CodeBuffer, rng: tuple, v: str, what: str, name: str) -> None:
+    lo, hi = rng
     cond = [f"{v} < {lo}" if lo > UNBOUNDED_BELOW else "", f"{v} > {hi}" if hi is not None else ""]
     cond = [c for c in cond if c]
     if not cond:
         return
-    rng = (f"[{lo}" if lo > UNBOUNDED_BELOW else "(-inf") + (f", {hi}]" if hi is not None else ", inf)")
+    text = (f"[{lo}" if lo > UNBOUNDED_BELOW else "(-inf") + (f", {hi}]" if hi is not None else ", inf)")
     code.line(f"if ({' || '.join(cond)})")
     code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{what} is %lld, outside the allowed range '
-              f'{rng} ({kind}{s.name})", (long long){v});')
+              f'{text} ({name})", (long long){v});')
 
 
 def bind_scalar_input(code: CodeBuffer, program: Program, k: int, name: str, buffer: str,
@@ -63,7 +84,11 @@ def solve_size_symbols(code: CodeBuffer, program: Program, bound: dict,
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': dim {d} is %lld, '
                       f'which is {size} for no integer {s.name}", (long long){v});')
             code.line(f"sym[{idx}] = rest / {int(a)};")
-            range_check(code, program, s, f"sym[{idx}]", f"input '{nm}': {s.name} from dim {d}")
+            # the symbol sizes other buffers: one below 0 (d + 1 at size 0) has no meaning
+            code.line(f"if (sym[{idx}] < 0)")
+            code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': dim {d} is %lld, '
+                      f'which is {size} for {s.name} = %lld, below 0", (long long){v}, '
+                      f'(long long)sym[{idx}]);')
         bound[s] = f"input '{nm}' dim {d}"
 
 

@@ -155,6 +155,18 @@ def _narrowed(offset) -> str:
     return f"int32_t({c_index(clamped)}) + {_paren(rest)}"
 
 
+def _surely_nonempty(sizes) -> bool:
+    return all(sympy.sympify(s).is_Integer and int(s) > 0 for s in sizes)
+
+
+def _clamped_on_dynamic_dim(index, sizes) -> bool:
+    """Whether some axis of a load is clamped (min/max: the speculative read of a cat part
+    or a padded window) in a dim whose size is symbolic, so possibly 0 at run time: the
+    clamp then has no element to land on."""
+    return any(sympy.sympify(i).has(sympy.Min, sympy.Max) and not sympy.sympify(n).is_Integer
+               for i, n in zip(index, sizes))
+
+
 def _paren(e) -> str:
     text = c_index(e)
     e = sympy.sympify(e)
@@ -207,7 +219,8 @@ class BodyEmitter:
                 # that a row read at unit stride under a clamped outer index (a pooling
                 # window's row) stays one vector load rather than a gather
                 text = _narrowed(off)
-            return f"{self.pointer_of(e.buffer)}[{text}]"
+            return self._guarded(e, f"{self.pointer_of(e.buffer)}[{text}]",
+                                 _clamped_on_dynamic_dim(e.index, self.sizes[e.buffer]))
         if isinstance(e, IndexValue):
             return f"{e.dtype.compute.ctype}({c_index(e.expr)})"
         if isinstance(e, Unary):
@@ -249,4 +262,18 @@ class BodyEmitter:
                               f"{ix} = 0; }}")
             self.checks_bounds = True
         index = tuple(sympy.sympify(i).xreplace(names) for i in e.index)
-        return f"{self.pointer_of(e.buffer)}[{c_index(flat_offset(index, self.sizes[e.buffer]))}]"
+        sizes = self.sizes[e.buffer]
+        text = f"{self.pointer_of(e.buffer)}[{c_index(flat_offset(index, sizes))}]"
+        return self._guarded(e, text, not _surely_nonempty(sizes))
+
+    def _guarded(self, e: Load | IndirectLoad, text: str, risky: bool) -> str:
+        """A read that the body makes whether or not its value is used (the branch of a
+        select not taken, an index out of range read as element 0): from a buffer that can
+        be empty at run time (a dynamic dim of size 0) there is no element to read, and a
+        clamped index even goes below 0, so the read is made only when the buffer holds
+        elements (a loop-invariant test: the loop is unswitched or the load masked)."""
+        if not risky:
+            return text
+        ctype = e.dtype.compute.ctype
+        count = c_index(sympy.Mul(*self.sizes[e.buffer]))
+        return f"({count} > 0 ? static_cast<{ctype}>({text}) : {ctype}(0))"

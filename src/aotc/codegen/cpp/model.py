@@ -15,6 +15,7 @@ from .bind import (
     bind_scalar_input,
     emit_assertions,
     range_check,
+    size_range_check,
     solve_size_symbols,
 )
 from .code import CodeBuffer
@@ -177,6 +178,7 @@ def _emit_bind_inputs(code: CodeBuffer, program: Program) -> None:
             code.line(f"if ({v} != {c_index(size)})")
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': dim {d} is %lld, '
                       f'expected {size} = %lld", (long long){v}, (long long)({c_index(size)}));')
+            size_range_check(code, program, size, v, f"input '{nm}': dim {d}")
         late = set(late_symbols(program))
         early = [(c, w) for c, w in program.assertions if not (c.free_symbols & late)]
         for c, w in early:
