@@ -117,6 +117,8 @@ def test_a_thousand_loads_leave_no_files_and_no_growth(readme, tmp_path, monkeyp
     temp = tmp_path / "tmp"  # this process's temporary folder, watched for leftovers
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    # a cache of its own: another test process of the checkout may write the shared one
+    monkeypatch.setenv("AOTC_CACHE_DIR", str(tmp_path / "cache"))
     x = np.ones((4, 10), np.float32)
     for _ in range(100):  # warm up: the library is extracted once, allocators settle
         aotc.load_package(path)(x)
