@@ -10,6 +10,18 @@ from model import Model as ReadmeModel  # examples/model.py: the README's exampl
 __all__ = ["ReadmeModel", "GeluMLP", "EncoderBlock", "ScaledLinear", "layer_norm"]
 
 
+class SDPA(torch.nn.Module):
+    """scaled_dot_product_attention with the keyword arguments it was built with; a mask,
+    if any, comes after q, k and v."""
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        self.kwargs = kwargs
+
+    def forward(self, q, k, v, *mask):
+        return F.scaled_dot_product_attention(q, k, v, *mask, **self.kwargs)
+
+
 class GeluMLP(torch.nn.Module):
     def __init__(self, sizes=(32, 64, 64, 8), approximate="none"):
         super().__init__()

@@ -12,21 +12,13 @@ from torch import nn
 
 from aotc.build.toolchain import missing_features, target_for
 from aotc.errors import UnsupportedOperatorError
+from models import SDPA
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 
 def runnable_isas() -> list[str]:
     return [isa for isa in ("avx512", "avx2", "sse2") if not missing_features(target_for(isa).arch)]
-
-
-class SDPA(nn.Module):
-    def __init__(self, **kwargs):
-        super().__init__()
-        self.kwargs = kwargs
-
-    def forward(self, q, k, v, *mask):
-        return F.scaled_dot_product_attention(q, k, v, *mask, **self.kwargs)
 
 
 def _rand(*shape, dtype=torch.float32):

@@ -12,24 +12,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from aotc.build.toolchain import missing_features, target_for
+from models import SDPA
 
 HALF = [torch.float16, torch.bfloat16]
 TOL = {"atol": 1e-2, "rtol": 1e-2}
 # PyTorch's kernel dispatch level -> the aotc build with the same vectors
 TORCH_ISA = {"AVX512": "avx512", "AVX2": "avx2", "DEFAULT": "sse2"}
-
-
-class SDPA(nn.Module):
-    def __init__(self, **kwargs):
-        super().__init__()
-        self.kwargs = kwargs
-
-    def forward(self, q, k, v, *mask):
-        return F.scaled_dot_product_attention(q, k, v, *mask, **self.kwargs)
 
 
 def _bool_mask(q_len, kv_len, gen, dtype):
