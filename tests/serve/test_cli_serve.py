@@ -29,6 +29,11 @@ def test_arguments_checked_before_ray_starts(tmp_path, capsys, readme_package):
     assert "--replicas" in capsys.readouterr().err
 
 
+def _as_a_background_job():
+    """SIGINT ignored, as a shell starts `cmd &` in a script: Ctrl-C must still stop it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def test_local_cluster_served_and_stopped_by_ctrl_c(readme_package):
     port = free_port()
     ray_dir = tempfile.mkdtemp(prefix="aotc-ray-", dir="/tmp")  # short: Ray's socket paths
@@ -36,7 +41,8 @@ def test_local_cluster_served_and_stopped_by_ctrl_c(readme_package):
         [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-m", "aotc.cli", "serve", readme_package,
                              "--port", str(port)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_as_a_background_job)
     try:
         lines = follow(proc, "ready:", timeout=300)
         assert proc.poll() is None and any(x.startswith("ready:") for x in lines), "\n".join(lines)

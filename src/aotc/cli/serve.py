@@ -61,6 +61,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    # Ctrl-C stops the command however it was started: a shell starts a background job (a
+    # script's `cmd &`, CI runners) with SIGINT ignored, and Python then installs no handler
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # "local": a new cluster of this command's own, never one found running on the machine;
     # its node registers under the loopback address (only the HTTP proxy follows --host)
     local = {} if args.address else {"_node_ip_address": "127.0.0.1"}
