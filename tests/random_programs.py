@@ -4,9 +4,9 @@ promotion, reductions, scans, softmax, cat/stack, views, GEMMs and symbolic size
 
 Everything comes from a seed: `generate(seed, count)` makes `count` independent programs,
 each with its own inputs and its own dim, and `render` writes one module that computes them
-all (one compile for all of them; each program's outputs under its own key). The generator tracks every value's
-shape so that what it writes is valid for every n in [0, max]: a dim is an int (static) or a
-pair (a, b) meaning a*n + b with a >= 1."""
+all (one compile for all of them; each program's outputs under its own key). The generator
+tracks every value's shape so that what it writes is valid for every n in [0, max]: a dim is
+an int (static) or a pair (a, b) meaning a*n + b with a >= 1."""
 from __future__ import annotations
 
 import random

@@ -12,7 +12,6 @@ import pytest
 import sympy
 import torch
 from case_runner import Case, check, run_cases
-from models import EncoderBlock, GeluMLP, ReadmeModel
 from test_architectures import ARCHITECTURES, _randomize_norms
 from test_attention_models import LlamaBlock
 from test_control import Nested
@@ -27,7 +26,7 @@ from torch.export import Dim
 from torch.utils._sympy.numbers import int_oo
 
 import aotc
-
+from models import EncoderBlock, GeluMLP, ReadmeModel
 
 # name: (make the module, example args, dynamic_shapes, rtol/atol); the modules are the tests'
 # own (and benchmarks/zoo.py's, which takes ARCHITECTURES and test_half's LlamaBlock)
@@ -132,7 +131,7 @@ def dynamic_symbols(ep):
                 names.setdefault(d, text)
             elif isinstance(d, sympy.Expr):
                 for s in d.free_symbols:
-                    names.setdefault(s, f"{s} (in {input_name}.shape[{k}] = {d})")
+                    names.setdefault(s, f"{s} (in {text} = {d})")
     found = []
     for s in symbols:
         value = next(int(sympy.solve(d - size, s)[0]) for d, size in equations

@@ -96,38 +96,43 @@ def _build(progs, title: str, folder):
         return None, f"aotc cannot compile it{kind}: {type(e).__name__}: {str(e)[:3000]}"
 
 
+def _build_groups(progs, folder):
+    """([(programs, ep, package path)], [(program, why it fails)]): the programs compiled
+    together where they compile, split in halves down to the ones that fail alone."""
+    ep, path = _build(progs, " ".join(p.key for p in progs), folder)
+    if ep is not None:
+        return [(progs, ep, path)], []
+    if len(progs) == 1:
+        return [], [(progs[0], path)]
+    half = len(progs) // 2
+    a, fa = _build_groups(progs[:half], folder / "a")
+    b, fb = _build_groups(progs[half:], folder / "b")
+    return a + b, fa + fb
+
+
 @pytest.mark.parametrize("seed,count", SEEDS, ids=[f"seed{s}" for s, _ in SEEDS])
 def test_random_programs_match_eager(seed, count, tmp_path):
     progs = generate(seed, count)
     source = render(progs, f"the programs of seed {seed}")
     replay = f"replay: AOTC_FUZZ_SEED={seed} AOTC_FUZZ_PROGRAMS={count}"
-    problems = []
-    ep, path = _build(progs, f"seed {seed}", tmp_path)
-    if ep is None:  # name the programs that fail alone, and test the others without them
-        alone = [(p, *_build([p], f"seed {seed} {p.key}", tmp_path / p.key)) for p in progs]
-        problems += [f"program {p.key} alone: {why}\n{render([p], p.key)}"
-                     for p, one, why in alone if one is None]
-        progs = [p for p, one, _ in alone if one is not None]
-        if not problems or not progs:
-            pytest.fail(f"seed {seed}: {path}\n" + "\n".join(problems) + f"\n{source}\n{replay}")
-        source = render(progs, f"the programs of seed {seed} that compile")
-        ep, path = _build(progs, f"seed {seed} without those", tmp_path / "rest")
-        assert ep is not None, f"seed {seed}: the programs that compile alone do not together: {path}"
-    eager = ep.module()
+    groups, failing = _build_groups(progs, tmp_path / "build")
+    problems = [f"program {p.key}: {why}\n{render([p], p.key)}" for p, why in failing]
     g = torch.Generator().manual_seed(seed)
     cases, expected = [], []
     for sizes in schedule(progs, seed):
-        args = _inputs(progs, sizes, g)
-        try:
-            want, error = eager(*args), None
-        except Exception as e:  # a max over no elements (aotc must raise too)
-            want, error = None, e
-        cases.append(Case(", ".join(f"{k}_n={n}" for k, n in sizes.items()), str(path), None,
-                          args))
-        expected.append((want, error))
-    for case, result, (want, error) in zip(cases, run_cases(cases, tmp_path / "io"), expected):
+        label = ", ".join(f"{k}_n={n}" for k, n in sizes.items())
+        for group, ep, path in groups:
+            args = _inputs(group, sizes, g)
+            try:
+                want, error = ep.module()(*args), None
+            except Exception as e:  # a max over no elements (aotc must raise too)
+                want, error = None, e
+            cases.append(Case(label, str(path), None, args))
+            expected.append((group, want, error))
+    results = run_cases(cases, tmp_path / "io")
+    for case, result, (group, want, error) in zip(cases, results, expected):
         if error is None and "out" in result and result["out"].get("keys") == list(want):
-            for p in progs:  # name the programs that differ
+            for p in group:  # name the programs that differ
                 one = dict(result, out=result["out"]["items"][list(want).index(p.key)])
                 problem = check(one, want[p.key], None, rtol=1e-4, atol=1e-5)
                 if problem:
@@ -135,6 +140,7 @@ def test_random_programs_match_eager(seed, count, tmp_path):
         else:
             problem = check(result, want, error, refusal="aotc_error")
             if problem:
-                problems.append(f"the call at {case.label}: {problem}")
+                keys = ", ".join(p.key for p in group)
+                problems.append(f"the call of programs {keys} at {case.label}: {problem}")
     assert not problems, (f"seed {seed}: {len(problems)} failures:\n" + "\n".join(problems)
                           + f"\n{source}\n{replay}")
