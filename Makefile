@@ -37,9 +37,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VPY) -m pytest -q tests
 
-# the damaged-package sweep at full size (make test runs 200 of these cases)
+# the damaged-package sweep at full size (make test runs 200 of these cases), and 5000 random
+# programs against eager (make test runs 30; AOTC_FUZZ_SEED picks the first seed)
+AOTC_FUZZ_PROGRAMS ?= 5000
 fuzz: $(STAMP)
 	AOTC_FUZZ_CASES=5000 $(VPY) -m pytest -q tests/package/test_fuzz.py
+	AOTC_FUZZ_PROGRAMS=$(AOTC_FUZZ_PROGRAMS) $(VPY) -m pytest -q tests/e2e/test_fuzz_programs.py
 
 lint: $(STAMP)
 	$(VPY) -m ruff check src tests benchmarks examples

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import aotc
 from models import EncoderBlock, GeluMLP
 
 HALF = [torch.float16, torch.bfloat16]
@@ -153,3 +154,33 @@ def test_numpy_in_numpy_out_float16(compile_model):
     out = model(x.numpy())
     assert isinstance(out, np.ndarray) and out.dtype == np.float16
     torch.testing.assert_close(torch.from_numpy(out), ep.module()(x))
+
+
+def _bf16_bits(t: torch.Tensor) -> np.ndarray:
+    return t.contiguous().view(torch.int16).numpy().view(np.uint16)
+
+
+def test_numpy_bfloat16_is_uint16_both_ways(compile_model):
+    """numpy has no bfloat16: outputs come back as uint16 bits, and uint16 bits are taken
+    for a bfloat16 input, so an output feeds the next call; uint16 elsewhere is refused."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 32, dtype=torch.bfloat16)
+    ep, model = compile_model(GeluMLP((32, 64, 32)).to(torch.bfloat16), (x,))
+    out = model(_bf16_bits(x))
+    assert isinstance(out, np.ndarray) and out.dtype == np.uint16
+    expected = ep.module()(x)
+    got = torch.from_numpy(out.view(np.int16).copy()).view(torch.bfloat16)
+    torch.testing.assert_close(got, expected)
+    again = model(out)  # its own output taken back as bfloat16
+    assert again.dtype == np.uint16
+    torch.testing.assert_close(torch.from_numpy(again.view(np.int16).copy()).view(torch.bfloat16),
+                               ep.module()(got))
+    torch.testing.assert_close(model(x), expected)  # torch inputs unaffected
+    with pytest.raises(aotc.InputError, match="expected dtype bfloat16, got float16"):
+        model(np.zeros((3, 32), np.float16))
+
+
+def test_numpy_uint16_for_a_float_input_is_refused(compile_model):
+    ep, model = compile_model(GeluMLP(), (torch.randn(3, 32),))
+    with pytest.raises(aotc.InputError, match="uint16 array stands for bfloat16.*is float32"):
+        model(np.zeros((3, 32), np.uint16))

@@ -94,16 +94,22 @@ def test_integer_scans_wrap_like_torch(compile_model):
     torch.testing.assert_close(model(x), ep.module()(x))
 
 
+def pools_and_scans(x):
+    # (max_pool1d itself specializes the length at export; its 2-d form does not)
+    return (F.max_pool2d(x.unsqueeze(2), (1, 3), (1, 2), (0, 1), return_indices=True),
+            F.avg_pool1d(x, 2), x.cumsum(-1),
+            F.adaptive_avg_pool1d(x, 1), F.pad(x, (2, 1), mode="reflect"), x.flip(-1),
+            torch.roll(x, 3, -1))
+
+
+def pools_and_scans_shapes():
+    return {"xs": ({0: Dim("b", max=32), 2: Dim("t", min=4, max=512)},)}
+
+
 def test_dynamic_batch_and_length(compile_model):
     """Pools and scans whose sizes follow the bound batch and sequence length."""
-    # (max_pool1d itself specializes the length at export; its 2-d form does not)
-    fn = Fn(lambda x: (F.max_pool2d(x.unsqueeze(2), (1, 3), (1, 2), (0, 1), return_indices=True),
-                       F.avg_pool1d(x, 2), x.cumsum(-1),
-                       F.adaptive_avg_pool1d(x, 1), F.pad(x, (2, 1), mode="reflect"), x.flip(-1),
-                       torch.roll(x, 3, -1)))
-    ep, model = compile_model(fn, (torch.randn(2, 4, 16),),
-                              dynamic_shapes={"xs": ({0: Dim("b", max=32), 2: Dim("t", min=4,
-                                                                                   max=512)},)})
+    ep, model = compile_model(Fn(pools_and_scans), (torch.randn(2, 4, 16),),
+                              dynamic_shapes=pools_and_scans_shapes())
     for shape in [(1, 4, 4), (3, 4, 17), (5, 4, 100)]:
         x = torch.randn(shape)
         torch.testing.assert_close(model(x), ep.module()(x))

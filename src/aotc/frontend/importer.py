@@ -19,7 +19,13 @@ from ..dtypes import COMPUTABLE, DType
 from ..errors import AotcError, CompileError, UnsupportedOperatorError
 from ..ir.expr import IndexValue, Load, cast
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, InputSpec, OutputLeaf, Program
-from ..ir.symbols import UNBOUNDED_BELOW, contiguous_strides, index_vars
+from ..ir.symbols import (
+    UNBOUNDED_BELOW,
+    always_holds,
+    contiguous_strides,
+    index_vars,
+    negation,
+)
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from ..lowering.attention import lower_attention_chain
 from ..lowering.opmath import involves_half, lower_in_float
@@ -211,6 +217,9 @@ class Importer:
         if node.target is torch.ops.aten.sym_size.int:
             self.env[node] = self._size(node)
             return
+        if node.target in _COMPARISONS and isinstance(val, (torch.SymBool, bool)):
+            self.env[node] = self._comparison(node)
+            return
         if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat, int, float, bool)):
             value = to_sympy(val)  # shape arithmetic: its value is the expression
             if any(s.is_integer is not True for s in getattr(value, "free_symbols", ())):
@@ -248,6 +257,22 @@ class Importer:
             self.env[node] = self._rebind_mutated(node, node.args[mutated], self.env[node], fresh)
         for position, value in sorted(writes.items()):
             self._rebind_mutated(node, _arg_at(node, op, position), value, fresh)
+
+    def _comparison(self, node) -> sympy.Basic:
+        """A comparison of sizes (`x.shape[0] > 0`, a torch.cond predicate) from its operands:
+        export's own value assumes every size symbol positive (`s0 > 0` is True there), which
+        an empty dim in the range makes false. Decided here only where the ranges decide it."""
+        a, b = (self.arg(x) for x in node.args)
+        if not all(isinstance(v, (int, sympy.Expr)) and not isinstance(v, bool) for v in (a, b)):
+            return to_sympy(node.meta["val"])
+        condition = _COMPARISONS[node.target](sympy.sympify(a), sympy.sympify(b), evaluate=False)
+        if not condition.free_symbols:
+            return sympy.sympify(bool(condition.doit()))
+        if always_holds(condition, self.program.symbols):
+            return sympy.true
+        if always_holds(negation(condition), self.program.symbols):
+            return sympy.false
+        return condition
 
     def _size(self, node) -> sympy.Expr:
         """A dim's size as aotc computes the tensor: an unbacked symbol export gave it (the
@@ -315,7 +340,8 @@ class Importer:
         return LoweringContext(self.program, node.name, str(op), first[0], first[1],
                                user_source(node.meta.get("stack_trace")), outputs,
                                example_args=tuple(example(a) for a in node.args),
-                               example_kwargs={k: example(a) for k, a in node.kwargs.items()})
+                               example_kwargs={k: example(a) for k, a in node.kwargs.items()},
+                               guards=tuple(self.guards))
 
     def _import_decomposed(self, node, op) -> None:
         where = user_source(node.meta.get("stack_trace"))
@@ -482,6 +508,10 @@ def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
     imp.import_outputs()
     import_input_guards(imp.program, list(getattr(ep, "_guards_code", None) or ()))
     return imp.program
+
+
+_COMPARISONS = {operator.gt: sympy.Gt, operator.ge: sympy.Ge, operator.lt: sympy.Lt,
+                operator.le: sympy.Le, operator.eq: sympy.Eq, operator.ne: sympy.Ne}
 
 
 def _assertion_text(node) -> str:

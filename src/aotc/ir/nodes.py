@@ -535,6 +535,11 @@ class Program:
     # conditions over shape symbols that export recorded beyond their ranges (a
     # torch._check, an input guard), each with what it is: the run checks every one
     assertions: list[tuple[sympy.Basic, str]] = field(default_factory=list)
+    # conditions an op needs of the sizes, where eager raises otherwise (a reduction with
+    # no identity over an empty dim, a constant index past a dynamic size, a reshape's -1
+    # over zero elements), each with the error message naming the op and the source line:
+    # checked with the assertions
+    checks: list[tuple[sympy.Basic, str]] = field(default_factory=list)
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

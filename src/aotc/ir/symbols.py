@@ -199,3 +199,92 @@ def _merge_div_mod(e: sympy.Add) -> Expr:
 
 def _merge_div_mod_maybe(e: Expr) -> Expr:
     return _merge_div_mod(e) if isinstance(e, sympy.Add) else e
+
+
+def value_range(e, symbols: dict) -> tuple[float, float]:
+    """(lowest, highest) value of integer expression `e` when each shape symbol lies in its
+    range (`symbols`: symbol -> (min, max or None)); -inf/inf where unknown (a loop
+    variable, an unbounded end)."""
+    inf = float("inf")
+    e = sympy.sympify(e)
+    if e.is_Integer:
+        return int(e), int(e)
+    if e.is_Symbol:
+        if e not in symbols:
+            return (0, inf) if e.is_nonnegative else (-inf, inf)
+        lo, hi = symbols[e]
+        return (-inf if lo <= UNBOUNDED_BELOW else lo), (inf if hi is None else hi)
+    if isinstance(e, sympy.Add):
+        parts = [value_range(t, symbols) for t in e.args]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+    if isinstance(e, sympy.Mul) or (isinstance(e, sympy.Pow) and e.exp.is_Integer and e.exp > 0):
+        factors = list(e.args) if isinstance(e, sympy.Mul) else [e.base] * int(e.exp)
+        lo, hi = 1, 1
+        for f in factors:
+            flo, fhi = value_range(f, symbols)
+            # 0 * inf is 0 here: a factor pinned at 0 makes the product 0 however large the other
+            corners = [0 if 0 in (a, b) else a * b for a in (lo, hi) for b in (flo, fhi)]
+            lo, hi = min(corners), max(corners)
+        return lo, hi
+    if isinstance(e, (sympy.Min, sympy.Max)):
+        parts = [value_range(a, symbols) for a in e.args]
+        pick = min if isinstance(e, sympy.Min) else max
+        return pick(p[0] for p in parts), pick(p[1] for p in parts)
+    if isinstance(e, FloorDiv):
+        (alo, ahi), (blo, bhi) = value_range(e.args[0], symbols), value_range(e.args[1], symbols)
+        if blo < 1:
+            return -inf, inf
+        corners = [_floor_quotient(a, b) for a in (alo, ahi) for b in (blo, bhi)]
+        return min(corners), max(corners)
+    if isinstance(e, ModIndex):
+        (alo, ahi), (blo, bhi) = value_range(e.args[0], symbols), value_range(e.args[1], symbols)
+        if blo < 1:
+            return -inf, inf
+        if alo >= 0 and ahi < blo:
+            return alo, ahi
+        return 0, bhi - 1
+    return -inf, inf
+
+
+def _floor_quotient(a: float, b: float) -> float:
+    """floor(a / b) for b >= 1, either of them possibly infinite."""
+    inf = float("inf")
+    if b == inf:
+        return 0 if a >= 0 else (-1 if a > -inf else -inf)
+    if a in (inf, -inf):
+        return a
+    return int(a) // int(b)
+
+
+def always_holds(condition, symbols: dict) -> bool:
+    """Whether a condition over shape symbols holds for every value of their ranges (an
+    And of comparisons whose difference's range decides them; False when unknown)."""
+    condition = sympy.sympify(condition)
+    if condition is sympy.true:
+        return True
+    if isinstance(condition, sympy.And):
+        return all(always_holds(c, symbols) for c in condition.args)
+    tests = {sympy.Unequality: lambda lo, hi: lo > 0 or hi < 0,
+             sympy.StrictGreaterThan: lambda lo, hi: lo > 0,
+             sympy.GreaterThan: lambda lo, hi: lo >= 0,
+             sympy.StrictLessThan: lambda lo, hi: hi < 0,
+             sympy.LessThan: lambda lo, hi: hi <= 0,
+             sympy.Equality: lambda lo, hi: lo == hi == 0}
+    test = tests.get(type(condition))
+    if test is None:
+        return False
+    return test(*value_range(sympy.expand(condition.lhs - condition.rhs), symbols))
+
+
+_NEGATIONS = {sympy.StrictGreaterThan: sympy.Le, sympy.GreaterThan: sympy.Lt,
+              sympy.StrictLessThan: sympy.Ge, sympy.LessThan: sympy.Gt,
+              sympy.Equality: sympy.Ne, sympy.Unequality: sympy.Eq}
+
+
+def negation(condition) -> sympy.Basic:
+    """not `condition`, a comparison kept unevaluated: export's size symbols are declared
+    positive, so sympy would decide `s0 <= 0` false whatever the symbol's range."""
+    negate = _NEGATIONS.get(type(condition))
+    if negate is None:
+        return sympy.Not(condition)
+    return negate(*condition.args, evaluate=False)

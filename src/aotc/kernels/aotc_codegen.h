@@ -89,6 +89,35 @@ inline float round_to_bf16(float x) { return bf16_bits_to_float(float_to_bf16_bi
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
+// Sizes and indices divided by a symbol whose range includes 0: 0 for a zero divisor instead
+// of a trap (SIGFPE). Such a quotient is only read where the divisor is not 0 (a loop over
+// no elements runs nothing; the checks of the sizes fail the run first).
+inline int64_t idiv(int64_t a, int64_t b) { return b != 0 ? a / b : 0; }
+inline int64_t imod(int64_t a, int64_t b) { return b != 0 ? a % b : 0; }
+
+// Python's // and % in a condition export recorded (a guard on the inputs, a torch._check),
+// whose operands may be negative (an int input): a zero divisor sets `zero` (eager raises
+// ZeroDivisionError, the run fails with an input error) and gives 0; never a trap.
+inline int64_t guard_idiv(int64_t a, int64_t b, bool &zero) {
+  if (b == 0) {
+    zero = true;
+    return 0;
+  }
+  if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));  // INT64_MIN / -1 traps
+  const int64_t q = a / b;
+  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+inline int64_t guard_imod(int64_t a, int64_t b, bool &zero) {
+  if (b == 0) {
+    zero = true;
+    return 0;
+  }
+  if (b == -1) return 0;
+  const int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
 template <typename T> inline T maximum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(a) || std::isnan(b)) return a + b;

@@ -8,7 +8,7 @@ import sympy
 from ..dtypes import DType
 from ..ir.expr import Load, Node, substitute_index
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec, Op, Origin, Pointwise, Program
-from ..ir.symbols import index_vars
+from ..ir.symbols import always_holds, index_vars, negation
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,28 @@ class LoweringContext:
     # a rule that follows a choice eager makes from them (which SDPA kernel runs)
     example_args: tuple = ()
     example_kwargs: dict = field(default_factory=dict)
+    # the torch.cond branches (and while_loops) the node is inside, outermost first
+    guards: tuple = ()
+
+    def require(self, condition, failure: str) -> None:
+        """Fail the run with an input error naming this op and its source line, as eager
+        raises, when `condition` (over the shape symbols) does not hold: checked with the
+        input guards (before any kernel, and before the output sizes are computed). Nothing
+        when the symbols' ranges make it always hold (static sizes). Inside a torch.cond
+        branch with a shape predicate it is required only where the branch is taken; one
+        under a tensor predicate or in a while_loop is not checked (as torch._check there).
+        Build `condition` unevaluated (`sympy.Ne(n, 0, evaluate=False)`): export's size
+        symbols are declared positive, so sympy would call it true whatever their range."""
+        condition = sympy.sympify(condition)
+        if always_holds(condition, self.program.symbols):
+            return
+        for g in self.guards:
+            if g.loop or isinstance(g.predicate, str):
+                return
+            skipped = negation(g.predicate) if g.value else g.predicate
+            condition = sympy.Or(skipped, condition)
+        where = f" at {self.source}" if self.source else ""
+        self.program.checks.append((condition, f"{self.target}{where}: {failure}"))
 
     def origin(self) -> Origin:
         return Origin((self.node_name,), (self.target,), self.source)

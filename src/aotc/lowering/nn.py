@@ -2,6 +2,7 @@
 norm is in batch_norm.py)."""
 from __future__ import annotations
 
+import sympy
 import torch
 
 from ..ir.expr import Binary, BinaryOp, Unary, UnaryOp, cast, constant
@@ -85,6 +86,12 @@ def lower_native_group_norm(ctx, x, weight, bias, n, c, hw, group, eps):
 def lower_instance_norm(ctx, x, weight, bias, running_mean, running_var, use_input_stats,
                         momentum, eps, cudnn_enabled=True):
     """Statistics per (instance, channel); with running statistics, a batch norm."""
+    if (weight is not None or bias is not None) and x.ndim >= 2:
+        # eager repeats the affine parameters per instance and indexes the result, which
+        # raises when there is no (instance, channel) pair
+        ctx.require(sympy.Ne(x.sizes[0] * x.sizes[1], 0, evaluate=False),
+                    "select(): index 0 out of range for the affine parameters repeated over no "
+                    "(instance, channel) pair (the batch or the channels are 0 for these inputs)")
     if use_input_stats:
         return group_norm(ctx, x, x.sizes[1], weight, bias, eps)[0]
     return batch_norm_inference(ctx, x, weight, bias, running_mean, running_var, eps)

@@ -42,6 +42,30 @@ def reduce(ctx: LoweringContext, x: TensorValue, dims, keepdim: bool, rtype: Red
     return ctx.emit(Reduction(rtype, ranges, cast(body, value_dtype)), out_sizes, dtype, hint)
 
 
+def require_nonempty(ctx: LoweringContext, x: TensorValue, dims) -> None:
+    """A reduction with no identity (max, min, argmax, median, ...) raises in eager over an
+    empty dim, or over every element of an empty tensor when no dim is given: the run fails
+    the same way, wherever a dynamic size may be 0."""
+    if x.ndim == 0:
+        return
+    op = op_name(ctx)
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        ctx.require(sympy.Ne(numel(x.sizes), 0, evaluate=False),
+                    f"{op}(): expected reduction dim to be specified for input.numel() == 0 "
+                    "(the input is empty for these inputs)")
+        return
+    for d in dims_list(dims, x.ndim):
+        ctx.require(sympy.Ne(x.sizes[d], 0, evaluate=False),
+                    f"{op}(): expected reduction dim {d} to have non-zero size (it is 0 for "
+                    "these inputs)")
+
+
+def op_name(ctx: LoweringContext) -> str:
+    """'amax' for aten.amax.default: how eager's messages name the op."""
+    parts = ctx.target.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "aten" else ctx.target
+
+
 def _count(x: TensorValue, dims) -> sympy.Expr:
     return numel(tuple(x.sizes[k] for k in dims_list(dims, x.ndim)))
 
@@ -70,17 +94,20 @@ def lower_mean(ctx, x, dims=None, keepdim=False, dtype=None):
 
 @register_lowering(aten.amax.default, aten.max.default, family=FAMILY)
 def lower_amax(ctx, x, dims=None, keepdim=False):
+    require_nonempty(ctx, x, dims)
     return reduce(ctx, x, dims, keepdim, ReduceType.MAX, ctx.out_dtype)
 
 
 @register_lowering(aten.amin.default, aten.min.default, family=FAMILY)
 def lower_amin(ctx, x, dims=None, keepdim=False):
+    require_nonempty(ctx, x, dims)
     return reduce(ctx, x, dims, keepdim, ReduceType.MIN, ctx.out_dtype)
 
 
 @register_lowering(aten.argmax.default, aten.argmin.default, family=FAMILY)
 def lower_argmax(ctx, x, dim=None, keepdim=False):
     rtype = ReduceType.ARGMAX if "argmax" in ctx.target else ReduceType.ARGMIN
+    require_nonempty(ctx, x, dim)
     return reduce(ctx, x, dim, keepdim, rtype, DType.int64)
 
 
@@ -88,6 +115,7 @@ def lower_argmax(ctx, x, dim=None, keepdim=False):
 def lower_max_dim(ctx, x, dim, keepdim=False):
     """(values, indices) over one dim: a max and an argmax reduction."""
     is_max = "max" in ctx.target
+    require_nonempty(ctx, x, dim)
     values = reduce(ctx, x, dim, keepdim, ReduceType.MAX if is_max else ReduceType.MIN, x.dtype,
                     hint=f"{ctx.node_name}_values")
     indices = reduce(ctx, x, dim, keepdim, ReduceType.ARGMAX if is_max else ReduceType.ARGMIN,

@@ -15,6 +15,7 @@ from ..ir.symbols import index_vars, numel
 from .common import dim_index
 from .context import LoweringContext, TensorValue
 from .indexing import read_indirect
+from .reduction import op_name, require_nonempty
 from .registry import register_lowering
 from .views import remap, reshape_index
 
@@ -91,6 +92,7 @@ def lower_msort(ctx, x):
 @register_lowering(aten.topk.default, family=FAMILY)
 def lower_topk(ctx, x, k, dim=-1, largest=True, sorted=True):
     algorithm = SortAlgorithm.TOPK if sorted else SortAlgorithm.TOPK_UNSORTED
+    _require_k(ctx, x, dim, k, "index")
     pos = positions(ctx, x, dim, 0, k, bool(largest), algorithm)
     return gather_along(ctx, x, dim, pos), pos
 
@@ -106,23 +108,37 @@ def _one_per_line(ctx: LoweringContext, x: TensorValue, dim, keepdim, first,
     return _drop(values, d), _drop(pos, d)
 
 
+def _require_k(ctx: LoweringContext, x: TensorValue, dim, k, what: str) -> None:
+    """Eager refuses k past the dim's size (topk, kthvalue): so does the run, where a
+    dynamic size may be smaller."""
+    if x.ndim:
+        d = dim_index(dim, x.ndim)
+        ctx.require(sympy.Ge(x.sizes[d], k, evaluate=False),
+                    f"{op_name(ctx)}(): selected {what} k={k} out of range for dimension {d} "
+                    "(it has fewer elements for these inputs)")
+
+
 @register_lowering(aten.kthvalue.default, family=FAMILY)
 def lower_kthvalue(ctx, x, k, dim=-1, keepdim=False):
+    _require_k(ctx, x, dim, k, "number")
     return _one_per_line(ctx, x, dim, keepdim, k - 1, SortAlgorithm.SELECT)
 
 
 @register_lowering(aten.median.dim, family=FAMILY)
 def lower_median_dim(ctx, x, dim, keepdim=False):
+    require_nonempty(ctx, x, dim)
     return _one_per_line(ctx, x, dim, keepdim, 0, SortAlgorithm.MEDIAN)
 
 
 @register_lowering(aten.nanmedian.dim, family=FAMILY)
 def lower_nanmedian_dim(ctx, x, dim, keepdim=False):
+    require_nonempty(ctx, x, dim)
     return _one_per_line(ctx, x, dim, keepdim, 0, SortAlgorithm.NANMEDIAN)
 
 
 @register_lowering(aten.mode.default, family=FAMILY)
 def lower_mode(ctx, x, dim=-1, keepdim=False):
+    require_nonempty(ctx, x, dim)
     return _one_per_line(ctx, x, dim, keepdim, 0, SortAlgorithm.MODE)
 
 

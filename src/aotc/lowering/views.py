@@ -111,6 +111,12 @@ def lower_squeeze(ctx, x, dims=None):
 def lower_select(ctx, x, dim, index):
     dim = dim_index(dim, x.ndim)
     index = sympy.sympify(index)
+    if index.is_number:  # past a dynamic size eager raises: so does the run
+        size = x.sizes[dim]
+        inside = (sympy.Gt(size, index, evaluate=False) if index >= 0
+                  else sympy.Ge(size, -index, evaluate=False))
+        ctx.require(inside, f"select(): index {index} out of range for a tensor whose dim "
+                    f"{dim} is {size} (smaller for these inputs)")
     if index.is_number and index < 0:
         index = index + x.sizes[dim]
     iv = index_vars(x.ndim - 1)
@@ -300,9 +306,28 @@ def _divides(a, b) -> bool:
     return den == 1 and q != 1 and (not q.is_number or q > 1)
 
 
+def require_inferable(ctx: LoweringContext, sizes) -> None:
+    """A -1 among the sizes of a reshape is ambiguous when the other sizes multiply to 0:
+    eager raises ("cannot reshape tensor of 0 elements into shape [...] because the
+    unspecified dimension size -1 can be any value"), and so does the run where a dynamic
+    size may be 0."""
+    if not any(_is_minus_one(s) for s in sizes):
+        return
+    known = numel(tuple(sympy.sympify(s) for s in sizes if not _is_minus_one(s)))
+    shape = ", ".join(str(s) for s in sizes)
+    ctx.require(sympy.Ne(known, 0, evaluate=False),
+                f"cannot reshape into shape [{shape}]: the sizes other than -1 multiply to 0 "
+                "for these inputs, so the -1 can be any value and is ambiguous")
+
+
+def _is_minus_one(s) -> bool:
+    return sympy.sympify(s) == -1
+
+
 @register_lowering(aten.view.default, aten.reshape.default, aten._unsafe_view.default,
                    family=FAMILY)
 def lower_view(ctx, x, sizes):
+    require_inferable(ctx, sizes)
     # a -1 takes the size export inferred: the quotient of symbolic sizes often does not
     # simplify (padded sizes such as `h + (4 - h % 4) % 4` over their window count)
     if any(s == -1 for s in sizes) and len(ctx.out_sizes) == len(sizes):
@@ -335,6 +360,7 @@ def lower_flatten(ctx, x, start_dim=0, end_dim=-1):
 
 @register_lowering(aten.unflatten.int, family=FAMILY)
 def lower_unflatten(ctx, x, dim, sizes):
+    require_inferable(ctx, sizes)
     return lower_view(ctx, x, ctx.out_sizes)
 
 

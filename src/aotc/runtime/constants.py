@@ -82,8 +82,8 @@ def prepare_update(table: list[dict], constants: dict, check_full_update: bool,
     for name, value in constants.items():
         entry = table[index[name]]
         what = f"constant '{name}'"
-        owner, ptr, shape, _, dtype = as_input(value, what)
         expected = DType.from_name(entry["dtype"])
+        owner, ptr, shape, _, dtype = as_input(value, what, expected)
         if dtype is not expected:
             raise InputError(f"{what}: dtype {dtype.name}, expected {expected.name}")
         if tuple(shape) != tuple(entry["sizes"]):

@@ -137,8 +137,11 @@ class CompiledModel:
         meta = self.package_metadata
         self._plain_args = _plain_positional(meta["in_spec"], len(meta["inputs"]))
         self._frames: dict[int, Frame] = {}
-        self._input_plan = [(f"input '{i['name']}'", None) if i["kind"] == "tensor"
-                            else (None, (i["name"], i["value"])) for i in self.package_metadata["inputs"]]
+        # per input: (what an error calls it, None, its dtype) for a tensor; (None, (name,
+        # value), None) for a constant that export specialized
+        self._input_plan = [(f"input '{i['name']}'", None, DType.from_name(i["dtype"]))
+                            if i["kind"] == "tensor" else (None, (i["name"], i["value"]), None)
+                            for i in self.package_metadata["inputs"]]
         self._sizes_follow_data = bool(self.package_metadata.get("sizes_follow_data"))
         self._int_inputs = [j for j, i in enumerate(self.package_metadata["inputs"])
                             if i.get("scalar") == "int"]
@@ -309,13 +312,13 @@ class CompiledModel:
         if len(leaves) != len(self._input_plan):
             raise InputError(f"expected {len(self._input_plan)} inputs, got {len(leaves)}")
         if self._layout is not None:
-            self._layout.check([x for x, (what, _) in zip(leaves, self._input_plan) if what])
+            self._layout.check([x for x, (what, _, _) in zip(leaves, self._input_plan) if what])
         if self._int_inputs:
             leaves = list(leaves)
             for j in self._int_inputs:
                 leaves[j] = int_input(leaves[j], self._input_plan[j][0])
         inputs, any_torch = [], False
-        for leaf, (what, constant) in zip(leaves, self._input_plan):
+        for leaf, (what, constant, dtype) in zip(leaves, self._input_plan):
             if what is None:  # a non-tensor input that export specialized
                 name, value = constant
                 if leaf != value:
@@ -323,7 +326,7 @@ class CompiledModel:
                                      f"{value!r}, got {leaf!r}")
                 continue
             any_torch = any_torch or is_torch_tensor(leaf)
-            inputs.append(as_input(leaf, what))
+            inputs.append(as_input(leaf, what, dtype))
         # with no tensor input, outputs follow the caller's library: torch if it is loaded
         like_torch = any_torch or (not inputs and "torch" in sys.modules)
         for j, _ in self._mutated:

@@ -32,8 +32,11 @@ def is_torch_tensor(x) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
-def as_input(x, what: str):
-    """(owner kept alive for the call, data pointer, shape, element strides, DType)."""
+def as_input(x, what: str, expected: DType | None = None):
+    """(owner kept alive for the call, data pointer, shape, element strides, DType).
+    `expected`: the dtype the input was compiled for; a numpy uint16 array is bfloat16's
+    raw bits (numpy has no bfloat16: the runtime returns bfloat16 outputs that way) where
+    the input is bfloat16, and is refused elsewhere (aotc has no uint16)."""
     if is_torch_tensor(x):
         if x.device.type != "cpu":
             raise InputError(f"{what}: tensor is on {x.device}; this package runs on the cpu")
@@ -48,7 +51,17 @@ def as_input(x, what: str):
         x = np.from_dlpack(x)
     a = x if x.flags.c_contiguous else np.ascontiguousarray(x)  # (which makes 0-dim 1-dim)
     strides = tuple(s // a.itemsize for s in a.strides) if a.itemsize else (0,) * a.ndim
+    if a.dtype == _UINT16:
+        if expected is not DType.bfloat16:
+            raise InputError(f"{what}: a numpy uint16 array stands for bfloat16 (its raw bits, "
+                             "as aotc returns bfloat16 outputs to numpy), but this input is "
+                             f"{expected.name if expected else 'not bfloat16'}; aotc has no "
+                             "uint16 dtype")
+        return a, a.ctypes.data, a.shape, strides, DType.bfloat16
     return a, a.ctypes.data, a.shape, strides, dtype_of(a.dtype, what)
+
+
+_UINT16 = np.dtype(np.uint16)
 
 
 def empty(shape, dtype: DType, like_torch: bool):

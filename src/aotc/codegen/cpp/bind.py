@@ -12,7 +12,7 @@ from ...ir.nodes import Program
 from ...ir.symbols import UNBOUNDED_BELOW
 from .code import CodeBuffer
 from .compress import emit_count
-from .exprs import BodyEmitter, c_condition
+from .exprs import BodyEmitter, c_checked_condition, c_condition, divides_maybe_by_zero
 from .kernels import index_exprs, program_symbol_index, symbols_in
 
 
@@ -131,17 +131,36 @@ def bind_item_symbols(code: CodeBuffer, program: Program, bound: dict) -> None:
         bound[s] = what
 
 
-def emit_assertions(code: CodeBuffer, program: Program, assertions, declare: bool) -> None:
-    """Check each (condition, what) export recorded; `declare`: read the symbols from `sym`
-    first (in bind_inputs, where they are not locals)."""
-    for condition, what in assertions:
+def emit_assertions(code: CodeBuffer, program: Program, checks, declare: bool) -> None:
+    """Check each (condition, what it is, message when it fails, message when it divides
+    by zero):
+    export's recorded conditions and the ops' own conditions on the sizes, each an input
+    error; `declare`: read the symbols from `sym` first (in bind_inputs, where they are not
+    locals). A division in a condition whose divisor may be 0 is evaluated without trapping
+    and fails the run with the last message when the divisor is 0 (eager's
+    ZeroDivisionError)."""
+    for condition, _, message, zero_message in checks:
         with code.block(""):
             if declare:
                 for s in symbols_in(program, condition):
                     code.line(f"const int64_t {s.name} = sym[{program_symbol_index(program, s)}];")
-            code.line(f"if (!({c_condition(condition)}))")
-            code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{_c_text(what)} does not hold for '
-                      f'these inputs");')
+            if divides_maybe_by_zero(condition):
+                code.line("bool zero = false;")
+                code.line(f"const bool holds = {c_checked_condition(condition, 'zero')};")
+                code.line("if (zero)")
+                code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{_c_text(zero_message)}");')
+                test = "holds"
+            else:
+                test = c_condition(condition)
+            code.line(f"if (!({test}))")
+            code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "{_c_text(message)}");')
+
+
+def run_checks(program: Program) -> list[tuple]:
+    """What emit_assertions checks: export's conditions, then the ops' conditions."""
+    return ([(c, w, f"{w} does not hold for these inputs",
+              f"{w} divides by zero for these inputs") for c, w in program.assertions]
+            + [(c, m, m, m) for c, m in program.checks])
 
 
 def _c_text(text: str) -> str:

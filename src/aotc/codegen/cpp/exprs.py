@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import sympy
 
@@ -20,8 +22,59 @@ from ...ir.expr import (
     children,
     indirect_var,
 )
-from ...ir.symbols import FloorDiv, ModIndex, flat_offset, simplify_index
+from ...ir.symbols import FloorDiv, ModIndex, flat_offset, simplify_index, value_range
 from . import ops
+
+# The ranges of the program's shape symbols while its code is written: a division whose
+# divisor they prove positive is a plain C `/` or `%`; any other one goes through a helper
+# that does not trap on zero (SIGFPE would kill the caller's process).
+_SYMBOLS: ContextVar[dict | None] = ContextVar("symbol_ranges", default=None)
+# Inside a condition export recorded (a guard, a torch._check): the name of the C bool that
+# a division by zero sets (eager raises ZeroDivisionError there), and Python's floor
+# semantics for operands that may be negative (an int input's value).
+_ZERO_FLAG: ContextVar[str | None] = ContextVar("zero_flag", default=None)
+
+
+@contextmanager
+def symbol_ranges(symbols: dict):
+    """Write index expressions knowing each shape symbol's (min, max)."""
+    token = _SYMBOLS.set(symbols)
+    try:
+        yield
+    finally:
+        _SYMBOLS.reset(token)
+
+
+def divides_maybe_by_zero(e) -> bool:
+    """Whether expression `e` divides by something its symbols' ranges allow to be 0."""
+    return any(value_range(d.args[1], _SYMBOLS.get() or {})[0] < 1
+               for d in sympy.sympify(e).atoms(FloorDiv, ModIndex))
+
+
+def c_checked_condition(c, zero_flag: str) -> str:
+    """c_condition for a condition export recorded: each division whose divisor may be 0
+    sets `zero_flag` (and gives 0) instead of trapping, and operands that may be negative
+    divide with Python's floor semantics, as the guard's Python does."""
+    token = _ZERO_FLAG.set(zero_flag)
+    try:
+        return c_condition(c)
+    finally:
+        _ZERO_FLAG.reset(token)
+
+
+def _c_division(e) -> str:
+    """a // b or a % b (FloorDiv, ModIndex): the plain C operator where the ranges prove
+    b >= 1 (and, in a recorded condition, a >= 0); else a helper that gives 0 for b == 0."""
+    a, b = e.args
+    symbols, flag = _SYMBOLS.get() or {}, _ZERO_FLAG.get()
+    op = "/" if isinstance(e, FloorDiv) else "%"
+    positive = value_range(b, symbols)[0] >= 1
+    if positive and (flag is None or value_range(a, symbols)[0] >= 0):
+        return f"({c_index(a)}) {op} {_paren(b)}"
+    name = "idiv" if isinstance(e, FloorDiv) else "imod"
+    if flag is None:  # an index or a size: non-negative a, b >= 1 wherever it is read
+        return f"aotc::{name}({c_index(a)}, {c_index(b)})"
+    return f"aotc::guard_{name}({c_index(a)}, {c_index(b)}, {flag})"
 
 
 def c_index(e) -> str:
@@ -48,10 +101,8 @@ def c_index(e) -> str:
         return "*".join(_paren(f) for f in factors)
     if isinstance(e, sympy.Pow) and e.exp.is_Integer and int(e.exp) > 0:
         return "*".join([_paren(e.base)] * int(e.exp))
-    if isinstance(e, FloorDiv):
-        return f"({c_index(e.args[0])}) / {_paren(e.args[1])}"
-    if isinstance(e, ModIndex):
-        return f"({c_index(e.args[0])}) % {_paren(e.args[1])}"
+    if isinstance(e, (FloorDiv, ModIndex)):
+        return _c_division(e)
     if isinstance(e, (sympy.Min, sympy.Max)):
         # by value: std::min's references keep a clamped gather index out of vectors
         fn = "aotc::imin" if isinstance(e, sympy.Min) else "aotc::imax"
