@@ -159,6 +159,10 @@ def _grid_sample(ctx: LoweringContext, x: TensorValue, grid: TensorValue, mode_c
     if not x.dtype.is_floating:
         raise UnsupportedOperatorError(ctx.target, ctx.source,
                                        f"grid_sample of {x.dtype.name}")
+    for d in range(2, x.ndim):  # eager's check_grid_sampler_common, where a size may be 0
+        ctx.require(sympy.Ne(x.sizes[d], 0, evaluate=False),
+                    f"grid_sampler(): expected input to have non-empty spatial dimensions "
+                    f"(dimension {d} is empty for these inputs)")
     stored = _stored_dtype(x)
     if not isinstance(x.body, Load):
         x = ctx.realize(x)
