@@ -22,6 +22,9 @@ class TensorValue:
     sizes: tuple[sympy.Expr, ...]
     dtype: DType
     body: Node
+    # the sizes of the buffer a view's Load reads, where known: a prefix view (x[:2],
+    # x.narrow(0, 0, k)) has the identity index too but is not the whole buffer
+    base_sizes: tuple[sympy.Expr, ...] | None = field(default=None, compare=False)
 
     @property
     def ndim(self) -> int:
@@ -37,13 +40,16 @@ class TensorValue:
     def buffer_name(self) -> str | None:
         """The buffer this value is exactly (identity index, same sizes), else None."""
         b = self.body
-        if isinstance(b, Load) and b.index == index_vars(self.ndim):
-            return b.buffer
-        return None
+        if not (isinstance(b, Load) and b.index == index_vars(self.ndim)):
+            return None
+        if self.base_sizes is not None and tuple(self.base_sizes) != tuple(self.sizes):
+            return None
+        return b.buffer
 
 
 def buffer_value(buf: Buffer) -> TensorValue:
-    return TensorValue(buf.sizes, buf.dtype, Load(buf.name, index_vars(len(buf.sizes)), buf.dtype))
+    sizes = tuple(sympy.sympify(s) for s in buf.sizes)
+    return TensorValue(sizes, buf.dtype, Load(buf.name, index_vars(len(sizes)), buf.dtype), sizes)
 
 
 @dataclass

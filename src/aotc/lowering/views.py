@@ -26,7 +26,7 @@ def remap(x: TensorValue, sizes: Sequence, src_index: Sequence) -> TensorValue:
     """A view of `x` with `sizes` whose element (i...) is x[src_index]."""
     sizes = tuple(sympy.sympify(s) for s in sizes)
     body = simplify_loads(x.load(src_index), dict(zip(index_vars(len(sizes)), sizes)))
-    return TensorValue(sizes, x.dtype, body)
+    return TensorValue(sizes, x.dtype, body, x.base_sizes)
 
 
 @register_lowering(aten.alias.default, aten.detach.default, aten.lift_fresh.default,

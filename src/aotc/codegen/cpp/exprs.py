@@ -133,6 +133,20 @@ def _c_symbolic(e) -> str:
     return f"({c_scalar(node)})"
 
 
+def c_cast(e: Cast, emit) -> str:
+    """C++ text of cast `e`, its operands written by `emit`."""
+    if e.dtype is DType.bool:
+        return f"({emit(e.x)} != 0)"
+    t, x = e.dtype.compute.ctype, e.x
+    if (e.dtype.is_floating and isinstance(x, Cast) and not x.dtype.is_floating
+            and x.dtype is not DType.bool and x.x.dtype.is_floating):
+        # float(int(v)): g++ folds it into trunc(v), which is -0.0 for v in (-1, 0) where
+        # eager gives +0.0, and drops a `+ 0` it believes changes nothing; written as
+        # trunc(v) + 0, the sum makes the zero positive
+        return f"(std::trunc(static_cast<{t}>({emit(x.x)})) + {t}(0))"
+    return f"static_cast<{t}>({emit(x)})"
+
+
 def c_scalar(e: Node) -> str:
     """C++ text of a scalar DAG over the bound symbols only (no loads, no loop variables)."""
     if isinstance(e, Constant):
@@ -146,9 +160,7 @@ def c_scalar(e: Node) -> str:
     if isinstance(e, Where):
         return f"({c_scalar(e.cond)} ? {c_scalar(e.a)} : {c_scalar(e.b)})"
     if isinstance(e, Cast):
-        if e.dtype is DType.bool:
-            return f"({c_scalar(e.x)} != 0)"
-        return f"static_cast<{e.dtype.compute.ctype}>({c_scalar(e.x)})"
+        return c_cast(e, c_scalar)
     raise CompileError(f"{e!r} is not a scalar over the bound symbols")
 
 
@@ -284,9 +296,7 @@ class BodyEmitter:
         if isinstance(e, Where):
             return f"{v(e.cond)} ? {v(e.a)} : {v(e.b)}"
         if isinstance(e, Cast):
-            if e.dtype is DType.bool:
-                return f"({v(e.x)} != 0)"
-            return f"static_cast<{e.dtype.compute.ctype}>({v(e.x)})"
+            return c_cast(e, v)
         raise TypeError(f"cannot emit {e!r}")
 
     def bind_indirect(self, indirect, bounds, wrap: bool, prefix: str) -> tuple[dict, list[str]]:
