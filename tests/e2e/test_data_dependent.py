@@ -70,16 +70,21 @@ def test_selections_at_several_fill_ratios(tmp_path):
 
 # ---- creation ops and views sized by expressions mixing shape symbols and .item() values --
 
+def _mixed_sizes(z, s):
+    """k = s.item() in [1, 8] (bound with the inputs), j a .item() of a reduction (bound
+    during the run) and m = z.size(0) + k, which mixes a shape symbol with k."""
+    k = s.item()
+    torch._check(k >= 1)
+    torch._check(k <= 8)
+    return k, (z > 0).sum().item(), z.size(0) + k
+
+
 class Creations(torch.nn.Module):
     """Sizes, starts and steps that mix z's shape symbol with k = s.item() (bound with the
     inputs) and j, a .item() of a reduction (bound during the run)."""
 
     def forward(self, x, z, s):
-        k = s.item()
-        torch._check(k >= 1)
-        torch._check(k <= 8)
-        j = (z > 0).sum().item()
-        m = z.size(0) + k
+        k, j, m = _mixed_sizes(z, s)
         return (torch.zeros(m, 3) + x.sum(), torch.ones(2, m * 2), torch.full((m, k), 3.0),
                 x.new_zeros(m, z.size(0)), x.new_ones((k, m)), x.new_full((m,), 7.0),
                 torch.arange(m) * 2, torch.arange(k, m + k, 2), torch.arange(j, j + m),
@@ -91,11 +96,7 @@ class Reshapes(torch.nn.Module):
     decompositions take them as arguments."""
 
     def forward(self, x, z, s):
-        k = s.item()
-        torch._check(k >= 1)
-        torch._check(k <= 8)
-        j = (z > 0).sum().item()
-        m = z.size(0) + k
+        k, j, m = _mixed_sizes(z, s)
         return (x.repeat(m, 1), x.repeat(z.size(0), 2), x.repeat(m, 1).reshape(m, 6),
                 x[:1].expand(m, 3) + 1, z[:, None].expand(z.size(0), k) * 2,
                 torch.arange(m * 6).view(m, 2, 3), torch.ones(m * 3, 2).view(m, -1),
@@ -108,11 +109,7 @@ class Empties(torch.nn.Module):
     """empty, empty_strided and new_empty_strided filled before they are read."""
 
     def forward(self, x, z, s):
-        k = s.item()
-        torch._check(k >= 1)
-        torch._check(k <= 8)
-        j = (z > 0).sum().item()
-        m = z.size(0) + k
+        k, j, m = _mixed_sizes(z, s)
         return (torch.empty_strided((10, k, 32), (k * 32, 32, 1)).fill_(1.0) * 2,
                 torch.empty_strided((2, m, 3), (3 * m, 3, 1)).fill_(1.5),
                 torch.empty(m, 3).fill_(2.0) + x.sum(),
