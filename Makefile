@@ -38,7 +38,7 @@ test: $(STAMP)
 	$(VPY) -m pytest -q tests
 
 # the damaged-package sweep at full size (make test runs 200 of these cases), and 5000 random
-# programs against eager (make test runs 30; AOTC_FUZZ_SEED picks the first seed)
+# programs against eager, drawn by Hypothesis (make test runs 30; AOTC_FUZZ_SEED is its seed)
 AOTC_FUZZ_PROGRAMS ?= 5000
 fuzz: $(STAMP)
 	AOTC_FUZZ_CASES=5000 $(VPY) -m pytest -q tests/package/test_fuzz.py

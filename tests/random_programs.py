@@ -2,11 +2,13 @@
 Python source, for the fuzz test of tests/e2e: pointwise ops with broadcasting and type
 promotion, reductions, scans, softmax, cat/stack, views, GEMMs and symbolic sizes.
 
-Everything comes from a seed: `generate(seed, count)` makes `count` independent programs,
-each with its own inputs and its own dim, and `render` writes one module that computes them
-all (one compile for all of them; each program's outputs under its own key). The generator
-tracks every value's shape so that what it writes is valid for every n in [0, max]: a dim is
-an int (static) or a pair (a, b) meaning a*n + b with a >= 1."""
+Everything comes from one random.Random (the fuzz test's comes from Hypothesis, whose
+`randoms()` records every call, so a failing package shrinks and replays):
+`generate(rng, count)` makes `count` independent programs, each with its own inputs and its
+own dim, and `render` writes one module that computes them all (one compile for all of
+them; each program's outputs under its own key). The generator tracks every value's shape so
+that what it writes is valid for every n in [0, max]: a dim is an int (static) or a pair
+(a, b) meaning a*n + b with a >= 1."""
 from __future__ import annotations
 
 import random
@@ -356,9 +358,8 @@ def program(rng: random.Random, key: str) -> Program:
     return _Builder(rng, key).build()
 
 
-def generate(seed: int, count: int) -> list[Program]:
-    """The first `count` programs of `seed` (a prefix of any larger count's)."""
-    rng = random.Random(seed)
+def generate(rng: random.Random, count: int) -> list[Program]:
+    """`count` programs drawn from `rng`."""
     return [program(rng, f"p{k}") for k in range(count)]
 
 
