@@ -15,8 +15,8 @@ import torch
 import torch.utils._pytree as pytree
 
 from . import __version__
-from .build.toolchain import target_for
 from .codegen.cpp.describe import constant_layout
+from .cxx.toolchain import target_for
 from .errors import AotcError, CompileError
 from .frontend.importer import to_sympy
 from .ir.nodes import Program

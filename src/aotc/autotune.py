@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .build.toolchain import host_target
+from .cxx.toolchain import host_target
 
 log = logging.getLogger("aotc.perf")
 _LOWER = {"avx512": ["avx512", "avx2"], "avx2": ["avx2"], "sse2": ["sse2"], "native": ["native"]}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aotc.build.toolchain import host_target
+from aotc.cxx.toolchain import host_target
 from aotc.passes.pipeline import compile_program
 
 

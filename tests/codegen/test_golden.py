@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from aotc.build.toolchain import target_for
+from aotc.cxx.toolchain import target_for
 from aotc.passes.pipeline import compile_program
 from models import ReadmeModel
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aotc.build.toolchain import host_target
+from aotc.cxx.toolchain import host_target
 from aotc.passes.pipeline import compile_program
 
 

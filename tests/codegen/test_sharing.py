@@ -8,7 +8,7 @@ import re
 import torch
 
 import aotc
-from aotc.build.toolchain import host_target
+from aotc.cxx.toolchain import host_target
 from aotc.passes.pipeline import compile_program
 from models import EncoderBlock
 

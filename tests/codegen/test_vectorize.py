@@ -14,8 +14,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aotc.build.compiler import include_flags
-from aotc.build.toolchain import Target, compiler, cxx_flags, host_target
+from aotc.cxx.compiler import include_flags
+from aotc.cxx.toolchain import Target, compiler, cxx_flags, host_target
 from aotc.passes.pipeline import compile_program
 
 ARCHS = ["x86-64", "x86-64-v3", "x86-64-v4"]

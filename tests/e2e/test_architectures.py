@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aotc.build.toolchain import missing_features, target_for
+from aotc.cxx.toolchain import missing_features, target_for
 
 nn = torch.nn
 Dim = torch.export.Dim

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import aotc
-from aotc.build.toolchain import missing_features
+from aotc.cxx.toolchain import missing_features
 from models import ReadmeModel
 
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from aotc.build.toolchain import missing_features, target_for
+from aotc.cxx.toolchain import missing_features, target_for
 from aotc.errors import UnsupportedOperatorError
 from models import SDPA
 

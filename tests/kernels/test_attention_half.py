@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aotc.build.toolchain import missing_features, target_for
+from aotc.cxx.toolchain import missing_features, target_for
 from models import SDPA
 
 HALF = [torch.float16, torch.bfloat16]

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import aotc
-from aotc.build.toolchain import host_target, missing_features, target_for
+from aotc.cxx.toolchain import host_target, missing_features, target_for
 from aotc.ir.nodes import Conv
 from aotc.passes.pipeline import compile_program
 

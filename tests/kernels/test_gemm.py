@@ -337,7 +337,7 @@ def test_pack_layout_matches_the_compiler(builds, march, K, N, b_t):
     """The compiler writes packed weights into the package (scheduler/prepack.py); the
     kernel packs swapped ones at run time: both must produce the same bytes, in the
     layout of the build's own panel width."""
-    from aotc.build.toolchain import Target
+    from aotc.cxx.toolchain import Target
     from aotc.ir.nodes import PackedGemmB
     from aotc.scheduler.prepack import KC, pack_panels, panel_width
 

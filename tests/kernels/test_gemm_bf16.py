@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import aotc
-from aotc.build.toolchain import Target, cpu_flags
+from aotc.cxx.toolchain import Target, cpu_flags
 from aotc.errors import CompileError, PackageError
 from aotc.passes.pipeline import compile_program
 from aotc.runtime.loader import _check_target

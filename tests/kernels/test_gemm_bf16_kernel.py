@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aotc.build.toolchain import cpu_flags
+from aotc.cxx.toolchain import cpu_flags
 from aotc.ir.nodes import PackedGemmB
 from aotc.scheduler.precision import BF16_FEATURE, pack_panels_bf16, to_bf16_bits
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import aotc
-from aotc.build.toolchain import missing_features, target_for
+from aotc.cxx.toolchain import missing_features, target_for
 
 FUNCS = {
     "exp": torch.exp, "erf": torch.erf, "tanh": torch.tanh, "sigmoid": torch.sigmoid,

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import aotc
-from aotc.build import toolchain
+from aotc.cxx import toolchain
 from models import ReadmeModel
 
 ROOT = Path(__file__).resolve().parents[2]

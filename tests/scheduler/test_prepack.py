@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import aotc
-from aotc.build.toolchain import Target, missing_features
+from aotc.cxx.toolchain import Target, missing_features
 from aotc.passes.pipeline import compile_program
 
 V4 = Target("cpu", "x86-64-v4", "avx512")

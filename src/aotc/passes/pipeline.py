@@ -10,7 +10,7 @@
     group       the kernel sequence: row groups of reductions + their reader (scheduler/grouping.py)
     plan        arena slots for intermediates (scheduler/memory.py)
     codegen     one C++ translation unit (codegen/cpp/)
-    build       g++ with cached kernel objects (build/compiler.py)
+    build       g++ with cached kernel objects (cxx/compiler.py)
 
 Each stage can dump what it produced into a debug directory (`debug_dir` option or the
 AOTC_DEBUG_DIR environment variable) and log it (AOTC_LOGS=graph,ir,fusion,schedule,code,perf).
@@ -23,9 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..build.compiler import build_model
-from ..build.toolchain import Target
 from ..codegen.cpp import emit_model
+from ..cxx.compiler import build_model
+from ..cxx.toolchain import Target
 from ..errors import located
 from ..ir.nodes import Program
 from ..ir.printer import format_program

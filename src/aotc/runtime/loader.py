@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..build.toolchain import cache_dir, cpu_flags, missing_features
+from ..cxx.toolchain import cache_dir, cpu_flags, missing_features
 from ..dtypes import DType
 from ..errors import InputError, PackageError, RuntimeFailure
 from ..package.filelike import is_filelike, spilled

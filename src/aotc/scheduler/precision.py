@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..build.toolchain import Target, cpu_flags
+from ..cxx.toolchain import Target, cpu_flags
 from ..errors import CompileError
 from ..ir.nodes import PackedGemmB
 

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import sympy
 
-from ..build.toolchain import Target, cpu_flags
+from ..cxx.toolchain import Target, cpu_flags
 from ..dtypes import DType
 from ..ir.compress import Count
 from ..ir.control import loop_buffers, predicate_buffers

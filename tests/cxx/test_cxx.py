@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import aotc
-from aotc.build.compiler import build_model
-from aotc.build.toolchain import host_target, missing_features, target_for
+from aotc.cxx.compiler import build_model
+from aotc.cxx.toolchain import host_target, missing_features, target_for
 from aotc.passes.pipeline import compile_program
 from models import ReadmeModel
 

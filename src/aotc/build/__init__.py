@@ -1,1 +1,0 @@
-"""Building native code: toolchain, flags, cache."""

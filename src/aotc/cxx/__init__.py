@@ -1,0 +1,2 @@
+"""The C++ compiler driver: which compiler and flags, the shipped kernel objects, the
+content-addressed build cache."""
