@@ -16,7 +16,6 @@ import torch.utils._pytree as pytree
 
 from . import __version__
 from .codegen.cpp.describe import constant_layout
-from .cxx.toolchain import target_for
 from .errors import AotcError, CompileError
 from .frontend.importer import to_sympy
 from .ir.nodes import Program
@@ -28,6 +27,7 @@ from .passes.pipeline import Compiled, compile_program
 from .runtime.abi import ABI_VERSION
 from .scheduler.precision import check_precision, pack_panels_bf16, target_metadata
 from .scheduler.prepack import pack_panels
+from .target import target_for
 
 log = logging.getLogger("aotc.perf")
 
@@ -185,8 +185,7 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
         "abi_version": ABI_VERSION,
         "aotc_version": __version__,
         "torch_version": torch.__version__,
-        "target": {"device": target.device, "arch": target.arch, "isa": target.isa,
-                   **target_metadata(opts.precision)},
+        "target": {**target.metadata(), **target_metadata(opts.precision, target)},
         "inputs": inputs,
         "outputs": outputs,
         "output_leaves": leaves,
@@ -210,8 +209,7 @@ def library_metadata(name: str, opts: Options) -> dict[str, str]:
     """What the model library reports about itself (aotc_describe_metadata)."""
     target = target_for(opts.isa)
     return {"model_name": name, "aotc_version": __version__, "torch_version": torch.__version__,
-            "device": target.device, "arch": target.arch, "isa": target.isa,
-            "num_threads": str(opts.num_threads)}
+            **target.metadata(), "num_threads": str(opts.num_threads)}
 
 
 def _compile_one(prog, opts: Options, name: str, given: frozenset = frozenset()) -> ModelFiles:

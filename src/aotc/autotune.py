@@ -1,8 +1,9 @@
 """`max_autotune`: measure the compiled model at compile time and keep the fastest choice.
 
 The candidates are what aotc can vary without touching its kernels: the ISA level of the
-generated code and hand-written GEMM (the host's, and AVX2 on an AVX-512 host, where wide
-vectors may lower the clock) and the OpenMP thread count (1, 2, 4, ... up to the cores).
+generated code and hand-written GEMM (the host target's tune_isas: the host's, and AVX2 on an
+AVX-512 host, where wide vectors may lower the clock) and the OpenMP thread count (1, 2, 4,
+... up to the cores).
 Each candidate runs the export's example inputs; the lowest median latency wins and becomes
 the package's ISA and default thread count. Options given explicitly are not varied.
 """
@@ -17,10 +18,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .cxx.toolchain import host_target
+from .target import host_target
 
 log = logging.getLogger("aotc.perf")
-_LOWER = {"avx512": ["avx512", "avx2"], "avx2": ["avx2"], "sse2": ["sse2"], "native": ["native"]}
 
 
 def example_inputs(ep: torch.export.ExportedProgram, seed: int = 0) -> list:
@@ -70,7 +70,7 @@ def autotune(ep, compile_for: Callable[[str], object], isa: str | None,
     from .package.format import write_package
     from .runtime.loader import load_package
 
-    isas = [isa] if isa else _LOWER[host_target().isa]
+    isas = [isa] if isa else list(host_target().tune_isas)
     threads = [num_threads] if num_threads else thread_candidates()
     inputs = example_inputs(ep)
     results, built = [], {}

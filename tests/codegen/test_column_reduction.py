@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aotc.cxx.toolchain import host_target
 from aotc.passes.pipeline import compile_program
+from aotc.target import host_target
 
 
 class Columns(torch.nn.Module):

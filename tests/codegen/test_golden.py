@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from aotc.cxx.toolchain import target_for
 from aotc.passes.pipeline import compile_program
+from aotc.target import target_for
 from models import ReadmeModel
 
 GOLDEN = Path(__file__).parent / "golden"

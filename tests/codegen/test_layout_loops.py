@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aotc.cxx.toolchain import host_target
 from aotc.passes.pipeline import compile_program
+from aotc.target import host_target
 
 
 class MergeHeads(torch.nn.Module):

@@ -8,8 +8,8 @@ import re
 import torch
 
 import aotc
-from aotc.cxx.toolchain import host_target
 from aotc.passes.pipeline import compile_program
+from aotc.target import host_target
 from models import EncoderBlock
 
 

@@ -15,8 +15,9 @@ import torch
 import torch.nn.functional as F
 
 from aotc.cxx.compiler import include_flags
-from aotc.cxx.toolchain import Target, compiler, cxx_flags, host_target
+from aotc.cxx.toolchain import compiler, cxx_flags
 from aotc.passes.pipeline import compile_program
+from aotc.target import host_target, target_of_arch
 
 ARCHS = ["x86-64", "x86-64-v3", "x86-64-v4"]
 
@@ -76,8 +77,9 @@ def vectorized_lines(source: str, arch: str, tmp_path) -> set[int]:
     cpp.write_text(re.sub(r"^static void (k\d+_)", r"__attribute__((noinline)) static void \1",
                           source, flags=re.M))
     report = tmp_path / f"vec-{arch}.txt"
-    flags = cxx_flags(Target("cpu", arch, arch))
-    subprocess.run([compiler(), *flags, *include_flags(), "-c", str(cpp), "-o", str(tmp_path / "m.o"),
+    target = target_of_arch(arch)
+    flags = cxx_flags(target)
+    subprocess.run([compiler(target), *flags, *include_flags(), "-c", str(cpp), "-o", str(tmp_path / "m.o"),
                     f"-fopt-info-vec-optimized={report}", "-fno-ipa-icf"],
                    check=True, capture_output=True, timeout=300)
     name = re.escape(cpp.name)

@@ -6,8 +6,9 @@ import torch
 
 import aotc
 from aotc.cxx.compiler import build_model
-from aotc.cxx.toolchain import host_target, missing_features, target_for
 from aotc.passes.pipeline import compile_program
+from aotc.target import host_target, target_for
+from aotc.target.host import missing_features
 from models import ReadmeModel
 
 
@@ -51,8 +52,8 @@ def test_portable_isa_option_runs_here(exported, tmp_path):
 
 
 def test_isa_feature_table():
-    assert missing_features(target_for("sse2").arch) == set()
-    assert missing_features(host_target().arch) == set()
+    assert missing_features(target_for("sse2")) == set()
+    assert missing_features(host_target()) == set()
 
 
 def test_unknown_options_are_rejected(exported, tmp_path):

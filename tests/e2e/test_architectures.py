@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aotc.cxx.toolchain import missing_features, target_for
+from aotc.target import host, target_for
 
 nn = torch.nn
 Dim = torch.export.Dim
@@ -396,7 +396,7 @@ ARCHITECTURES = {
 
 def _cases():
     cases = [pytest.param(name, "host", id=name) for name in sorted(ARCHITECTURES)]
-    if not missing_features(target_for("avx2").arch):  # the AVX2 build of the CNNs too
+    if not host.missing_features(target_for("avx2")):  # the AVX2 build of the CNNs too
         cases += [pytest.param(name, "avx2", id=f"{name}-avx2")
                   for name in ("mobilenetv2", "resnet", "unet")]
     return cases

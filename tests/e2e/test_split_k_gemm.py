@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import aotc
-from aotc.cxx.toolchain import missing_features
+from aotc.target import target_for
+from aotc.target.host import missing_features
 
 
 class SkinnyHeads(torch.nn.Module):
@@ -25,9 +26,8 @@ class SkinnyHeads(torch.nn.Module):
 
 @pytest.mark.parametrize("isa", ["avx512", "avx2"])
 def test_split_k_models_match_eager(tmp_path, isa):
-    arch = {"avx512": "x86-64-v4", "avx2": "x86-64-v3"}[isa]
-    if missing_features(arch):
-        pytest.skip(f"this CPU cannot run {arch} code")
+    if missing_features(target_for(isa)):
+        pytest.skip(f"this CPU cannot run {isa} code")
     torch.manual_seed(0)
     module = SkinnyHeads()
     inputs = (torch.randn(4, 512, 7, 7), torch.randn(8, 16384), torch.randn(16384, 16))

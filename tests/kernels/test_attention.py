@@ -10,15 +10,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from aotc.cxx.toolchain import missing_features, target_for
 from aotc.errors import UnsupportedOperatorError
+from aotc.target import target_for
+from aotc.target.host import missing_features
 from models import SDPA
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 
 def runnable_isas() -> list[str]:
-    return [isa for isa in ("avx512", "avx2", "sse2") if not missing_features(target_for(isa).arch)]
+    return [isa for isa in ("avx512", "avx2", "sse2") if not missing_features(target_for(isa))]
 
 
 def _rand(*shape, dtype=torch.float32):

@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aotc.cxx.toolchain import missing_features, target_for
+from aotc.target import target_for
+from aotc.target.host import missing_features
 from models import SDPA
 
 HALF = [torch.float16, torch.bfloat16]
@@ -110,7 +111,7 @@ def test_half_sdpa_on_eager_math_path_rounds_once(compile_model, tmp_path, name,
 
 
 @pytest.mark.parametrize("isa", [i for i in ("avx512", "avx2", "sse2")
-                                 if not missing_features(target_for(i).arch)])
+                                 if not missing_features(target_for(i))])
 @pytest.mark.parametrize("dtype", HALF, ids=lambda d: str(d)[6:])
 def test_half_sdpa_on_every_isa_build(compile_model, dtype, isa):
     case = FLASH_CASES["keys_past_one_block_d80"]

@@ -12,9 +12,10 @@ import torch
 import torch.nn.functional as F
 
 import aotc
-from aotc.cxx.toolchain import host_target, missing_features, target_for
 from aotc.ir.nodes import Conv
 from aotc.passes.pipeline import compile_program
+from aotc.target import host_target, target_for
+from aotc.target.host import missing_features
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "src" / "aotc" / "kernels"
 # torch's own note that it pads a copy of the input for padding='same' with an even kernel
@@ -121,7 +122,7 @@ class Fn(nn.Module):
 
 
 def runnable_isas() -> list[str]:
-    return [isa for isa in ("avx512", "avx2", "sse2") if not missing_features(target_for(isa).arch)]
+    return [isa for isa in ("avx512", "avx2", "sse2") if not missing_features(target_for(isa))]
 
 
 @pytest.mark.parametrize("isa", runnable_isas())

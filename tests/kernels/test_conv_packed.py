@@ -11,9 +11,10 @@ import torch
 import torch.nn.functional as F
 
 import aotc
-from aotc.cxx.toolchain import host_target, missing_features, target_for
 from aotc.ir.nodes import Conv
 from aotc.passes.pipeline import compile_program
+from aotc.target import host_target, target_for
+from aotc.target.host import missing_features
 
 nn = torch.nn
 
@@ -38,7 +39,7 @@ CASES = {
 
 
 def runnable_isas() -> list[str]:
-    return [isa for isa in ("avx512", "avx2", "sse2") if not missing_features(target_for(isa).arch)]
+    return [isa for isa in ("avx512", "avx2", "sse2") if not missing_features(target_for(isa))]
 
 
 class Fn(nn.Module):

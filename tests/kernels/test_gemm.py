@@ -337,14 +337,15 @@ def test_pack_layout_matches_the_compiler(builds, march, K, N, b_t):
     """The compiler writes packed weights into the package (scheduler/prepack.py); the
     kernel packs swapped ones at run time: both must produce the same bytes, in the
     layout of the build's own panel width."""
-    from aotc.cxx.toolchain import Target
     from aotc.ir.nodes import PackedGemmB
-    from aotc.scheduler.prepack import KC, pack_panels, panel_width
+    from aotc.scheduler.prepack import pack_panels
+    from aotc.target import target_of_arch
 
     lib = builds(march)
     nr, kc = i64(), i64()
     lib.aotc_sgemm_packed_layout(ctypes.byref(nr), ctypes.byref(kc))
-    assert (nr.value, kc.value) == (panel_width(Target("cpu", march, "")), KC)
+    target = target_of_arch(march)
+    assert (nr.value, kc.value) == (target.gemm_nr, target.gemm_kc)
     rng = np.random.default_rng(K * N)
     data = rng.standard_normal(K * N + 5).astype(np.float32)
     sb_k, sb_n = (1, K) if b_t else (N, 1)

@@ -8,13 +8,13 @@ import pytest
 import torch
 
 import aotc
-from aotc.cxx.toolchain import Target, cpu_flags
 from aotc.errors import CompileError, PackageError
 from aotc.passes.pipeline import compile_program
 from aotc.runtime.loader import _check_target
-from aotc.scheduler.precision import BF16_FEATURE
+from aotc.target import host, target_for
+from aotc.target.x86_64 import BF16_FEATURE
 
-needs_bf16 = pytest.mark.skipif(BF16_FEATURE not in cpu_flags(),
+needs_bf16 = pytest.mark.skipif(BF16_FEATURE not in host.cpu_flags(),
                                 reason=f"this CPU lacks {BF16_FEATURE}")
 
 
@@ -115,7 +115,7 @@ def test_bf16_gemm_weights_only(tmp_path):
                                torch.nn.Linear(16 * 8, 10)).eval()
     with torch.no_grad():
         ep = torch.export.export(conv, (torch.randn(2, 8, 4, 6),))
-    program = compile_program(ep, Target("cpu", "x86-64-v4", "avx512"), build=False,
+    program = compile_program(ep, target_for("avx512"), build=False,
                               precision="bf16").program
     dtypes = {c.fqn: c.packing.dtype for c in program.constants if c.packing}
     assert dtypes == {"0.weight": "float32", "2.weight": "bfloat16"}
@@ -133,10 +133,10 @@ def test_targets_without_bf16_are_refused(tmp_path, isa):
 
 def test_host_without_bf16_is_refused(tmp_path, monkeypatch):
     from aotc.scheduler import precision
-    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx512f", "avx2"}))
+    monkeypatch.setattr(host, "cpu_flags", lambda: frozenset({"avx512f", "avx2"}))
     with pytest.raises(CompileError, match=f"{BF16_FEATURE}.*this CPU"):
-        precision.check_precision("bf16", Target("cpu", "x86-64-v4", "avx512"), "host")
-    precision.check_precision("bf16", Target("cpu", "x86-64-v4", "avx512"), "avx512")
+        precision.check_precision("bf16", target_for("avx512"), "host")
+    precision.check_precision("bf16", target_for("avx512"), "avx512")
 
 
 @pytest.mark.parametrize("value", ["fp16", "bfloat16", 16, None])

@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aotc.cxx.toolchain import cpu_flags
 from aotc.ir.nodes import PackedGemmB
-from aotc.scheduler.precision import BF16_FEATURE, pack_panels_bf16, to_bf16_bits
+from aotc.scheduler.precision import pack_panels_bf16, to_bf16_bits
+from aotc.target.host import cpu_flags
+from aotc.target.x86_64 import BF16_FEATURE
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "src" / "aotc" / "kernels"
 FLAGS = ["-O3", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-Wall", "-Wextra", "-Werror"]

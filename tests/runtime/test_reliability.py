@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import aotc
-from aotc.cxx import toolchain
+from aotc.target import host
 from models import ReadmeModel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,7 +122,7 @@ def test_a_thousand_loads_leave_no_files_and_no_growth(readme, tmp_path, monkeyp
     x = np.ones((4, 10), np.float32)
     for _ in range(100):  # warm up: the library is extracted once, allocators settle
         aotc.load_package(path)(x)
-    cache = toolchain.cache_dir()
+    cache = host.cache_dir()
     files_before, temp_before = _tree(cache), {p.name for p in temp.iterdir()}
     rss_before = _rss_kb()
     for _ in range(1000):
@@ -181,7 +181,7 @@ def test_package_for_a_cpu_this_one_is_not_names_the_missing_features(readme, tm
                 data = json.dumps(meta).encode()
             zout.writestr(info, data)
     avx2_only = frozenset({"sse2", "avx", "avx2", "fma", "bmi2"})
-    monkeypatch.setattr(toolchain, "cpu_flags", lambda: avx2_only)
+    monkeypatch.setattr(host, "cpu_flags", lambda: avx2_only)
     with pytest.raises(aotc.PackageError, match=r"lacks \['avx512bw', 'avx512dq', 'avx512f', "
                                                 r"'avx512vl'\]"):
         aotc.load_package(forced)

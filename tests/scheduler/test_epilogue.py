@@ -7,10 +7,11 @@ import pytest
 import torch
 
 import aotc
-from aotc.cxx.toolchain import Target, missing_features
 from aotc.passes.pipeline import compile_program
+from aotc.target import target_for
+from aotc.target.host import missing_features
 
-V4 = Target("cpu", "x86-64-v4", "avx512")
+V4 = target_for("avx512")
 
 
 def _gemms(module, *inputs, dynamic_shapes=None) -> list[str]:
@@ -91,9 +92,8 @@ CASES = [(Mlp(act), (torch.randn(7, 24),)) for act in ACTS] + [
 @pytest.mark.parametrize("isa", ["avx512", "avx2", "sse2"])
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_fused_models_match_eager(tmp_path, isa, case):
-    arch = {"avx512": "x86-64-v4", "avx2": "x86-64-v3", "sse2": "x86-64"}[isa]
-    if missing_features(arch):
-        pytest.skip(f"this CPU cannot run {arch} code")
+    if missing_features(target_for(isa)):
+        pytest.skip(f"this CPU cannot run {isa} code")
     torch.manual_seed(case)
     module, inputs = CASES[case]
     with torch.no_grad():

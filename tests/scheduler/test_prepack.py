@@ -7,11 +7,12 @@ import pytest
 import torch
 
 import aotc
-from aotc.cxx.toolchain import Target, missing_features
 from aotc.passes.pipeline import compile_program
+from aotc.target import target_for
+from aotc.target.host import missing_features
 
-V4 = Target("cpu", "x86-64-v4", "avx512")
-V3 = Target("cpu", "x86-64-v3", "avx2")
+V4 = target_for("avx512")
+V3 = target_for("avx2")
 
 
 def _packed(module, *inputs, target=V4, freezing=True, dynamic_shapes=None) -> dict:
@@ -99,9 +100,8 @@ def test_weights_read_otherwise_stay_as_given(module, inputs):
     (PerBatchWeights(), (torch.randn(3, 4, 12),)),
 ])
 def test_models_match_eager(tmp_path, isa, module, inputs):
-    arch = {"avx512": "x86-64-v4", "avx2": "x86-64-v3", "sse2": "x86-64"}[isa]
-    if missing_features(arch):
-        pytest.skip(f"this CPU cannot run {arch} code")
+    if missing_features(target_for(isa)):
+        pytest.skip(f"this CPU cannot run {isa} code")
     torch.manual_seed(0)
     with torch.no_grad():
         ep = torch.export.export(module.eval(), inputs)

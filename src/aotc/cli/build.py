@@ -96,7 +96,7 @@ def cmd_compile(args) -> int:
 def cmd_prepare(args) -> int:
     """Build the shipped kernels for this machine now, so no model compile pays for it."""
     from aotc.cxx.compiler import build_kernels
-    from aotc.cxx.toolchain import target_for
+    from aotc.target import target_for
 
     start = time.perf_counter()
     objects = build_kernels(target_for(args.isa))

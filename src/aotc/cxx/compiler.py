@@ -13,7 +13,9 @@ import tempfile
 from pathlib import Path
 
 from ..errors import BuildError
-from .toolchain import INCLUDE_DIR, KERNELS_DIR, Target, cache_dir, compiler, compiler_version, cxx_flags
+from ..target import Target
+from ..target.host import cache_dir
+from .toolchain import INCLUDE_DIR, KERNELS_DIR, compiler, compiler_version, cxx_flags
 
 
 def _digest(*parts: str | bytes) -> str:
@@ -61,7 +63,7 @@ def kernel_headers() -> list[Path]:
 
 def build_kernels(target: Target) -> list[Path]:
     """Objects of every shipped kernel source for `target`, compiled at most once."""
-    cxx = compiler()
+    cxx = compiler(target)
     flags = cxx_flags(target)
     headers = b"".join(p.read_bytes() for p in kernel_headers())
     out_dir = cache_dir() / "kernels"
@@ -84,7 +86,7 @@ def build_kernels(target: Target) -> list[Path]:
 
 def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Path, bool]:
     """(path of the model's shared library, whether it came from the cache)."""
-    cxx = compiler()
+    cxx = compiler(target)
     objects = build_kernels(target)
     flags = cxx_flags(target, opt_level)
     key = _digest(source, " ".join(flags), compiler_version(cxx),

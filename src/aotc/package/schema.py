@@ -12,9 +12,10 @@ from typing import Any
 
 from ..dtypes import DType
 from ..errors import PackageError
+from ..target import known_arches
 
 FORMAT_VERSION = 2  # 2: chunked CRC-32s (field crc32) are what loading checks
-ARCHES = ("x86-64", "x86-64-v3", "x86-64-v4", "native")
+ARCHES = known_arches()
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
 # what sympy prints for a size expression: integer arithmetic, and the float literals of a
 # size computed through floats (arange(0.5, n, 1.5): CeilToInt(FloatTrueDiv(...)))

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from ..codegen.cpp import emit_model
 from ..cxx.compiler import build_model
-from ..cxx.toolchain import Target
 from ..errors import located
 from ..ir.nodes import Program
 from ..ir.printer import format_program
@@ -35,6 +34,7 @@ from ..scheduler.grouping import RowGroup, Scheduled, group_rows, kernel_members
 from ..scheduler.inplace import in_place_updates
 from ..scheduler.memory import MemoryPlan, plan_memory
 from ..scheduler.prepack import prepack_weights
+from ..target import Target
 from .attention import find_attention
 from .dce import remove_dead_buffers
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cxx.toolchain import cache_dir, cpu_flags, missing_features
 from ..dtypes import DType
 from ..errors import InputError, PackageError, RuntimeFailure
 from ..package.filelike import is_filelike, spilled
 from ..package.format import PackageReader
 from ..package.schema import check_against_library, check_constants_fit
+from ..target import host, target_of_arch
 from . import abi, pytree
 from .checks import LayoutCheck, checks_enabled
 from .constants import ALIGN as WEIGHTS_ALIGN
@@ -38,7 +38,7 @@ def _materialize_library(data: bytes, digest: str) -> str:
     """The package's model.so as a file dlopen can load, written once per digest (in the
     cache, or the temp directory where the cache is not writable). A file already there is
     used only if it holds exactly these (verified) bytes."""
-    for folder in (cache_dir() / "libraries",
+    for folder in (host.cache_dir() / "libraries",
                    Path(tempfile.gettempdir()) / f"aotc-{os.getuid()}" / "libraries"):
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -406,10 +406,12 @@ def _check_target(path: str, meta: dict) -> None:
     if target.get("device") != "cpu":
         raise PackageError(f"{path} was compiled for device {target.get('device')!r}; this "
                            "runtime runs cpu packages")
-    missing = missing_features(target.get("arch", ""))
+    level = target_of_arch(target["arch"])
+    assert level is not None  # package/schema.py admits only the arches of target/
+    missing = host.missing_features(level)
     needed = set(str(target.get("features", "")).split())  # beyond the arch's (a bf16 GEMM)
-    if needed - set(cpu_flags()):
-        missing = missing | (needed - set(cpu_flags()))
+    if needed - host.cpu_flags():
+        missing = missing | (needed - host.cpu_flags())
         raise PackageError(f"{path} was compiled for {target.get('arch')} ({target.get('isa')}) "
                            f"with precision {target.get('precision', 'fp32')!r}; this CPU lacks "
                            f"{sorted(missing)}. Recompile with options={{'precision': 'fp32'}}")

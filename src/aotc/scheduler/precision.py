@@ -5,39 +5,41 @@ interleaved pairs), and runs those GEMMs on kernels/gemm_bf16.cpp: A rounded to 
 it is packed, products summed in float32 by vdpbf16ps, bias and epilogue in float32. Other
 GEMMs, convolutions and everything else stay float32.
 
-vdpbf16ps needs the avx512_bf16 CPU feature. aotc refuses "bf16" at compile time for a
-target that cannot have it (isa avx2 or sse2, or a host or `native` build on a CPU without
-it): there is no float32 emulation. A package built for isa avx512 records the feature
-(target.features) and the precision (target.precision); both loaders refuse it on a CPU
-that lacks the feature."""
+vdpbf16ps needs the avx512_bf16 CPU feature (the target's bf16_feature). aotc refuses "bf16"
+at compile time for a target that cannot have it (isa avx2 or sse2, or a host or `native`
+build on a CPU without it): there is no float32 emulation. A package built for isa avx512
+records the feature (target.features) and the precision (target.precision); both loaders
+refuse it on a CPU that lacks the feature."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..cxx.toolchain import Target, cpu_flags
 from ..errors import CompileError
 from ..ir.nodes import PackedGemmB
-
-BF16_FEATURE = "avx512_bf16"  # as /proc/cpuinfo spells it
+from ..target import Target, host, levels_of
 
 
 def check_precision(precision: str, target: Target, isa_option: str) -> None:
     """Raise CompileError when `target` cannot run `precision`."""
     if precision != "bf16":
         return
-    host = isa_option in (None, "", "host") or target.arch == "native"
-    if target.arch not in ("x86-64-v4", "native") or (host and BF16_FEATURE not in cpu_flags()):
-        where = ("this CPU" if host else f"isa {target.isa!r} ({target.arch})")
-        raise CompileError(f"precision='bf16' needs the {BF16_FEATURE} CPU feature (the "
-                           f"vdpbf16ps instruction), which {where} does not have; compile with "
-                           "precision='fp32', or with isa='avx512' for a CPU that has it")
+    on_host = isa_option in (None, "", "host") or target.arch == "native"
+    feature = target.bf16_feature
+    if feature is None or (on_host and feature not in host.cpu_flags()):
+        capable = [t for t in levels_of(target.architecture).values() if t.bf16_feature]
+        named = feature or (capable[0].bf16_feature if capable else "bf16 dot-product")
+        where = ("this CPU" if on_host else f"isa {target.isa!r} ({target.arch})")
+        other = f", or with isa={capable[0].isa!r} for a CPU that has it" if capable else ""
+        raise CompileError(f"precision='bf16' needs the {named} CPU feature, which {where} does "
+                           f"not have; compile with precision='fp32'{other}")
 
 
-def target_metadata(precision: str) -> dict[str, str]:
+def target_metadata(precision: str, target: Target) -> dict[str, str]:
     """What a package records in its target about the precision (nothing for fp32)."""
     if precision != "bf16":
         return {}
-    return {"precision": "bf16", "features": BF16_FEATURE}
+    assert target.bf16_feature is not None  # check_precision refused the other targets
+    return {"precision": "bf16", "features": target.bf16_feature}
 
 
 def to_bf16_bits(x: np.ndarray) -> np.ndarray:

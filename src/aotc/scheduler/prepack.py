@@ -4,7 +4,8 @@ convolution on a small output plane (its weights dominate its memory traffic), a
 [Cin*taps, Cout] of the GEMM the kernel then runs (kernels/conv.cpp).
 
 The layout (kernels/aotc_kernels.h, aotc_sgemm_pack_b) depends on the ISA the package is
-built for: the panel width `nr` and slice depth `kc` are recorded with the constant, and the
+built for: the panel width `nr` and slice depth `kc` (the target's gemm_nr and gemm_kc) are
+recorded with the constant, and the
 model library refuses to start when its kernel's pair differs. `pack_panels` writes the
 layout at compile time; a weight swapped at run time is packed by the model library's
 aotc_pack_constant, which calls the kernel's own packer. Not here: what the GEMM computes
@@ -18,31 +19,17 @@ import math
 import numpy as np
 import sympy
 
-from ..cxx.toolchain import Target, cpu_flags
 from ..dtypes import DType
 from ..ir.compress import Count
 from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import Node, loads
 from ..ir.nodes import SMALL_PLANE, Conv, Gemm, Operand, PackedGemmB, Program, Template
+from ..target import Target
 from .fusion import body_of
 
-# Slice depth of every build, and panel width by ISA (AVX-512: 32, AVX2 and portable: 16):
-# NR/KC of kernels/gemm_microkernels.h.
-KC = 512
-NR_AVX512 = 32
-NR_OTHER = 16
 # Narrower weights (a classifier head with a few outputs) would be stored mostly as panel
 # padding, and the kernel's few-row paths read them in place.
 MIN_PACKED_N = 8
-
-
-def panel_width(target: Target) -> int:
-    """The micro-kernel's NR for code compiled for `target`."""
-    if target.arch == "x86-64-v4":
-        return NR_AVX512
-    if target.arch == "native":  # -march=native: whatever this machine has
-        return NR_AVX512 if "avx512f" in cpu_flags() else NR_OTHER
-    return NR_OTHER
 
 
 def pack_panels(data: np.ndarray, packing: PackedGemmB) -> np.ndarray:
@@ -70,7 +57,7 @@ def _static(x) -> int | None:
     return int(x) if x.is_Integer else None
 
 
-def _packing_of(op: Gemm, nr: int) -> PackedGemmB | None:
+def _packing_of(op: Gemm, target: Target) -> PackedGemmB | None:
     """How `op` reads its B, when that can be packed once: static sizes and strides, one B
     for every matrix of the batch, at least MIN_PACKED_N columns."""
     values = [_static(x) for x in (op.k, op.n, op.b.offset, *op.b.strides)]
@@ -79,10 +66,10 @@ def _packing_of(op: Gemm, nr: int) -> PackedGemmB | None:
     k, n, offset, batch_stride, sb_k, sb_n = (int(v) for v in values if v is not None)
     if not k or n < MIN_PACKED_N or (batch_stride != 0 and _static(op.batch) != 1):
         return None
-    return PackedGemmB(k, n, offset, sb_k, sb_n, nr, KC)
+    return PackedGemmB(k, n, offset, sb_k, sb_n, target.gemm_nr, target.gemm_kc)
 
 
-def _conv_packing(op: Conv, nr: int) -> PackedGemmB | None:
+def _conv_packing(op: Conv, target: Target) -> PackedGemmB | None:
     """How the convolution reads its weight as the GEMM's B (element (k, n) at n*K + k of the
     [Cout, Cin, k...] weight), when the kernel's packed path pays: forward, one group, more
     than one input channel (not the depthwise path), static channels, an output plane of
@@ -98,7 +85,7 @@ def _conv_packing(op: Conv, nr: int) -> PackedGemmB | None:
     k = cin * math.prod(op.kernel)
     if k < plane:
         return None
-    return PackedGemmB(k, cout, 0, 1, k, nr, KC)
+    return PackedGemmB(k, cout, 0, 1, k, target.gemm_nr, target.gemm_kc)
 
 
 def _readers(program: Program) -> dict[str, list]:
@@ -130,7 +117,6 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
     """Mark each float32 constant read only as the B of GEMMs (all reading it alike) as
     packed, and those GEMMs as reading it packed; with precision "bf16", a GEMM weight
     (not a convolution's) is packed as bfloat16 (scheduler/precision.py)."""
-    nr = panel_width(target)
     readers = _readers(program)
     elsewhere = (set(program.outputs) | set(program.updates) | set(program.updates.values())
                  | predicate_buffers(program.guards) | loop_buffers(program.loops))
@@ -146,7 +132,7 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
         if (buf.dtype is DType.float32 and c.buffer not in elsewhere and uses
                 and len(role) == 1 and role <= {"b", "conv"}):
             packing_of = _packing_of if role == {"b"} else _conv_packing
-            found = {packing_of(u[1].op, nr) for u in uses}
+            found = {packing_of(u[1].op, target) for u in uses}
             if len(found) == 1 and None not in found:
                 one = found.pop()
                 assert one is not None

@@ -1,0 +1,43 @@
+"""This machine: its processor family, its CPU features, whether it runs code built for a
+target, and the folder where builds and extracted libraries are cached."""
+from __future__ import annotations
+
+import functools
+import os
+import platform
+from pathlib import Path
+
+from .spec import Target
+
+
+def machine() -> str:
+    return platform.machine()
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    """The CPU features /proc/cpuinfo lists (empty where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def missing_features(target: Target) -> set[str]:
+    """What code for `target` needs and this machine lacks (empty: it can run)."""
+    if target.arch == "native":  # built on and for the machine that compiled it
+        return set()
+    if machine() not in target.machines:
+        return {f"an {target.architecture} processor (this is {machine()})"}
+    return set(target.features) - set(cpu_flags())
+
+
+def cache_dir() -> Path:
+    """Where builds and extracted libraries live (callers create their sub-folders)."""
+    root = os.environ.get("AOTC_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "aotc")
+    return Path(root)
