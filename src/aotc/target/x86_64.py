@@ -16,7 +16,8 @@ NR_AVX512 = 32
 NR_OTHER = 16
 
 # The generated loops block alike at every level: 16 lanes are one AVX-512 (or two AVX2)
-# vectors of float, 64 columns four AVX-512 vectors, a tile of 16 floats one cache line.
+# vectors of float, 64 columns four AVX-512 vectors, a block of 1024 elements 64 terms per
+# lane before they fold into the total, a tile of 16 floats one cache line.
 LOOPS = Loops(lanes=16, columns=64, window=64, block=1024, tile=16, parallel_min_work=16384)
 
 _V3 = frozenset({"avx2", "fma", "bmi2"})

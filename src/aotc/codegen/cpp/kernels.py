@@ -1,7 +1,8 @@
 """Loop nests for pointwise and reduction buffers (template calls: templates.py).
 
 The scheduler's decisions arrive as the buffers themselves (what was fused); here they
-become C++ functions: OpenMP over the outer loops, the body once in the innermost loop.
+become C++ functions: OpenMP over the outer loops, the body once in the innermost loop,
+lanes, tiles and the parallel threshold from the target's `loops`.
 """
 from __future__ import annotations
 
@@ -37,11 +38,10 @@ from ...ir.symbols import (
     simplify_index,
 )
 from ...scheduler.memory import reads_of
+from ...target import Loops, Target
 from . import ops
 from .code import CodeBuffer
 from .exprs import BodyEmitter, c_index
-
-PARALLEL_MIN_WORK = 16384  # elements (times reduction length) below which one thread runs
 
 
 @dataclass
@@ -70,8 +70,9 @@ def symbols_in(program: Program, *exprs) -> list[sympy.Symbol]:
     return sorted((s for s in found if s in program.symbols), key=lambda s: s.name)
 
 
-def emit_kernel(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> Kernel:
-    """A static C++ function computing `buf` (pointwise or reduction)."""
+def emit_kernel(code: CodeBuffer, program: Program, buf: Buffer, kid: int, target: Target) -> Kernel:
+    """A static C++ function computing `buf` (pointwise or reduction), its loops blocked for
+    `target`."""
     reads = sorted(reads_of(buf))
     name = f"k{kid}_{buf.name}"
     sizes = {b: program.buffers[b].sizes for b in reads}
@@ -89,7 +90,7 @@ def emit_kernel(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> Ke
     with code.block(f"static void {name}(const int64_t *sym, {', '.join(params)})"):
         for sym in symbols_in(program, *used):
             code.line(f"const int64_t {sym.name} = sym[{program_symbol_index(program, sym)}];")
-        nest = _Nest(code, buf, body)
+        nest = _Nest(code, buf, body, target.loops)
         if isinstance(op, Pointwise):
             nest.pointwise(op)
         else:
@@ -132,8 +133,8 @@ def program_symbol_index(program: Program, sym) -> int:
 class _Nest:
     """The loop nest of one kernel."""
 
-    def __init__(self, code: CodeBuffer, buf: Buffer, body: BodyEmitter):
-        self.code, self.buf, self.body = code, buf, body
+    def __init__(self, code: CodeBuffer, buf: Buffer, body: BodyEmitter, loops: Loops):
+        self.code, self.buf, self.body, self.loops = code, buf, body, loops
 
     def _loops(self, vars_, ranges, work, collapse: int):
         """Open `for` loops (a unit dim gets no loop), the outer ones OpenMP-parallel when
@@ -142,7 +143,7 @@ class _Nest:
         for v, n in zip(vars_, ranges):
             if n == 1:
                 self.code.line(f"constexpr int64_t {v} = 0;")
-        pragma = parallel_pragma(work, min(collapse, len(loops)))
+        pragma = parallel_pragma(work, min(collapse, len(loops)), self.loops)
         for k, (v, n) in enumerate(loops):
             if k == 0 and pragma:
                 self.code.line(pragma)
@@ -198,26 +199,27 @@ class _Nest:
         self._close(opened)
 
     def _tiled(self, body, iv, sizes, off, a: int, b: int) -> None:
-        """A transposing copy: axes a < b (the last two non-unit ones) in TILE x TILE
-        blocks, so that the strided side of the copy stays within TILE cache lines per
+        """A transposing copy: axes a < b (the last two non-unit ones) in tile x tile
+        blocks, so that the strided side of the copy stays within `tile` cache lines per
         block instead of touching a new line for every element."""
+        tile = self.loops.tile
         outer = [(v, n) for k, (v, n) in enumerate(zip(iv, sizes)) if k not in (a, b)]
         loops = [(v, n) for v, n in outer if n != 1]
         for v, n in outer:
             if n == 1:
                 self.code.line(f"constexpr int64_t {v} = 0;")
-        pragma = parallel_pragma(numel(sizes), len(loops) + 2)
+        pragma = parallel_pragma(numel(sizes), len(loops) + 2, self.loops)
         if pragma:
             self.code.line(pragma)
         for v, n in loops:
             self._open(v, n)
         for k in (a, b):
             v, n = iv[k], c_index(sizes[k])
-            self.code.line(f"for (int64_t {v}b = 0; {v}b < {n}; {v}b += {TILE}) {{")
+            self.code.line(f"for (int64_t {v}b = 0; {v}b < {n}; {v}b += {tile}) {{")
             self.code.level += 1
         for k in (a, b):
             v, n = iv[k], c_index(sizes[k])
-            self.code.line(f"const int64_t {v}e = std::min<int64_t>({v}b + {TILE}, {n});")
+            self.code.line(f"const int64_t {v}e = std::min<int64_t>({v}b + {tile}, {n});")
         for k in (a, b):
             v = iv[k]
             self.code.line(f"for (int64_t {v} = {v}b; {v} < {v}e; ++{v}) {{")
@@ -230,7 +232,7 @@ class _Nest:
         iv = index_vars(len(sizes))
         rv = [reduction_var(k) for k in range(len(op.ranges))]
         work = sympy.expand(numel(sizes) * numel(op.ranges))
-        inner = column_axis(op, sizes, rv, self.body.sizes)
+        inner = column_axis(op, sizes, rv, self.body.sizes, self.loops)
         if inner is not None:
             self._column_reduction(op, iv, rv, inner, work)
             return
@@ -255,37 +257,38 @@ class _Nest:
         self.code.level += 1
 
     def _lane_reduction(self, op: Reduction, rv, acc: Accumulation) -> None:
-        """Accumulate in LANES independent accumulators, element r into lane r % LANES, so
+        """Accumulate in `lanes` independent accumulators, element r into lane r % lanes, so
         the compiler vectorizes the innermost loop without reassociating one long chain.
-        Lanes cover blocks of BLOCK elements and fold into `acc` after each block (in double
-        for float32 sums), so no lane ever adds up more than BLOCK / LANES terms."""
+        Lanes cover blocks of `block` elements and fold into `acc` after each block (in double
+        for float32 sums), so no lane ever adds up more than block / lanes terms."""
         last, n = rv[-1], c_index(op.ranges[-1])
+        lanes, block = self.loops.lanes, self.loops.block
         self.code.line(f"{acc.acc_type} acc = {acc.init};")
         for v, m in zip(rv[:-1], op.ranges[:-1]):
             self._open(v, m)
-        with self.code.block(f"for (int64_t rs = 0; rs < {n}; rs += {BLOCK})"):
-            self.code.line(f"const int64_t re = std::min<int64_t>(rs + {BLOCK}, {n});")
-            self.code.line(f"{acc.lane_type} lanes[{LANES}];")
-            self.code.line(f"for (int l = 0; l < {LANES}; ++l) lanes[l] = {acc.lane_init};")
+        with self.code.block(f"for (int64_t rs = 0; rs < {n}; rs += {block})"):
+            self.code.line(f"const int64_t re = std::min<int64_t>(rs + {block}, {n});")
+            self.code.line(f"{acc.lane_type} lanes[{lanes}];")
+            self.code.line(f"for (int l = 0; l < {lanes}; ++l) lanes[l] = {acc.lane_init};")
             self.code.line("int64_t rb = rs;")
-            with self.code.block(f"for (; rb + {LANES} <= re; rb += {LANES})"):
+            with self.code.block(f"for (; rb + {lanes} <= re; rb += {lanes})"):
                 # a loop, not 16 unrolled statements: only loops get their selects vectorized
                 self.code.line("#pragma omp simd")
-                with self.code.block(f"for (int64_t l = 0; l < {LANES}; ++l)"):
+                with self.code.block(f"for (int64_t l = 0; l < {lanes}; ++l)"):
                     self.code.line(f"const int64_t {last} = rb + l;")
                     self.code.line(acc.update("lanes[l]", self._emit_body(op.body)))
             size = op.ranges[-1]
-            if not (size.is_number and int(size) % LANES == 0):  # a tail to finish
+            if not (size.is_number and int(size) % lanes == 0):  # a tail to finish
                 with self.code.block("for (; rb < re; ++rb)"):
                     self.code.line(f"const int64_t {last} = rb;")
                     self.code.line(acc.update("lanes[0]", self._emit_body(op.body)))
-            self.code.line(f"for (int l = 0; l < {LANES}; ++l) {acc.update('acc', 'lanes[l]')}")
+            self.code.line(f"for (int l = 0; l < {lanes}; ++l) {acc.update('acc', 'lanes[l]')}")
         self._close(len(rv) - 1)
 
     def _column_reduction(self, op: Reduction, iv, rv, inner: int, work) -> None:
         """A reduction whose inputs are contiguous along the output's axis `inner` and
         strided along the reduced axes (a sum over dim 0, a mean over H, W of NCHW with C
-        last...): the loops are interchanged so that a tile of COLUMNS outputs accumulates
+        last...): the loops are interchanged so that a tile of `columns` outputs accumulates
         side by side while the reduced axes are walked, and the innermost loop, over the
         tile, reads consecutive elements and vectorizes. Each output is still the same
         left-to-right fold over the reduced elements (in double for float32 sums)."""
@@ -298,14 +301,14 @@ class _Nest:
         for v, m in outer:
             if m == 1:
                 self.code.line(f"constexpr int64_t {v} = 0;")
-        one_tile = n.is_number and int(n) <= COLUMNS
-        pragma = parallel_pragma(work, len(loops) + (0 if one_tile else 1))
+        one_tile = n.is_number and int(n) <= self.loops.columns
+        pragma = parallel_pragma(work, len(loops) + (0 if one_tile else 1), self.loops)
         if pragma and (loops or not one_tile):
             self.code.line(pragma)
         for v, m in loops:
             self._open(v, m)
         nc = c_index(n)
-        width = COLUMNS
+        width = self.loops.columns
         if one_tile:  # the whole axis in one tile
             width = int(n)
             self.code.line("{")
@@ -334,13 +337,15 @@ class _Nest:
         self._close(1 + len(loops))
 
     def _open_tiles(self, tile: str, n: str) -> None:
-        self.code.line(f"for (int64_t {tile} = 0; {tile} < {n}; {tile} += {COLUMNS}) {{")
+        columns = self.loops.columns
+        self.code.line(f"for (int64_t {tile} = 0; {tile} < {n}; {tile} += {columns}) {{")
         self.code.level += 1
-        self.code.line(f"const int64_t je = std::min<int64_t>({tile} + {COLUMNS}, {n});")
+        self.code.line(f"const int64_t je = std::min<int64_t>({tile} + {columns}, {n});")
 
     def _whole_reduction(self, op: Reduction, rv, acc: Accumulation, work) -> None:
         self.code.line(f"{acc.acc_type} acc = {acc.init};")
-        pragma = parallel_pragma(work, len(rv), f" {acc.clause}") if rv and acc.clause else ""
+        pragma = (parallel_pragma(work, len(rv), self.loops, f" {acc.clause}")
+                  if rv and acc.clause else "")
         if pragma:
             self.code.line(pragma)
         for v, n in zip(rv, op.ranges):
@@ -557,9 +562,6 @@ def _clamps_settled(e, v, lo: int, hi: int):
     return e.replace(lambda x: isinstance(x, (sympy.Min, sympy.Max)), fold)
 
 
-TILE = 16  # a transposing copy's block edge: one cache line of float
-
-
 def transpose_axes(body, iv, sizes, buffer_sizes: dict) -> tuple[int, int] | None:
     """(a, b): the last two non-unit output axes, when no input is read contiguously along
     the last one (b) but some input is read along a contiguously and along b with a stride
@@ -589,7 +591,7 @@ def _divides_exactly(q) -> bool:
         return False
 
 
-def column_axis(op: Reduction, sizes, rv, buffer_sizes: dict) -> int | None:
+def column_axis(op: Reduction, sizes, rv, buffer_sizes: dict, loops: Loops) -> int | None:
     """The output axis to vectorize a reduction along instead of its reduced axis: the last
     non-unit output axis, when some input is read contiguously along it and none is read
     contiguously along the innermost reduced axis (None: reduce along the row)."""
@@ -603,8 +605,9 @@ def column_axis(op: Reduction, sizes, rv, buffer_sizes: dict) -> int | None:
         return None
     offsets = [flat_offset(ld.index, buffer_sizes[ld.buffer]) for ld in body_loads]
     var = index_vars(len(sizes))[axes[-1]]
-    merged = merge_reduced_axes(op, buffer_sizes) if small_window(op) else None
-    if small_window(op) and (merged is None or small_window(merged[0])):
+    short = small_window(op, loops)
+    merged = merge_reduced_axes(op, buffer_sizes) if short else None
+    if short and (merged is None or small_window(merged[0], loops)):
         # rows too short to fill the lanes (a pooling window): vectorize along the output
         return axes[-1] if all(var in sympy.sympify(off).free_symbols for off in offsets) else None
     if any(unit_stride(off, rv[-1]) for off in offsets):
@@ -612,13 +615,13 @@ def column_axis(op: Reduction, sizes, rv, buffer_sizes: dict) -> int | None:
     return axes[-1] if any(unit_stride(off, var) for off in offsets) else None
 
 
-def small_window(op: Reduction) -> bool:
+def small_window(op: Reduction, loops: Loops) -> bool:
     """A reduction over a few elements per output (a pooling window): static ranges of at
-    most WINDOW elements in all, the innermost one shorter than LANES, so a lane reduction
+    most loops.window elements in all, the innermost one shorter than loops.lanes, so a lane reduction
     would spend its time in the tail and in folding its lanes."""
     if not all(sympy.sympify(r).is_number for r in op.ranges):
         return False
-    return int(op.ranges[-1]) < LANES and int(numel(op.ranges)) <= WINDOW
+    return int(op.ranges[-1]) < loops.lanes and int(numel(op.ranges)) <= loops.window
 
 
 def _paren_index(e) -> str:
@@ -633,12 +636,6 @@ def unit_stride(offset, var) -> bool:
         return False
     rest = e - var
     return var not in sympy.expand(rest).free_symbols
-
-
-COLUMNS = 64  # outputs accumulated side by side by a column reduction: four AVX-512 vectors
-LANES = 16  # independent accumulators per reduction: one AVX-512 (or two AVX2) vectors of float
-WINDOW = 64  # reduced elements per output up to which a short-row reduction goes by columns
-BLOCK = 1024  # elements per lane block: 64 terms per lane before folding into the total
 
 
 @dataclass
@@ -691,11 +688,11 @@ def accumulation(op: Reduction, stored: DType) -> Accumulation:
                         None, same)
 
 
-def parallel_pragma(work, collapse: int, extra: str = "") -> str:
+def parallel_pragma(work, collapse: int, loops: Loops, extra: str = "") -> str:
     """The OpenMP pragma for a loop nest doing `work`, or "" when it is surely too small."""
     work = sympy.sympify(work)
-    if work.is_number and work < PARALLEL_MIN_WORK:
+    if work.is_number and work < loops.parallel_min_work:
         return ""
     clause = f" collapse({collapse})" if collapse > 1 else ""
-    cond = "" if work.is_number else f" if({c_index(work)} >= {PARALLEL_MIN_WORK})"
+    cond = "" if work.is_number else f" if({c_index(work)} >= {loops.parallel_min_work})"
     return f"#pragma omp parallel for{clause}{extra}{cond}"

@@ -9,12 +9,14 @@ from ...ir.nodes import ARG_REDUCTIONS, Program, Reduction
 from ...ir.symbols import flat_offset, index_vars, numel, reduction_var
 from ...scheduler.grouping import RowGroup
 from ...scheduler.memory import reads_of
+from ...target import Target
 from .code import CodeBuffer
 from .exprs import BodyEmitter, c_index
 from .kernels import Kernel, _Nest, accumulation, describe, index_exprs, program_symbol_index, symbols_in
 
 
-def emit_row_group(code: CodeBuffer, program: Program, group: RowGroup, kid: int) -> Kernel:
+def emit_row_group(code: CodeBuffer, program: Program, group: RowGroup, kid: int,
+                   target: Target) -> Kernel:
     names = {m.name for m in group.members}
     stored = [m for m in group.members if m.name not in group.local]
     reads = sorted(set().union(*(reads_of(m) for m in group.members)) - names)
@@ -34,18 +36,18 @@ def emit_row_group(code: CodeBuffer, program: Program, group: RowGroup, kid: int
     with code.block(f"static void {name}(const int64_t *sym, {', '.join(params)})"):
         for sym in symbols_in(program, *used):
             code.line(f"const int64_t {sym.name} = sym[{program_symbol_index(program, sym)}];")
-        _RowNest(code, program, group).emit()
+        _RowNest(code, program, group, target).emit()
     code.line()
     return Kernel(name, [m.name for m in stored] + reads, checks_bounds)
 
 
 class _RowNest(_Nest):
-    def __init__(self, code: CodeBuffer, program: Program, group: RowGroup):
+    def __init__(self, code: CodeBuffer, program: Program, group: RowGroup, target: Target):
         self.group = group
         self.scalars: dict[str, str] = {}
         sizes = {name: b.sizes for name, b in program.buffers.items()}
         body = BodyEmitter(sizes, lambda b: b, self.scalars)
-        super().__init__(code, group.members[-1], body)
+        super().__init__(code, group.members[-1], body, target.loops)
 
     def emit(self) -> None:
         g = self.group
