@@ -15,7 +15,6 @@ from cpp_builds import example_input
 
 import aotc
 from aotc.runtime import wait_policy
-from aotc.runtime.abi import ABI_VERSION
 from models import ReadmeModel
 
 ASAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:halt_on_error=1"}
@@ -284,28 +283,6 @@ def test_address_sanitizer(test_programs_asan, plain_example_asan, two_inputs, t
                         [np.zeros((2, 6)), np.arange(3)], tmp_path, env=ASAN_ENV)
     assert "InputError" in proc.stdout and proc.returncode == 3
     assert "AddressSanitizer" not in proc.stderr and "LeakSanitizer" not in proc.stderr, proc.stderr
-
-
-def test_foreign_model_library_is_refused(test_programs, plain_example, tmp_path):
-    """A package whose model.so (digest and all) speaks another ABI version."""
-    from aotc.package.format import ModelFiles, PackageReader, write_package
-
-    src = tmp_path / "old_abi.cpp"
-    src.write_text('extern "C" int aotc_abi_version(void) { return 1; }\n')
-    lib = tmp_path / "old_abi.so"
-    proc = run(["g++", "-shared", "-fPIC", src, "-o", lib])
-    assert proc.returncode == 0, proc.stderr
-    reader = PackageReader(plain_example / "model.pt2")
-    meta = reader.metadata("model")
-    weights = bytes(reader.weights("model", meta)[0])
-    reader.close()
-    package = write_package(tmp_path / "old.pt2", {"model": ModelFiles(meta, lib.read_bytes(), "",
-                                                                          weights)})
-    proc, _ = run_model(test_programs, package, "model", [example_input(2)], tmp_path)
-    assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert f"model library ABI version 1; this runtime speaks {ABI_VERSION}" in proc.stdout
-    with pytest.raises(aotc.PackageError, match="ABI version 1"):
-        aotc.load_package(package)
 
 
 def test_package_needing_a_missing_cpu_feature_is_refused(test_programs, plain_example, tmp_path):

@@ -89,14 +89,6 @@ def _edit(src, dst, entry, mutate):
             zout.writestr(info, mutate(data) if info.filename == entry else data)
 
 
-def test_a_package_of_format_1_is_refused_with_advice(package, tmp_path):
-    old = tmp_path / "old.pt2"
-    _edit(package, old, "aotc/version", lambda d: b"1")
-    with pytest.raises(aotc.PackageError, match="format version 1; this aotc reads version 2 "
-                       r"\(the package was written by an older aotc"):
-        aotc.load_package(old)
-
-
 def test_crc_fields_are_checked_against_the_entries(package, tmp_path):
     def set_field(path, key, value):
         def mutate(d):

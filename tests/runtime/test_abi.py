@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import ctypes
+import re
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +31,17 @@ def _status(lib, rc):
 def test_abi_version(lib_and_model):
     lib, _ = lib_and_model
     assert lib.aotc_abi_version() == abi.ABI_VERSION
+
+
+def test_every_declared_function_is_exported(lib_and_model):
+    """The converse of the header's compile-time check (each function it defines is declared
+    by aotc_abi.h): each function aotc_abi.h declares is in the model library."""
+    lib, _ = lib_and_model
+    header = Path(aotc.__file__).parent / "include" / "aotc" / "aotc_abi.h"
+    declared = re.findall(r"^(?:int|void|uint32_t|const char \*)\s*(aotc_\w+)\(",
+                          header.read_text(), re.M)
+    assert len(declared) == 17  # every one up to version 6
+    assert [name for name in declared if not hasattr(lib, name)] == []
 
 
 @pytest.mark.parametrize("size", [0, 1, 15, 63, 64, 65, 255, 256, 257, 4095, (4 << 20) + 3])

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..errors import PackageError
 from .checksum import CHUNK_BYTES, chunk_count, chunk_crcs, first_bad_chunk
 from .schema import FORMAT_VERSION, check_constants_fit, validate
+from .versions import recompile_advice
 
 ARCHIVE_FORMAT = "pt2"
 DEFAULT_MODEL = "model"
@@ -121,11 +122,9 @@ class PackageReader:
             raise PackageError(f"{self.path} is not a .pt2 package (no archive_format entry)")
         version = self._read("aotc/version").decode(errors="replace").strip()
         if version != str(FORMAT_VERSION):
-            older = version.isdigit() and 0 < int(version) < FORMAT_VERSION
             raise PackageError(f"{self.path} has package format version {version}; this aotc reads "
-                               f"version {FORMAT_VERSION}" + (
-                                   " (the package was written by an older aotc: compile the "
-                                   "model again with this one)" if older else ""))
+                               f"version {FORMAT_VERSION}"
+                               + recompile_advice(version, FORMAT_VERSION))
         self.models = sorted({n.split("/")[1] for n in names
                               if n.startswith("aotc/") and n.count("/") == 2})
 

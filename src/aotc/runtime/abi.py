@@ -6,6 +6,7 @@ import ctypes
 import numpy as np
 
 from ..errors import InputError, PackageError, RuntimeFailure
+from ..package.versions import recompile_advice
 from .wait_policy import spin_setting
 
 ABI_VERSION = 6
@@ -31,7 +32,8 @@ def open_library(path: str) -> ctypes.CDLL:
     except AttributeError:
         raise PackageError(f"{path} is not an aotc model library (no aotc_abi_version)") from None
     if version != ABI_VERSION:
-        raise PackageError(f"model library ABI version {version}; this runtime speaks {ABI_VERSION}")
+        raise PackageError(f"model library ABI version {version}; this runtime speaks {ABI_VERSION}"
+                           + recompile_advice(str(version), ABI_VERSION))
     lib.aotc_create.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64,
                                 ctypes.POINTER(ctypes.c_void_p)]
     lib.aotc_output_shapes.argtypes = [ctypes.c_void_p, ctypes.POINTER(Tensor), ctypes.c_int64, i64p]

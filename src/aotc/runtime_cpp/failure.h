@@ -22,6 +22,20 @@ struct Failure {
   fail(AOTC_ERR_PACKAGE, label + ": " + what);
 }
 
+// The end of the refusal of a package (or its model library) of version `found` where this
+// runtime reads `current`: a loader takes exactly its own format and ABI version
+// (docs/ARCHITECTURE.md, "Versions"), and the advice is the Python loader's, word for word.
+inline std::string recompile_advice(const std::string &found, int current) {
+  bool number = !found.empty() && found.size() < 10;
+  for (char c : found) number = number && c >= '0' && c <= '9';
+  if (number && std::stoi(found) < current)
+    return " (the package was written by an older aotc: compile the model again with this one)";
+  if (number)
+    return " (the package was written by a newer aotc: compile the model again with this one, "
+           "or load it with the aotc that wrote it)";
+  return " (compile the model again with this aotc)";
+}
+
 }  // namespace aotc_rt
 
 #endif

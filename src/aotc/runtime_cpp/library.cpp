@@ -139,7 +139,8 @@ Library::Library(const uint8_t *data, size_t size, const std::string &label) {
     bind(handle_, "aotc_abi_version", &version, label);
     if (version() != AOTC_ABI_VERSION)
       fail_package(label, "model library ABI version " + std::to_string(version()) +
-                   "; this runtime speaks " + std::to_string(AOTC_ABI_VERSION));
+                   "; this runtime speaks " + std::to_string(AOTC_ABI_VERSION) +
+                   recompile_advice(std::to_string(version()), AOTC_ABI_VERSION));
     bind(handle_, "aotc_create", &abi_.create, label);
     bind(handle_, "aotc_output_shapes", &abi_.output_shapes, label);
     bind(handle_, "aotc_run", &abi_.run, label);

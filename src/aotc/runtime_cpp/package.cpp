@@ -22,7 +22,7 @@
 namespace aotc_rt {
 namespace {
 
-constexpr const char *kFormatVersion = "2";
+constexpr int kFormatVersion = 2;
 constexpr const char *kDefaultModel = "model";
 
 std::string entry(const std::string &model, const char *file) {
@@ -221,17 +221,17 @@ PackageModel open_model(const ZipReader &zip, const std::string &label, const ch
   }
   std::string version = zip.stored("aotc/version", true).str();
   while (!version.empty() && (version.back() == '\n' || version.back() == ' ')) version.pop_back();
-  if (version != kFormatVersion)
+  const std::string expected = std::to_string(kFormatVersion);
+  if (version != expected)
     fail_package(label, "has package format version " + version + "; this runtime reads version " +
-                 kFormatVersion + (version == "1" ? " (the package was written by an older aotc: "
-                                   "compile the model again with this one)" : ""));
+                 expected + recompile_advice(version, kFormatVersion));
   PackageModel m;
   m.name = resolve(zip, label, requested);
   const std::string meta = zip.stored(entry(m.name, "metadata.json"), true).str();
   std::string format;
-  if (!json_lookup(meta, {"format_version"}, &format) || format != kFormatVersion)
+  if (!json_lookup(meta, {"format_version"}, &format) || format != expected)
     fail_package(label, "model '" + m.name + "' has metadata format " +
-                 (format.empty() ? std::string("(none)") : format) + ", expected " + kFormatVersion);
+                 (format.empty() ? std::string("(none)") : format) + ", expected " + expected);
   check_target(meta, label);
   m.library = zip.stored(entry(m.name, "model.so"), false);
   check_crcs(m.library, meta, "model.so", m.name, label);

@@ -16,6 +16,10 @@ constexpr int64_t kConstantBytes[] = {1280, 64, 64, 4};
 // model state: the constants (registered buffers) the program updates in place
 constexpr int64_t kNumState = 0;
 constexpr int64_t kStateConstant[] = {0};
+// the arenas of the stages that symbols bound during the run size
+constexpr int64_t kNumLateStages = 0;
+// whether the output sizes need the kernels that bind their symbols
+constexpr bool kOutputSizesNeedRun = false;
 
 struct Model {
   const void *constants[kNumConstants > 0 ? kNumConstants : 1];
@@ -23,6 +27,8 @@ struct Model {
   bool shared_state[kNumState > 0 ? kNumState : 1];  // the loader's memory: not freed
   char *arena;
   int64_t arena_bytes;
+  char *late_arena[kNumLateStages > 0 ? kNumLateStages : 1];
+  int64_t late_arena_bytes[kNumLateStages > 0 ? kNumLateStages : 1];
   int32_t num_threads;
 };
 
@@ -106,8 +112,9 @@ void output_sizes(const int64_t *sym, int64_t *sizes) {
   sizes[1] = 1;
 }
 
-// Checks the outputs, sizes the arena, then runs every kernel in order.
-int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, const int64_t *sym) {
+// Checks the outputs, sizes the arena, then runs every kernel in order; with
+// `shapes_only`, a run that binds symbols stops once the outputs are sized.
+int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, int64_t *sym, bool shapes_only) {
   if (n_out != kNumOutputs)
     return aotc::fail(AOTC_ERR_INPUT, "expected %lld outputs, got %lld", (long long)kNumOutputs, (long long)n_out);
   int64_t expect[kNumOutputs * kMaxRank + 1];
@@ -202,165 +209,17 @@ int check_packing() {
   return AOTC_OK;
 }
 
-}  // namespace
-
-extern "C" {
-
-int aotc_abi_version(void) { return AOTC_ABI_VERSION; }
-
-const char *aotc_last_error(void) { return aotc::g_error; }
-
-int aotc_create(const void *const *constants, int64_t n_constants, void **model) {
-  if (!model) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: model out-pointer is null");
-  *model = nullptr;
-  if (n_constants != kNumConstants)
-    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: expected %lld constants, got %lld",
-                      (long long)kNumConstants, (long long)n_constants);
-  if (int rc = check_packing()) return rc;
-  Model *m = static_cast<Model *>(std::calloc(1, sizeof(Model)));
-  if (!m) return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory");
-  for (int64_t k = 0; k < kNumConstants; ++k) {
-    if (kConstantBytes[k] > 0 && (!constants || !constants[k])) {
-      std::free(m);
-      return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: constant %lld is null", (long long)k);
-    }
-    m->constants[k] = constants[k];
-  }
-  for (int64_t j = 0; j < kNumState; ++j) {  // the state starts as the package's values
-    const int64_t bytes = kConstantBytes[kStateConstant[j]];
-    m->state[j] = std::aligned_alloc(64, aotc::align64(bytes > 0 ? bytes : 1));
-    if (!m->state[j]) {
-      aotc_destroy(m);
-      return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory for the model state");
-    }
-    if (bytes > 0) __builtin_memcpy(m->state[j], constants[kStateConstant[j]], bytes);
-  }
-  *model = m;
-  return AOTC_OK;
-}
-
-int aotc_describe_state(const int64_t **constant_index, int64_t *n) {
-  if (!constant_index || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_state: null argument");
-  *constant_index = kStateConstant;
-  *n = kNumState;
-  return AOTC_OK;
-}
-
-int aotc_state(void *model, int64_t k, void **data) {
-  if (!model || !data) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_state: null argument");
-  if (k < 0 || k >= kNumState)
-    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_state: no state buffer %lld (the model has %lld)",
-                      (long long)k, (long long)kNumState);
-  *data = static_cast<Model *>(model)->state[k];
-  return AOTC_OK;
-}
-
-int aotc_share_state(void *model, int64_t k, void *data) {
-  if (!model || !data) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: null argument");
-  if (k < 0 || k >= kNumState)
-    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: no state buffer %lld (the model has %lld)",
-                      (long long)k, (long long)kNumState);
-  Model *m = static_cast<Model *>(model);
-  if (!m->shared_state[k]) std::free(m->state[k]);
-  m->state[k] = data;
-  m->shared_state[k] = true;
-  return AOTC_OK;
-}
-
-int aotc_set_num_threads(void *model, int32_t n) {
-  if (!model) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_set_num_threads: null model");
-  static_cast<Model *>(model)->num_threads = n;
-  return AOTC_OK;
-}
-
-int aotc_output_shapes(void *model, const aotc_tensor *inputs, int64_t n_in, int64_t *out_sizes) {
-  if (!model || !out_sizes) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_output_shapes: null argument");
-  if (n_in > 0 && !inputs) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_output_shapes: null inputs");
-  int64_t sym[kNumSymbols > 0 ? kNumSymbols : 1] = {0};
-  if (int rc = bind_inputs(inputs, n_in, sym)) return rc;
-  output_sizes(sym, out_sizes);
-  return AOTC_OK;
-}
-
-int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *outputs,
-             int64_t n_out) {
-  if (!model) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_run: null model");
-  if ((n_in > 0 && !inputs) || (n_out > 0 && !outputs))
-    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_run: null inputs or outputs");
-  Model *m = static_cast<Model *>(model);
-  int64_t sym[kNumSymbols > 0 ? kNumSymbols : 1] = {0};
-  if (int rc = bind_inputs(inputs, n_in, sym)) return rc;
-  const int saved_threads = omp_get_max_threads();
-  if (m->num_threads > 0) omp_set_num_threads(m->num_threads);
-  int rc = run(m, inputs, outputs, n_out, sym);
-  if (m->num_threads > 0) omp_set_num_threads(saved_threads);
-  return rc;
-}
-
-void aotc_destroy(void *model) {
-  if (!model) return;
-  Model *m = static_cast<Model *>(model);
-  for (int64_t j = 0; j < kNumState; ++j)
-    if (!m->shared_state[j]) std::free(m->state[j]);
-  std::free(m->arena);
-  std::free(m);
-}
-
-}  // extern "C"
-
-extern "C" {
-
-int aotc_describe_inputs(const aotc_tensor_info **infos, int64_t *n) {
-  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_inputs: null argument");
-  *infos = kInputs;
-  *n = kNumInputs;
-  return AOTC_OK;
-}
-
-int aotc_describe_outputs(const aotc_tensor_info **infos, int64_t *n) {
-  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_outputs: null argument");
-  *infos = kOutputs;
-  *n = kNumOutputs;
-  return AOTC_OK;
-}
-
-int aotc_describe_symbols(const aotc_symbol_info **infos, int64_t *n) {
-  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_symbols: null argument");
-  *infos = kSymbols;
-  *n = kNumSymbols;
-  return AOTC_OK;
-}
-
-int aotc_describe_constants(const aotc_constant_info **infos, int64_t *n) {
-  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_constants: null argument");
-  *infos = kConstants;
-  *n = kNumConstants;
-  return AOTC_OK;
-}
-
-int aotc_describe_metadata(const char *const **keys, const char *const **values, int64_t *n) {
-  if (!keys || !values || !n)
-    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_metadata: null argument");
-  *keys = kKeys;
-  *values = kValues;
-  *n = kNumMetadata;
-  return AOTC_OK;
-}
-
-}  // extern "C"
-
-extern "C" int aotc_pack_constant(int64_t k, const void *src, void *dst) {
-  if (k < 0 || k >= kNumConstants)
-    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: no constant %lld (the model has %lld)", (long long)k, (long long)kNumConstants);
-  if (kConstantBytes[k] == 0) return AOTC_OK;
-  if (!src || !dst) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: null argument");
+// The constants weights.bin stores prepacked (aotc_pack_constant).
+bool pack_constant(int64_t k, const void *src, void *dst) {
   switch (k) {
     case 0:
       aotc_sgemm_pack_b(10, 16, static_cast<const float *>(src) + 0, 1, 10, static_cast<float *>(dst));
-      return AOTC_OK;
+      return true;
     default:
-      __builtin_memcpy(dst, src, size_t(kConstantBytes[k]));
-      return AOTC_OK;
+      return false;
   }
 }
 
+}  // namespace
+
+#include "aotc_model_abi.h"  // the C ABI, over the names defined above

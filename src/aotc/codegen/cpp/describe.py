@@ -73,7 +73,8 @@ def _tensor_table(code: CodeBuffer, program: Program, kind: str,
 
 
 def emit_description(code: CodeBuffer, program: Program, metadata: dict[str, str]) -> None:
-    """Tables inside the model's anonymous namespace; `emit_describe_abi` exports them."""
+    """Tables inside the model's anonymous namespace; aotc_describe_* (kernels/aotc_model_abi.h)
+    return them."""
     code.line("// The library's description of itself (aotc_describe_*).")
     inputs = _tensor_table(code, program, "Input", [(s.name, s.buffer) for s in program.inputs])
     outputs = _tensor_table(code, program, "Output", [(o, o) for o in program.outputs])
@@ -101,51 +102,3 @@ def emit_description(code: CodeBuffer, program: Program, metadata: dict[str, str
         f"constexpr int64_t kNumMetadata = {len(metadata)};",
         "",
     ])
-
-
-def emit_describe_abi(code: CodeBuffer) -> None:
-    code.lines_of(DESCRIBE_FUNCTIONS.strip("\n").split("\n"))
-
-
-DESCRIBE_FUNCTIONS = r"""
-extern "C" {
-
-int aotc_describe_inputs(const aotc_tensor_info **infos, int64_t *n) {
-  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_inputs: null argument");
-  *infos = kInputs;
-  *n = kNumInputs;
-  return AOTC_OK;
-}
-
-int aotc_describe_outputs(const aotc_tensor_info **infos, int64_t *n) {
-  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_outputs: null argument");
-  *infos = kOutputs;
-  *n = kNumOutputs;
-  return AOTC_OK;
-}
-
-int aotc_describe_symbols(const aotc_symbol_info **infos, int64_t *n) {
-  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_symbols: null argument");
-  *infos = kSymbols;
-  *n = kNumSymbols;
-  return AOTC_OK;
-}
-
-int aotc_describe_constants(const aotc_constant_info **infos, int64_t *n) {
-  if (!infos || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_constants: null argument");
-  *infos = kConstants;
-  *n = kNumConstants;
-  return AOTC_OK;
-}
-
-int aotc_describe_metadata(const char *const **keys, const char *const **values, int64_t *n) {
-  if (!keys || !values || !n)
-    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_metadata: null argument");
-  *keys = kKeys;
-  *values = kValues;
-  *n = kNumMetadata;
-  return AOTC_OK;
-}
-
-}  // extern "C"
-"""

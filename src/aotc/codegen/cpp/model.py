@@ -1,4 +1,5 @@
-"""The model's translation unit: kernels, input binding and checks, the arena, the C ABI."""
+"""The model's translation unit: kernels, input binding and checks, the arena, and the names
+that kernels/aotc_model_abi.h (the C ABI, included last) builds on."""
 from __future__ import annotations
 
 import sympy
@@ -31,11 +32,11 @@ from .control import (
     loop_open,
     loops_of,
 )
-from .describe import constant_layout, emit_describe_abi, emit_description
+from .describe import constant_layout, emit_description
 from .exprs import c_index, symbol_ranges
 from .kernels import describe, emit_kernel, program_symbol_index, symbol_order
 from .late import emit_bind, emit_stage_start, emit_symbol_locals, slot_pointer
-from .packing import emit_pack_abi, emit_packing
+from .packing import emit_packing
 from .regions import emit_region_write
 from .rows import emit_row_group
 from .sharing import KernelSharing
@@ -71,8 +72,11 @@ def _emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled], t
         f"constexpr int64_t kConstantBytes[] = {{{', '.join(constant_bytes) or '0'}}};",
     ])
     emit_state_tables(code, program)
-    n_stages = max(plan.stage, default=0)
     code.lines_of([
+        "// the arenas of the stages that symbols bound during the run size",
+        f"constexpr int64_t kNumLateStages = {max(plan.stage, default=0)};",
+        "// whether the output sizes need the kernels that bind their symbols",
+        f"constexpr bool kOutputSizesNeedRun = {str(outputs_sized_late(program)).lower()};",
         "",
         "struct Model {",
         "  const void *constants[kNumConstants > 0 ? kNumConstants : 1];",
@@ -80,12 +84,9 @@ def _emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled], t
         "  bool shared_state[kNumState > 0 ? kNumState : 1];  // the loader's memory: not freed",
         "  char *arena;",
         "  int64_t arena_bytes;",
+        "  char *late_arena[kNumLateStages > 0 ? kNumLateStages : 1];",
+        "  int64_t late_arena_bytes[kNumLateStages > 0 ? kNumLateStages : 1];",
         "  int32_t num_threads;",
-    ] + ([
-        "  // the arenas of the stages that symbols bound during the run size",
-        f"  char *late_arena[{n_stages}];",
-        f"  int64_t late_arena_bytes[{n_stages}];",
-    ] if n_stages else []) + [
         "};",
         "",
     ])
@@ -118,11 +119,7 @@ def _emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled], t
     emit_packing(code, program)
     code.line("}  // namespace")
     code.line()
-    _emit_abi(code, n_stages, outputs_sized_late(program))
-    code.line()
-    emit_describe_abi(code)
-    code.line()
-    emit_pack_abi(code, program)
+    code.line('#include "aotc_model_abi.h"  // the C ABI, over the names defined above')
     return code.text()
 
 
@@ -224,13 +221,10 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
     states = state_index(program)
     input_index = {s.buffer: k for k, s in enumerate(program.inputs)}
     out_index = {name: j for j, name in enumerate(program.outputs)}
-    code.line("// Checks the outputs, sizes the arena, then runs every kernel in order.")
-    signature = ("int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, "
-                 "const int64_t *sym)")
-    if plan.bindings:  # binds symbols during the run; `shapes_only` stops once outputs are sized
-        signature = ("int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, "
-                     "int64_t *sym, int shapes_only = 0)")
-    with code.block(signature):
+    code.line("// Checks the outputs, sizes the arena, then runs every kernel in order; with")
+    code.line("// `shapes_only`, a run that binds symbols stops once the outputs are sized.")
+    with code.block("int run(Model *m, const aotc_tensor *in, aotc_tensor *out, int64_t n_out, "
+                    "int64_t *sym, bool shapes_only)"):
         late = set(plan.bindings)
         sized_late = outputs_sized_late(program)
         if not sized_late:
@@ -391,132 +385,3 @@ def _emit_bindings(code: CodeBuffer, program: Program, plan: MemoryPlan, step: i
 
 def _c_str(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-
-
-def _emit_abi(code: CodeBuffer, n_stages: int, sized_late: bool) -> None:
-    text = ABI_FUNCTIONS
-    if n_stages:
-        text = text.replace("  std::free(m->arena);\n", "  std::free(m->arena);\n"
-                            f"  for (int k = 0; k < {n_stages}; ++k) std::free(m->late_arena[k]);\n")
-    if sized_late:  # the output sizes need the kernels that bind their symbols
-        text = text.replace(SIZES_FROM_INPUTS, SIZES_FROM_RUN)
-    code.lines_of(text.strip("\n").split("\n"))
-
-
-SIZES_FROM_INPUTS = "  output_sizes(sym, out_sizes);\n"
-SIZES_FROM_RUN = """  Model *m = static_cast<Model *>(model);
-  const int saved_threads = omp_get_max_threads();
-  if (m->num_threads > 0) omp_set_num_threads(m->num_threads);
-  int rc = run(m, inputs, nullptr, 0, sym, 1);
-  if (m->num_threads > 0) omp_set_num_threads(saved_threads);
-  if (rc) return rc;
-  output_sizes(sym, out_sizes);
-"""
-
-
-# The C ABI around the model-specific `bind_inputs`, `output_sizes` and `run` above.
-ABI_FUNCTIONS = r"""
-extern "C" {
-
-int aotc_abi_version(void) { return AOTC_ABI_VERSION; }
-
-const char *aotc_last_error(void) { return aotc::g_error; }
-
-int aotc_create(const void *const *constants, int64_t n_constants, void **model) {
-  if (!model) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: model out-pointer is null");
-  *model = nullptr;
-  if (n_constants != kNumConstants)
-    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: expected %lld constants, got %lld",
-                      (long long)kNumConstants, (long long)n_constants);
-  if (int rc = check_packing()) return rc;
-  Model *m = static_cast<Model *>(std::calloc(1, sizeof(Model)));
-  if (!m) return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory");
-  for (int64_t k = 0; k < kNumConstants; ++k) {
-    if (kConstantBytes[k] > 0 && (!constants || !constants[k])) {
-      std::free(m);
-      return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_create: constant %lld is null", (long long)k);
-    }
-    m->constants[k] = constants[k];
-  }
-  for (int64_t j = 0; j < kNumState; ++j) {  // the state starts as the package's values
-    const int64_t bytes = kConstantBytes[kStateConstant[j]];
-    m->state[j] = std::aligned_alloc(64, aotc::align64(bytes > 0 ? bytes : 1));
-    if (!m->state[j]) {
-      aotc_destroy(m);
-      return aotc::fail(AOTC_ERR_MEMORY, "aotc_create: out of memory for the model state");
-    }
-    if (bytes > 0) __builtin_memcpy(m->state[j], constants[kStateConstant[j]], bytes);
-  }
-  *model = m;
-  return AOTC_OK;
-}
-
-int aotc_describe_state(const int64_t **constant_index, int64_t *n) {
-  if (!constant_index || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_state: null argument");
-  *constant_index = kStateConstant;
-  *n = kNumState;
-  return AOTC_OK;
-}
-
-int aotc_state(void *model, int64_t k, void **data) {
-  if (!model || !data) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_state: null argument");
-  if (k < 0 || k >= kNumState)
-    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_state: no state buffer %lld (the model has %lld)",
-                      (long long)k, (long long)kNumState);
-  *data = static_cast<Model *>(model)->state[k];
-  return AOTC_OK;
-}
-
-int aotc_share_state(void *model, int64_t k, void *data) {
-  if (!model || !data) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: null argument");
-  if (k < 0 || k >= kNumState)
-    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_share_state: no state buffer %lld (the model has %lld)",
-                      (long long)k, (long long)kNumState);
-  Model *m = static_cast<Model *>(model);
-  if (!m->shared_state[k]) std::free(m->state[k]);
-  m->state[k] = data;
-  m->shared_state[k] = true;
-  return AOTC_OK;
-}
-
-int aotc_set_num_threads(void *model, int32_t n) {
-  if (!model) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_set_num_threads: null model");
-  static_cast<Model *>(model)->num_threads = n;
-  return AOTC_OK;
-}
-
-int aotc_output_shapes(void *model, const aotc_tensor *inputs, int64_t n_in, int64_t *out_sizes) {
-  if (!model || !out_sizes) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_output_shapes: null argument");
-  if (n_in > 0 && !inputs) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_output_shapes: null inputs");
-  int64_t sym[kNumSymbols > 0 ? kNumSymbols : 1] = {0};
-  if (int rc = bind_inputs(inputs, n_in, sym)) return rc;
-  output_sizes(sym, out_sizes);
-  return AOTC_OK;
-}
-
-int aotc_run(void *model, const aotc_tensor *inputs, int64_t n_in, aotc_tensor *outputs,
-             int64_t n_out) {
-  if (!model) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_run: null model");
-  if ((n_in > 0 && !inputs) || (n_out > 0 && !outputs))
-    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_run: null inputs or outputs");
-  Model *m = static_cast<Model *>(model);
-  int64_t sym[kNumSymbols > 0 ? kNumSymbols : 1] = {0};
-  if (int rc = bind_inputs(inputs, n_in, sym)) return rc;
-  const int saved_threads = omp_get_max_threads();
-  if (m->num_threads > 0) omp_set_num_threads(m->num_threads);
-  int rc = run(m, inputs, outputs, n_out, sym);
-  if (m->num_threads > 0) omp_set_num_threads(saved_threads);
-  return rc;
-}
-
-void aotc_destroy(void *model) {
-  if (!model) return;
-  Model *m = static_cast<Model *>(model);
-  for (int64_t j = 0; j < kNumState; ++j)
-    if (!m->shared_state[j]) std::free(m->state[j]);
-  std::free(m->arena);
-  std::free(m);
-}
-
-}  // extern "C"
-"""

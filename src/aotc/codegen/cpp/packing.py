@@ -1,5 +1,5 @@
-"""The model library's prepacked constants (ABI version 5): the layout check at aotc_create
-and aotc_pack_constant, which packs a swapped weight as the package stores it.
+"""The model library's prepacked constants (ABI version 5): the layout check that aotc_create
+makes and the packing behind aotc_pack_constant (a swapped weight, as the package stores it).
 
 Which constants are packed, and how, is decided in scheduler/prepack.py; the layout itself
 is the GEMM kernel's (kernels/aotc_kernels.h)."""
@@ -10,8 +10,9 @@ from .code import CodeBuffer
 
 
 def emit_packing(code: CodeBuffer, program: Program) -> None:
-    """`check_packing()` inside the anonymous namespace: whether the kernel linked into this
-    library uses the panel layout the package's weights were packed in."""
+    """`check_packing()` and `pack_constant()` inside the anonymous namespace: whether the
+    kernel linked into this library uses the panel layout the package's weights were packed
+    in, and the packing itself."""
     layouts = {(c.packing.nr, c.packing.kc) for c in program.constants if c.packing}
     # (a bfloat16 layout has the same panel width and slice depth, rounded to pairs)
     assert len(layouts) <= 1, "one build packs every weight for one micro-kernel"
@@ -30,21 +31,15 @@ def emit_packing(code: CodeBuffer, program: Program) -> None:
     code.line("  return AOTC_OK;")
     code.line("}")
     code.line()
+    _emit_pack_constant(code, program)
 
 
-def emit_pack_abi(code: CodeBuffer, program: Program) -> None:
-    """aotc_pack_constant: the user's contiguous tensor of constant k into the bytes the
-    package stores for it (a copy for a constant stored as given)."""
-    code.lines_of([
-        'extern "C" int aotc_pack_constant(int64_t k, const void *src, void *dst) {',
-        "  if (k < 0 || k >= kNumConstants)",
-        "    return aotc::fail(AOTC_ERR_ARGUMENT, \"aotc_pack_constant: no constant %lld (the "
-        "model has %lld)\", (long long)k, (long long)kNumConstants);",
-        "  if (kConstantBytes[k] == 0) return AOTC_OK;",
-        "  if (!src || !dst) return aotc::fail(AOTC_ERR_ARGUMENT, \"aotc_pack_constant: null "
-        "argument\");",
-        "  switch (k) {",
-    ])
+def _emit_pack_constant(code: CodeBuffer, program: Program) -> None:
+    """`pack_constant(k, src, dst)` inside the anonymous namespace: the user's contiguous
+    tensor of constant k packed as the package stores it; false for a constant stored as
+    given, which aotc_pack_constant copies."""
+    code.line("// The constants weights.bin stores prepacked (aotc_pack_constant).")
+    code.lines_of(["bool pack_constant(int64_t k, const void *src, void *dst) {", "  switch (k) {"])
     for k, c in enumerate(program.constants):
         p = c.packing
         if p is None:
@@ -55,13 +50,6 @@ def emit_pack_abi(code: CodeBuffer, program: Program) -> None:
             f"    case {k}:",
             f"      {pack}({p.k}, {p.n}, static_cast<const float *>(src) + {p.offset}, "
             f"{p.sb_k}, {p.sb_n}, static_cast<{out} *>(dst));",
-            "      return AOTC_OK;",
+            "      return true;",
         ])
-    code.lines_of([
-        "    default:",
-        "      __builtin_memcpy(dst, src, size_t(kConstantBytes[k]));",
-        "      return AOTC_OK;",
-        "  }",
-        "}",
-        "",
-    ])
+    code.lines_of(["    default:", "      return false;", "  }", "}", ""])

@@ -1,7 +1,11 @@
 /* The C ABI every aotc model.so exports (version 6).
  * Every function returns 0 on success, or a non-zero aotc_status with a message in
  * aotc_last_error() (thread-local). No C++ exception and no abort crosses this ABI.
- * New functions may be added in later versions; existing meanings never change. */
+ * New functions may be added in later versions; existing meanings never change. Any change
+ * of what this header declares is a new version, and a loader takes a library of exactly
+ * its own version, refusing others with advice to compile the model again (docs/
+ * ARCHITECTURE.md, "Versions"). A model library defines them in kernels/aotc_model_abi.h
+ * (aotc_crc32 in kernels/checksum.cpp). */
 #ifndef AOTC_ABI_H
 #define AOTC_ABI_H
 
