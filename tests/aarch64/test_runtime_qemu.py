@@ -69,7 +69,8 @@ def test_refusals_under_qemu(open_packages, tmp_path):
                        bare_package(tmp_path / "v80.pt2", "armv8-a"))
     assert results["missing.pt2"].startswith("5 ") and "does not exist" in results["missing.pt2"]
     assert "not a valid .pt2 package" in results["not_a_zip.pt2"]
-    assert "compiled for x86-64-v3; this is an aarch64 processor" in results["x86.pt2"]
+    assert ("compiled for x86_64 (x86-64-v3, isa 'test'): it runs on an x86_64 machine, and this "
+            "is aarch64") in results["x86.pt2"]
     assert "unknown target arch 'armv9-a'" in results["armv9.pt2"]
     # a Cortex-A53 (Armv8.0) has the CRC instructions but neither LSE, RDMA, fp16 nor dotprod
     assert "this CPU lacks lse rdma fp16 dotprod" in results["v82.pt2"]

@@ -107,7 +107,8 @@ void check_arm_target(const std::string &meta, const std::string &arch, const st
   for (const std::string &f : need) missing += has_feature(f) ? "" : " " + f;
   if (!missing.empty())
     fail_package(label, "was compiled for " + arch + " (" + isa + "); this CPU lacks" + missing +
-                 ". Recompile for armv8-a (the NEON baseline) for older machines");
+                 ". Recompile with options={'target': 'aarch64'} (armv8-a, the NEON baseline) "
+                 "for older machines");
 }
 #endif
 
@@ -118,11 +119,25 @@ void check_target(const std::string &meta, const std::string &label) {
   json_lookup(meta, {"target", "isa"}, &isa);
   if (device != "cpu")
     fail_package(label, "was compiled for device '" + device + "'; this runtime runs cpu packages");
+  // the processor family, recorded since aarch64 came; an older package's arch names it (or
+  // is native, built on the machine that compiled it)
+  std::string family;
+  if (!json_lookup(meta, {"target", "architecture"}, &family) && arch != "native")
+    family = arch.compare(0, 4, "armv") == 0 ? "aarch64" : "x86_64";
+#if defined(__aarch64__)
+  const std::string here = "aarch64";
+#elif defined(__x86_64__)
+  const std::string here = "x86_64";
+#else
+  const std::string here = "neither x86_64 nor aarch64";
+#endif
+  if (!family.empty() && family != here)
+    fail_package(label, "was compiled for " + family + " (" + arch + ", isa '" + isa +
+                 "'): it runs on an " + family + " machine, and this is " + here +
+                 ". Compile it again without a target option to run it here");
   if (arch == "native") return;
 #if defined(__aarch64__)
   return check_arm_target(meta, arch, isa, label);
-#elif !defined(__x86_64__)
-  fail_package(label, "was compiled for " + arch + "; this is not an x86-64 processor");
 #endif
   std::string missing;
   const char *v3[] = {"avx2", "fma", "bmi2"};
