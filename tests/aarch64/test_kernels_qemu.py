@@ -24,7 +24,9 @@ DRIVERS = {
     "sort_scan_test": ["kernels-sort", "kernels-scan"],
     "crc_test": ["kernels-checksum"],
 }
-HEADERS = sorted((SRC / "kernels").glob("*.h")) + [
+# aotc_model_abi.h is the tail of a generated model, which defines what it uses first: the
+# models of test_models_qemu.py compile it
+HEADERS = sorted(set((SRC / "kernels").glob("*.h")) - {SRC / "kernels" / "aotc_model_abi.h"}) + [
     SRC / "include" / "aotc" / name for name in ("aotc_abi.h", "aotc_runtime.h", "aotc.hpp")]
 
 pytestmark = needs_tools
