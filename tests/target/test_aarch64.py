@@ -102,3 +102,21 @@ def test_bf16_is_refused_at_compile_time():
         with pytest.raises(CompileError, match=r"precision='bf16' has no aarch64 kernel \(bf16 "
                                                r"GEMMs run on x86_64's avx512_bf16 only\)"):
             check_precision("bf16", level, on_host=False)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"precision": "bf16"}, "precision='bf16' has no aarch64 kernel"),
+    ({"max_autotune": True}, r"max_autotune measures the model on this machine, which cannot run "
+                             r"code for aarch64 \(this is x86_64\); compile without max_autotune, "
+                             r"or on an aarch64 machine"),
+])
+def test_what_the_target_lacks_is_refused_before_any_build(tmp_path, monkeypatch, options, message):
+    import torch
+
+    import aotc
+
+    monkeypatch.setattr(host, "machine", lambda: "x86_64")
+    ep = torch.export.export(torch.nn.Linear(4, 2), (torch.randn(1, 4),))
+    with pytest.raises(CompileError, match=message):
+        aotc.compile_and_package(ep, tmp_path / "m.pt2", options={"target": "aarch64", **options})
+    assert not (tmp_path / "m.pt2").exists()
