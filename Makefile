@@ -4,7 +4,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test venv lint bench bench-quick fuzz clean
+.PHONY: demo test test-aarch64 venv lint bench bench-quick fuzz clean
 
 venv: $(STAMP)
 
@@ -36,6 +36,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VPY) -m pytest -q tests
+
+# the C++ kernels and runtime cross-compiled for aarch64 and run under qemu-user; they need
+# Debian's g++-aarch64-linux-gnu and qemu-user, and skip without them
+test-aarch64: $(STAMP)
+	$(VPY) -m pytest -q tests/aarch64
 
 # the damaged-package sweep at full size (make test runs 200 of these cases), and 5000 random
 # programs against eager, drawn by Hypothesis (make test runs 30; AOTC_FUZZ_SEED is its seed)

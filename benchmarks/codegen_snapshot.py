@@ -1,5 +1,6 @@
-"""The generated C++ of every benchmark and zoo model, for each x86 ISA build, written to a
-folder, so that a refactor of the compiler can show its code is unchanged:
+"""The generated C++ of every benchmark and zoo model, for each x86 ISA build and the aarch64
+baseline, written to a folder, so that a refactor of the compiler can show its code is
+unchanged:
 
     python benchmarks/codegen_snapshot.py OUT                # write OUT/<isa>/<model>.cpp
     python benchmarks/codegen_snapshot.py NEW --compare OLD  # and diff against OLD
@@ -26,7 +27,7 @@ from aotc.passes.pipeline import compile_program  # noqa: E402
 from aotc.target import target_for  # noqa: E402
 from models import BY_NAME  # noqa: E402
 
-ISAS = ("avx512", "avx2", "sse2")
+ISAS = ("avx512", "avx2", "sse2", "neon")
 
 
 def programs():
@@ -54,15 +55,19 @@ def write(out: Path, only: set[str] | None) -> list[Path]:
 
 
 def compare(written: list[Path], out: Path, old: Path) -> int:
-    changed = 0
+    changed, new = 0, 0
     for path in written:
         before = old / path.relative_to(out)
+        if not before.parent.exists():  # a level OLD has no folder of (a target added since)
+            new += 1
+            continue
         a = before.read_text().splitlines(keepends=True) if before.exists() else []
         b = path.read_text().splitlines(keepends=True)
         if a != b:
             changed += 1
             sys.stdout.writelines(difflib.unified_diff(a, b, str(before), str(path), n=2))
-    print(f"{changed} of {len(written)} files differ")
+    print(f"{changed} of {len(written) - new} files differ"
+          + (f"; {new} more are of levels {old} does not hold" if new else ""))
     return 1 if changed else 0
 
 

@@ -1,11 +1,15 @@
 """The command line: compile (a saved export or FILE.py:FACTORY), inspect, run, bench, ops."""
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
+import pytest
 import torch
 
 from aotc.cli import main
 from aotc.package.format import PackageReader
+from aotc.target import target_for
 from models import ReadmeModel
 
 FACTORY = '''
@@ -101,3 +105,16 @@ def test_ops_table_in_docs_is_current():
 def test_prepare_builds_the_kernels(capsys):
     assert main(["prepare"]) == 0
     assert "aotc kernels for" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(shutil.which(target_for("neon").compiler) is None,
+                    reason="the aarch64 cross compiler (g++-aarch64-linux-gnu) is not installed")
+def test_compile_for_aarch64(tmp_path, capsys):
+    with torch.no_grad():
+        ep = torch.export.export(ReadmeModel().eval(), (torch.randn(2, 10),))
+    torch.export.save(ep, tmp_path / "prog.pt2")
+    out = tmp_path / "a64.pt2"
+    assert main(["compile", str(tmp_path / "prog.pt2"), "-o", str(out), "--target", "aarch64"]) == 0
+    assert PackageReader(out).metadata("model")["target"]["arch"] == "armv8-a"
+    assert main(["compile", str(tmp_path / "prog.pt2"), "-o", str(out), "--target", "sparc"]) == 1
+    assert "unknown target 'sparc'" in capsys.readouterr().err

@@ -27,7 +27,7 @@ from .passes.pipeline import Compiled, compile_program
 from .runtime.abi import ABI_VERSION
 from .scheduler.precision import check_precision, pack_panels_bf16, target_metadata
 from .scheduler.prepack import pack_panels
-from .target import target_for
+from .target import host
 
 log = logging.getLogger("aotc.perf")
 
@@ -179,13 +179,14 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
     for leaf, entry in zip(p.output_leaves, leaves):
         if leaf.scalar:  # a symbolic value: returned as a Python number
             entry["scalar"] = leaf.scalar
-    target = target_for(opts.isa)
+    target = opts.compile_target()
     return {
         "format_version": FORMAT_VERSION,
         "abi_version": ABI_VERSION,
         "aotc_version": __version__,
         "torch_version": torch.__version__,
-        "target": {**target.metadata(), **target_metadata(opts.precision, target)},
+        "target": {**target.metadata(), "architecture": target.architecture,
+                   **target_metadata(opts.precision, target)},
         "inputs": inputs,
         "outputs": outputs,
         "output_leaves": leaves,
@@ -207,26 +208,33 @@ def build_metadata(ep, compiled: Compiled, opts: Options, constants: list[dict])
 
 def library_metadata(name: str, opts: Options) -> dict[str, str]:
     """What the model library reports about itself (aotc_describe_metadata)."""
-    target = target_for(opts.isa)
+    target = opts.compile_target()
     return {"model_name": name, "aotc_version": __version__, "torch_version": torch.__version__,
             **target.metadata(), "num_threads": str(opts.num_threads)}
 
 
 def _compile_one(prog, opts: Options, name: str, given: frozenset = frozenset()) -> ModelFiles:
     prog = _exported(prog)
+    target = opts.compile_target()
     if opts.max_autotune:  # measure ISA levels and thread counts; `given` options stay fixed
         from .autotune import autotune
 
+        if host.machine() not in target.machines:
+            raise CompileError(f"max_autotune measures the model on this machine, which cannot "
+                               f"run code for {target.architecture} (this is {host.machine()}); "
+                               f"compile without max_autotune, or on an {target.architecture} "
+                               "machine")
         files, _ = autotune(prog, lambda isa: _compile_one(prog, replace(
             opts, isa=isa, max_autotune=False), name),
-            # bf16 GEMMs run on AVX-512 alone: the AVX2 candidate would be refused
-            opts.isa if "isa" in given or opts.precision == "bf16" else None,
+            # bf16 GEMMs run on AVX-512 alone: the AVX2 candidate would be refused; the
+            # target option names one level
+            opts.isa if "isa" in given or opts.precision == "bf16"
+            else target.isa if "target" in given else None,
             opts.num_threads if given & {"num_threads", "cpp.threads"} else None)
         return files
     t0 = time.perf_counter()
     named = Options.parse({**asdict(opts), "model_name": name})
-    target = target_for(opts.isa)
-    check_precision(opts.precision, target, opts.isa)
+    check_precision(opts.precision, target, opts.on_host())
     compiled = compile_program(prog, target, opts.opt_level,
                                named.debug_path(name), header=f"model '{name}'",
                                metadata=library_metadata(name, named), freezing=opts.freezing,

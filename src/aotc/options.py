@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .errors import CompileError
+from .target import Target, select_target
 
 # values of the `precision` option (scheduler/precision.py)
 PRECISIONS = ("fp32", "bf16")
@@ -52,7 +53,9 @@ _PREFIX_INSTEAD = {
 @dataclass(frozen=True)
 class Options:
     num_threads: int = 0  # default thread count of the compiled model; 0: OMP_NUM_THREADS/cores
-    isa: str = "host"  # host | avx512 | avx2 | sse2 | native
+    # host | an architecture (x86_64, aarch64: its baseline) | a level: what the code runs on
+    target: str = "host"
+    isa: str = "host"  # host | native | a level: avx512, avx2, sse2, neon-dotprod, neon
     opt_level: str = "-O3"
     debug_dir: str | None = None  # dump every pipeline stage here
     model_name: str = "model"  # the name inside the package
@@ -94,6 +97,10 @@ class Options:
         for key in ("freezing", "package", "max_autotune"):
             if not isinstance(getattr(opts, key), bool):
                 raise CompileError(f"{key} must be True or False, got {getattr(opts, key)!r}")
+        for key in ("target", "isa"):
+            if not isinstance(getattr(opts, key), str):
+                raise CompileError(f"{key} must be a string, got {getattr(opts, key)!r}")
+        opts.compile_target()
         if opts.precision not in PRECISIONS:
             raise CompileError(f"precision must be one of {list(PRECISIONS)}, got "
                                f"{opts.precision!r}")
@@ -102,6 +109,17 @@ class Options:
             raise CompileError(f"metadata ('aot_inductor.metadata') must be a dict of strings "
                                f"to strings, got {opts.metadata!r}")
         return opts
+
+    def compile_target(self) -> Target:
+        """The target the `target` and `isa` options name (target/__init__.py)."""
+        try:
+            return select_target(self.target, self.isa)
+        except ValueError as e:
+            raise CompileError(str(e)) from None
+
+    def on_host(self) -> bool:
+        """Whether this machine picks the level: neither option names one."""
+        return self.target == "host" and self.isa == "host"
 
     def debug_path(self, model: str) -> Path | None:
         return Path(self.debug_dir) / model if self.debug_dir else None

@@ -27,15 +27,19 @@ class SoftmaxNorm(torch.nn.Module):
 GOLDEN_TARGET = target_for("avx512")
 
 
-def _emit(module, args, dynamic_shapes=None) -> str:
+def _emit(module, args, dynamic_shapes=None, target=GOLDEN_TARGET) -> str:
     ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
-    return compile_program(ep, GOLDEN_TARGET, header="golden", build=False).source
+    return compile_program(ep, target, header="golden", build=False).source
 
 
 CASES = {
     "readme_model.cpp": lambda: _emit(ReadmeModel(), (torch.randn(8, 10),),
                                       {"x": {0: torch.export.Dim("batch", min=1, max=1024)}}),
     "softmax_norm.cpp": lambda: _emit(SoftmaxNorm(), (torch.randn(4, 6),)),
+    # the aarch64 baseline (options={"target": "aarch64"})
+    "readme_model_neon.cpp": lambda: _emit(ReadmeModel(), (torch.randn(8, 10),),
+                                           {"x": {0: torch.export.Dim("batch", min=1, max=1024)}},
+                                           target_for("neon")),
 }
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from cpp_builds import example_input
+from raw_tensors import read_raw, write_raw
 
 import aotc
 from aotc.runtime import wait_policy
@@ -95,20 +96,6 @@ def test_c_api_program(test_programs, plain_example, tmp_path):
     assert proc.returncode == 0 and "\n0 failed" in proc.stdout, proc.stdout + proc.stderr
     assert "FAILED" not in proc.stdout
     check_against_python(proc.stdout, package)
-
-
-def write_raw(path, array: np.ndarray) -> str:
-    code = {"float32": 0, "float64": 1, "int32": 6, "int64": 7, "bool": 9}[array.dtype.name]
-    header = f"{code} {array.ndim} {' '.join(map(str, array.shape))}".rstrip() + "\n"
-    path.write_bytes(header.encode() + np.ascontiguousarray(array).tobytes())
-    return str(path)
-
-
-def read_raw(path) -> np.ndarray:
-    header, _, data = path.read_bytes().partition(b"\n")
-    code, ndim, *shape = map(int, header.split())
-    dtype = {0: np.float32, 1: np.float64, 6: np.int32, 7: np.int64, 9: np.bool_}[code]
-    return np.frombuffer(data, dtype=dtype).reshape(shape[:ndim])
 
 
 def run_model(programs, package, name, inputs, tmp_path, *flags, env=None):

@@ -135,8 +135,8 @@ def test_host_without_bf16_is_refused(tmp_path, monkeypatch):
     from aotc.scheduler import precision
     monkeypatch.setattr(host, "cpu_flags", lambda: frozenset({"avx512f", "avx2"}))
     with pytest.raises(CompileError, match=f"{BF16_FEATURE}.*this CPU"):
-        precision.check_precision("bf16", target_for("avx512"), "host")
-    precision.check_precision("bf16", target_for("avx512"), "avx512")
+        precision.check_precision("bf16", target_for("avx512"), on_host=True)
+    precision.check_precision("bf16", target_for("avx512"), on_host=False)
 
 
 @pytest.mark.parametrize("value", ["fp16", "bfloat16", 16, None])

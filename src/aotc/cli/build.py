@@ -85,6 +85,8 @@ def cmd_compile(args) -> int:
     options = dict(args.option or [])
     if args.model_name:
         options["model_name"] = args.model_name
+    if args.target:
+        options["target"] = args.target
     start = time.perf_counter()
     program = (export_from_factory(args.program, args.input or [], args.dynamic or [])
                if ".py:" in args.program else args.program)
@@ -94,13 +96,15 @@ def cmd_compile(args) -> int:
 
 
 def cmd_prepare(args) -> int:
-    """Build the shipped kernels for this machine now, so no model compile pays for it."""
+    """Build the shipped kernels for this machine (or the target named) now, so no model
+    compile pays for it."""
     from aotc.cxx.compiler import build_kernels
-    from aotc.target import target_for
+    from aotc.options import Options
 
     start = time.perf_counter()
-    objects = build_kernels(target_for(args.isa))
-    print(f"aotc kernels for {target_for(args.isa).arch} ready in "
+    target = Options.parse({"target": args.target, "isa": args.isa}).compile_target()
+    objects = build_kernels(target)
+    print(f"aotc kernels for {target.arch} ({target.architecture}) ready in "
           f"{time.perf_counter() - start:.2f} s: {', '.join(o.name for o in objects)}")
     return 0
 
@@ -145,10 +149,14 @@ def add_build_commands(sub) -> None:
     p.add_argument("--dynamic", action="append", type=parse_dynamic,
                    metavar="INPUT:DIM=SYMBOL[:MIN:MAX]", help="a dynamic dim (repeatable)")
     p.add_argument("--model-name", help="the model's name inside the package")
+    p.add_argument("--target", help="what the package runs on: host (default), an architecture "
+                   "(x86_64, aarch64: its baseline) or a level (avx2, neon-dotprod...)")
     p.add_argument("--option", action="append", type=parse_option, metavar="KEY=VALUE")
     p.set_defaults(fn=cmd_compile)
     p = sub.add_parser("prepare", help="build the shipped kernels for this machine ahead of time")
-    p.add_argument("--isa", default="host", help="host (default), avx512, avx2 or sse2")
+    p.add_argument("--target", default="host", help="host (default), x86_64 or aarch64")
+    p.add_argument("--isa", default="host", help="host (default), avx512, avx2, sse2, "
+                   "neon-dotprod or neon")
     p.set_defaults(fn=cmd_prepare)
     p = sub.add_parser("ops", help="list the ATen ops aotc lowers")
     p.add_argument("--markdown", action="store_true", help="as the docs/OPS.md table")

@@ -1,7 +1,8 @@
 """Compile generated model code and the shipped kernels, with a content-addressed cache.
 
-Hand-written kernels (kernels/*.cpp) are compiled once per (source, flags, compiler)
-into objects that every model links; a model's own translation unit is cached by the
+Hand-written kernels (kernels/*.cpp) are compiled once per (source, flags, compiler) -- a
+target's flags and compiler, a cross compiler for another architecture -- into objects that
+every model of the target links; a model's own translation unit is cached by the
 hash of its source, flags and those objects, so compiling the same program again is free.
 """
 from __future__ import annotations
@@ -70,7 +71,9 @@ def build_kernels(target: Target) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     objects = []
     for src in kernel_sources():
-        key = _digest(src.read_bytes(), headers, " ".join(flags), compiler_version(cxx))[:24]
+        # the compiler's path and version: two compilers may print the same version line
+        key = _digest(src.read_bytes(), headers, " ".join(flags), cxx,
+                      compiler_version(cxx))[:24]
         obj = out_dir / f"{src.stem}-{key}.o"
         if not obj.exists():
             tmp = _atomic_output(obj)
@@ -89,7 +92,7 @@ def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Pa
     cxx = compiler(target)
     objects = build_kernels(target)
     flags = cxx_flags(target, opt_level)
-    key = _digest(source, " ".join(flags), compiler_version(cxx),
+    key = _digest(source, " ".join(flags), cxx, compiler_version(cxx),
                   *(o.name for o in objects))[:32]
     out_dir = cache_dir() / "models"
     out_dir.mkdir(parents=True, exist_ok=True)

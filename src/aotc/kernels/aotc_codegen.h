@@ -16,6 +16,12 @@
 #include "aotc_abi.h"
 #include "aotc_special.h"
 
+#if defined(__aarch64__) && !defined(__clang__) && __GNUC__ < 13
+// g++ 12 has _Float16 in C but not in C++ on aarch64, where __fp16 is the same IEEE binary16:
+// a storage type whose arithmetic is float's, as the generated code uses float16
+typedef __fp16 _Float16;
+#endif
+
 namespace aotc {
 
 inline thread_local char g_error[1024];

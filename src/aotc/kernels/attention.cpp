@@ -30,6 +30,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -156,6 +159,47 @@ inline V vfexp(V x) {
   out = _mm256_blendv_ps(out, _mm256_setzero_ps(), small);
   return _mm256_blendv_ps(out, vset(std::numeric_limits<float>::infinity()), large);
 }
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+using V = float32x4_t;
+constexpr int64_t W = 4;
+constexpr int R = 6, C = 4;  // 24 accumulators of the 32 q registers
+inline V vload(const float *p) { return vld1q_f32(p); }
+inline void vstore(float *p, V v) { vst1q_f32(p, v); }
+inline V vset(float x) { return vdupq_n_f32(x); }
+inline V vfma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+inline V vmul(V a, V b) { return vmulq_f32(a, b); }
+inline V vmax(V a, V b) { return vmaxq_f32(a, b); }
+inline V vadd(V a, V b) { return vaddq_f32(a, b); }
+inline float hmax(V v) { return vmaxvq_f32(v); }
+inline float hsum(V v) { return vaddvq_f32(v); }
+// the exp of the AVX builds above, step for step (frintn rounds to nearest even as they do)
+inline V vexp(V x) {
+  const V xc = vmaxq_f32(vset(-87.3f), vminq_f32(vset(88.7f), x));
+  const V n = vrndnq_f32(vmulq_f32(xc, vset(1.44269504088896341f)));
+  V r = vfmsq_f32(xc, n, vset(0.693359375f));
+  r = vfmsq_f32(r, n, vset(-2.12194440e-4f));
+  V p = vset(1.9875691500e-4f);
+  p = vfma(p, r, vset(1.3981999507e-3f));
+  p = vfma(p, r, vset(8.3334519073e-3f));
+  p = vfma(p, r, vset(4.1665795894e-2f));
+  p = vfma(p, r, vset(1.6666665459e-1f));
+  p = vfma(p, r, vset(5.0000001201e-1f));
+  const V y = vfma(vmulq_f32(p, r), r, vaddq_f32(r, vset(1.0f)));
+  const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23);
+  const V out = vmulq_f32(y, vreinterpretq_f32_s32(e));
+  // below the normal range (and -inf, a masked score): exactly 0; a NaN stays
+  return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(out), vcltq_f32(x, vset(-87.3f))));
+}
+// fmax keeps a NaN already
+inline V vmax_nan(V a, V b) { return vmaxq_f32(a, b); }
+// PyTorch's NEON fexp_u20 is not the AVX cubic (and has changed between releases): the
+// accurate exp, lane by lane, as on builds without vectors
+inline V vfexp(V x) {
+  float lanes[W];
+  vstore(lanes, x);
+  for (float &l : lanes) l = std::exp(l);
+  return vload(lanes);
+}
 #else
 using V = float;
 constexpr int64_t W = 1;
@@ -193,7 +237,12 @@ inline float hmax_nan(V v) {
 }
 
 // a probability rounded to the half type, as PyTorch stores it before it weights the values
+#if defined(__aarch64__)
+// (g++ 12 has no _Float16 in C++ on aarch64; __fp16 is IEEE binary16 there, rounded to nearest even)
+inline float round_f16(float x) { return static_cast<float>(static_cast<__fp16>(x)); }
+#else
 inline float round_f16(float x) { return static_cast<float>(static_cast<_Float16>(x)); }
+#endif
 inline float round_bf16(float x) {
   uint32_t u;
   std::memcpy(&u, &x, sizeof u);

@@ -1,5 +1,5 @@
-// Blocked direct convolution for conv.cpp (AVX-512 and AVX2 builds only): 1-D and 2-D,
-// forward, any kernel, stride, padding, dilation and groups.
+// Blocked direct convolution for conv.cpp (AVX-512, AVX2 and aarch64 NEON builds only): 1-D
+// and 2-D, forward, any kernel, stride, padding, dilation and groups.
 //
 // The input of one (image, group) is copied once into a zero-padded buffer whose rows and
 // columns are split into their stride phases (padded element (r, c) of a channel at phase
@@ -14,9 +14,16 @@
 #ifndef AOTC_CONV_DIRECT_H
 #define AOTC_CONV_DIRECT_H
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)) || \
+    (defined(__aarch64__) && defined(__ARM_NEON))
 #define AOTC_CONV_DIRECT 1
+#if defined(__aarch64__)
+#include <arm_neon.h>
+
+#include <cstring>
+#else
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -43,6 +50,29 @@ inline V vload_n(const float *p, int64_t n) {
 }
 inline void vstore_n(float *p, V v, int64_t n) {
     _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);
+}
+#elif defined(__aarch64__)
+using V = float32x4_t;
+constexpr int L = 4;
+inline V vzero() { return vdupq_n_f32(0.0f); }
+inline V vset(float a) { return vdupq_n_f32(a); }
+inline V vload(const float *p) { return vld1q_f32(p); }
+inline void vstore(float *p, V v) { vst1q_f32(p, v); }
+inline V vfma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
+inline V vadd(V a, V b) { return vaddq_f32(a, b); }
+// fmax and fmin return a NaN operand, as the x86 forms do with the NaN second
+inline V vmax(V a, V b) { return vmaxq_f32(a, b); }
+inline V vmin(V a, V b) { return vminq_f32(a, b); }
+// the first n (< L) lanes (zeros after them), and their store, through a bounce buffer
+inline V vload_n(const float *p, int64_t n) {
+    float t[L] = {};
+    std::memcpy(t, p, sizeof(float) * size_t(n));
+    return vld1q_f32(t);
+}
+inline void vstore_n(float *p, V v, int64_t n) {
+    float t[L];
+    vst1q_f32(t, v);
+    std::memcpy(p, t, sizeof(float) * size_t(n));
 }
 #else
 using V = __m256;
@@ -304,13 +334,16 @@ inline void run_tiles(const Plan &pl, const float *buf, const float *w, const fl
 // bias may be null; res (y's shape) is added when not null; act: 0 none, else the result
 // clamped to [lo, hi] (a NaN stays NaN). The register tile: 12 channels x 2 vectors on
 // AVX-512 (24 accumulators), or 8 x 3 when the channels are a multiple of 8 but not of 12
-// (64 channels in blocks of 12 would compute 72); 6 x 2 on AVX2.
+// (64 channels in blocks of 12 would compute 72); 6 x 2 on AVX2; 8 x 3 on NEON (24 of the
+// 32 q registers, 12 positions: MAX_T).
 inline void run(const Plan &pl, const float *buf, const float *w, const float *bias,
                 const float *res, int act, float lo, float hi, float *y, bool threaded) {
 #if defined(__AVX512F__)
     if (pl.cog % 12 != 0 && pl.cog % 8 == 0)
         return run_tiles<8, 3>(pl, buf, w, bias, res, act, lo, hi, y, threaded);
     run_tiles<12, 2>(pl, buf, w, bias, res, act, lo, hi, y, threaded);
+#elif defined(__aarch64__)
+    run_tiles<8, 3>(pl, buf, w, bias, res, act, lo, hi, y, threaded);
 #else
     run_tiles<6, 2>(pl, buf, w, bias, res, act, lo, hi, y, threaded);
 #endif
@@ -411,6 +444,20 @@ inline void transpose(V (&r)[L]) {
         r[k + 8] = _mm512_mask_shuffle_f32x4(b, all, b, d, 0x88);
         r[k + 12] = _mm512_mask_shuffle_f32x4(b, all, b, d, 0xDD);
     }
+#elif defined(__aarch64__)
+    // pairs of rows interleaved (trn1/trn2), then pairs of 64-bit halves
+    const float32x4_t t0 = vtrn1q_f32(r[0], r[1]), t1 = vtrn2q_f32(r[0], r[1]);
+    const float32x4_t t2 = vtrn1q_f32(r[2], r[3]), t3 = vtrn2q_f32(r[2], r[3]);
+    const auto lo = [](float32x4_t a, float32x4_t b) {
+        return vreinterpretq_f32_f64(vzip1q_f64(vreinterpretq_f64_f32(a), vreinterpretq_f64_f32(b)));
+    };
+    const auto hi = [](float32x4_t a, float32x4_t b) {
+        return vreinterpretq_f32_f64(vzip2q_f64(vreinterpretq_f64_f32(a), vreinterpretq_f64_f32(b)));
+    };
+    r[0] = lo(t0, t2);
+    r[1] = lo(t1, t3);
+    r[2] = hi(t0, t2);
+    r[3] = hi(t1, t3);
 #else
     V t[8], u[8];
     for (int i = 0; i < 8; i += 2) {

@@ -9,7 +9,7 @@
 // Packed panels are zero padded, so the micro-kernel never branches on its
 // inner loop. Packing lives in gemm_packing.h, the tile shapes and micro-kernels
 // in gemm_microkernels.h:
-// 12x32 for AVX-512 and 6x16 for AVX2, both with masked edge tiles of as few rows
+// 12x32 for AVX-512 and 6x16 for AVX2 and NEON, all with edge tiles of as few rows
 // as they need; the portable build's tiles go through a local tile instead.
 // For small M, all of A is packed once and B is packed in narrow chunks; with
 // AVX-512, up to 32 rows skip packing altogether (dot products against a
@@ -135,7 +135,7 @@ void macro_kernel(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const flo
             const int64_t first = ir / MR * lines_per_tile;
             const char *pf = next_b ? next_b + 64 * first : nullptr;
             const int64_t pf_lines = next_b ? std::max<int64_t>(0, std::min(lines_per_tile, lines - first)) : 0;
-#if AOTC_GEMM_AVX2
+#if AOTC_GEMM_AVX2 || AOTC_GEMM_NEON
             if (fast_bias) kernel_tile(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
             else {
                 compute_tile(kc, a, b, tile);

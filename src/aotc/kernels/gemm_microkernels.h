@@ -1,5 +1,8 @@
 // Register-blocked SGEMM micro-kernels and the tile shapes they imply, one set
-// per compile target (AVX-512, AVX2+FMA, portable). Private to gemm.cpp.
+// per compile target (AVX-512, AVX2+FMA, NEON, portable). Private to gemm.cpp.
+//
+// Panel width NR and slice depth KC (the packed-B layout a prepacked weight must match):
+// AVX-512 32 x 512; AVX2, NEON (aarch64, every level) and portable 16 x 512.
 //
 // A micro-kernel multiplies a packed MR-row panel of A (k-major: a[k*MR + i])
 // by a packed NR-column panel of B (k-major: b[k*NR + j]), keeping the whole
@@ -26,6 +29,11 @@
 #else
 #define AOTC_GEMM_AVX512 0
 #endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define AOTC_GEMM_NEON 1  // its micro-kernels: gemm_microkernels_neon.h, included at the end
+#else
+#define AOTC_GEMM_NEON 0
+#endif
 
 namespace aotc_gemm {
 
@@ -41,6 +49,16 @@ constexpr int64_t NR = 32;
 // slices), 192 slower, 768 the same.
 constexpr int64_t KC = 512;
 // MC*KC*4 = 144 KiB: the packed A block lives in L2.
+constexpr int64_t MC = 144;
+#elif AOTC_GEMM_NEON
+// 6x16 keeps 24 of the 32 q registers as accumulators (four per row), four for a row of
+// the B panel and two for the six A values, which the FMAs broadcast by lane. AVX2's
+// panel, so the packed layout of a weight is one for both (16 wide, 512 deep).
+constexpr int64_t MR = 6;
+constexpr int64_t NR = 16;
+// KC*NR*4 = 32 KiB: one B micro-panel within a 64 KiB L1 (Neoverse), half of a 32 KiB one.
+constexpr int64_t KC = 512;
+// MC*KC*4 = 144 KiB: the packed A block lives in L2 (512 KiB to 1 MiB per core).
 constexpr int64_t MC = 144;
 #else
 // 6x16 uses 12 of the 16 ymm registers for accumulators, leaving room for
@@ -530,7 +548,7 @@ inline void kernel_tile(int64_t kc, const float *a, const float *b, float *c, in
     else kernel_rows<1>(kc, a, b, c, ldc, mr, nr, e, pf, pf_lines);
 }
 
-#else  // portable fallback: plain loops the compiler can vectorise for any target
+#elif !AOTC_GEMM_NEON  // portable fallback: plain loops the compiler can vectorise for any target
 
 inline void compute_tile(int64_t kc, const float *a, const float *b, float *tile) {
     float acc[MR][NR] = {};
@@ -564,5 +582,9 @@ inline void transpose8(__m256 r[8]) {
 #endif
 
 }  // namespace aotc_gemm
+
+#if AOTC_GEMM_NEON
+#include "gemm_microkernels_neon.h"
+#endif
 
 #endif  // AOTC_GEMM_MICROKERNELS_H

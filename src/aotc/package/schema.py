@@ -12,7 +12,7 @@ from typing import Any
 
 from ..dtypes import DType
 from ..errors import PackageError
-from ..target import known_arches
+from ..target import architectures, known_arches
 
 FORMAT_VERSION = 2  # 2: chunked CRC-32s (field crc32) are what loading checks
 ARCHES = known_arches()
@@ -240,6 +240,9 @@ def _validate(meta: Any) -> None:
     if target["arch"] not in ARCHES:
         raise _Bad("target.arch", f"one of {', '.join(ARCHES)}", target["arch"])
     _str(_get(target, "isa", "target"), "target.isa")
+    if "architecture" in target and target["architecture"] not in architectures():
+        raise _Bad("target.architecture", f"one of {', '.join(architectures())}",
+                   target["architecture"])
     if "features" in target:  # CPU features beyond the arch's, space separated
         _str(target["features"], "target.features")
     if target.get("precision", "fp32") not in ("fp32", "bf16"):

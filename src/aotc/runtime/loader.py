@@ -20,7 +20,7 @@ from ..errors import InputError, PackageError, RuntimeFailure
 from ..package.filelike import is_filelike, spilled
 from ..package.format import PackageReader
 from ..package.schema import check_against_library, check_constants_fit
-from ..target import host, target_of_arch
+from ..target import host, levels_of, machines_of, target_of_arch
 from . import abi, pytree
 from .checks import LayoutCheck, checks_enabled
 from .constants import ALIGN as WEIGHTS_ALIGN
@@ -408,6 +408,13 @@ def _check_target(path: str, meta: dict) -> None:
                            "runtime runs cpu packages")
     level = target_of_arch(target["arch"])
     assert level is not None  # package/schema.py admits only the arches of target/
+    # recorded since aarch64 came; an older package's arch names its family (or is native)
+    family = target.get("architecture", level.architecture)
+    built = f"{path} was compiled for {family} ({target['arch']}, isa {target.get('isa')!r})"
+    if host.machine() not in machines_of(family):
+        raise PackageError(f"{built}: it runs on an {family} machine, and this is "
+                           f"{host.machine()}. Compile it again without a target option to run "
+                           "it here")
     missing = host.missing_features(level)
     needed = set(str(target.get("features", "")).split())  # beyond the arch's (a bf16 GEMM)
     if needed - host.cpu_flags():
@@ -417,8 +424,16 @@ def _check_target(path: str, meta: dict) -> None:
                            f"{sorted(missing)}. Recompile with options={{'precision': 'fp32'}}")
     if missing:
         raise PackageError(f"{path} was compiled for {target.get('arch')} ({target.get('isa')}); "
-                           f"this CPU lacks {sorted(missing)}. Recompile with "
-                           "options={'isa': 'avx2'} (or 'sse2') for older machines")
+                           f"this CPU lacks {sorted(missing)}. {_lower_levels(family)}")
+
+
+def _lower_levels(family: str) -> str:
+    """The advice for a CPU below a package's level: the levels of its family it runs."""
+    runs = [t.isa for t in reversed(levels_of(family).values()) if not host.missing_features(t)]
+    if not runs:
+        return "Compile it again without a target or isa option to run it here"
+    others = f" (or {', '.join(repr(isa) for isa in runs[1:])})" if runs[1:] else ""
+    return f"Recompile with options={{'isa': {runs[0]!r}}}{others} for older machines"
 
 
 def _plain_positional(in_spec: dict, n: int) -> bool:

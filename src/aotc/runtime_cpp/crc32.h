@@ -1,6 +1,7 @@
 // CRC-32 with zlib's polynomial (the zip format's checksum, and the chunked checksums the
 // package records for model.so and weights.bin): carry-less multiplication folding where
-// the CPU has PCLMULQDQ, slicing-by-8 tables elsewhere. Equal to zlib's crc32() in both.
+// an x86-64 CPU has PCLMULQDQ, the CRC32 instructions where an aarch64 one has them,
+// slicing-by-8 tables elsewhere. Equal to zlib's crc32() in all three.
 #ifndef AOTC_RUNTIME_CRC32_H
 #define AOTC_RUNTIME_CRC32_H
 

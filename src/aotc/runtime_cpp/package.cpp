@@ -7,6 +7,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -61,9 +64,53 @@ bool has_feature(const std::string &f) {
   if (f == "avx512dq") return __builtin_cpu_supports("avx512dq");
   if (f == "avx512_bf16") return __builtin_cpu_supports("avx512bf16");
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+  // the -march extension names of g++, from the kernel's HWCAP bits
+  const unsigned long hw = getauxval(AT_HWCAP);
+  if (f == "fp16") return (hw & HWCAP_FPHP) && (hw & HWCAP_ASIMDHP);
+  if (f == "dotprod") return hw & HWCAP_ASIMDDP;
+  if (f == "crc") return hw & HWCAP_CRC32;
+  if (f == "lse") return hw & HWCAP_ATOMICS;
+  if (f == "rdma") return hw & HWCAP_ASIMDRDM;
+#endif
   (void)f;
   return false;
 }
+
+#if defined(__aarch64__)
+// An aarch64 package's arch is its -march value: a level (armv8-a, the NEON baseline, or a
+// later one, whose code may use the features it makes mandatory) and +extensions.
+void check_arm_target(const std::string &meta, const std::string &arch, const std::string &isa,
+                      const std::string &label) {
+  if (arch.compare(0, 4, "armv") != 0)
+    fail_package(label, "was compiled for " + arch + "; this is an aarch64 processor");
+  const size_t plus = std::min(arch.find('+'), arch.size());
+  const std::string level = arch.substr(0, plus);
+  std::vector<std::string> need;
+  if (level == "armv8.1-a" || level == "armv8.2-a") need = {"crc", "lse", "rdma"};
+  else if (level != "armv8-a")
+    fail_package(label, "was compiled for an unknown target arch '" + arch + "'");
+  for (size_t at = plus; at < arch.size();) {
+    const size_t end = std::min(arch.find('+', at + 1), arch.size());
+    need.push_back(arch.substr(at + 1, end - at - 1));
+    at = end;
+  }
+  // features beyond the arch's (space separated), as on x86-64
+  std::string features;
+  json_lookup(meta, {"target", "features"}, &features);
+  for (size_t at = 0; at < features.size();) {
+    const size_t end = std::min(features.find(' ', at), features.size());
+    if (end > at) need.push_back(features.substr(at, end - at));
+    at = end + 1;
+  }
+  std::string missing;
+  for (const std::string &f : need) missing += has_feature(f) ? "" : " " + f;
+  if (!missing.empty())
+    fail_package(label, "was compiled for " + arch + " (" + isa + "); this CPU lacks" + missing +
+                 ". Recompile with options={'target': 'aarch64'} (armv8-a, the NEON baseline) "
+                 "for older machines");
+}
+#endif
 
 void check_target(const std::string &meta, const std::string &label) {
   std::string device, arch, isa;
@@ -72,9 +119,25 @@ void check_target(const std::string &meta, const std::string &label) {
   json_lookup(meta, {"target", "isa"}, &isa);
   if (device != "cpu")
     fail_package(label, "was compiled for device '" + device + "'; this runtime runs cpu packages");
+  // the processor family, recorded since aarch64 came; an older package's arch names it (or
+  // is native, built on the machine that compiled it)
+  std::string family;
+  if (!json_lookup(meta, {"target", "architecture"}, &family) && arch != "native")
+    family = arch.compare(0, 4, "armv") == 0 ? "aarch64" : "x86_64";
+#if defined(__aarch64__)
+  const std::string here = "aarch64";
+#elif defined(__x86_64__)
+  const std::string here = "x86_64";
+#else
+  const std::string here = "neither x86_64 nor aarch64";
+#endif
+  if (!family.empty() && family != here)
+    fail_package(label, "was compiled for " + family + " (" + arch + ", isa '" + isa +
+                 "'): it runs on an " + family + " machine, and this is " + here +
+                 ". Compile it again without a target option to run it here");
   if (arch == "native") return;
-#if !defined(__x86_64__)
-  fail_package(label, "was compiled for " + arch + "; this is not an x86-64 processor");
+#if defined(__aarch64__)
+  return check_arm_target(meta, arch, isa, label);
 #endif
   std::string missing;
   const char *v3[] = {"avx2", "fma", "bmi2"};

@@ -6,30 +6,37 @@ it is packed, products summed in float32 by vdpbf16ps, bias and epilogue in floa
 GEMMs, convolutions and everything else stay float32.
 
 vdpbf16ps needs the avx512_bf16 CPU feature (the target's bf16_feature). aotc refuses "bf16"
-at compile time for a target that cannot have it (isa avx2 or sse2, or a host or `native`
-build on a CPU without it): there is no float32 emulation. A package built for isa avx512
-records the feature (target.features) and the precision (target.precision); both loaders
-refuse it on a CPU that lacks the feature."""
+at compile time for a target that cannot have it (isa avx2 or sse2, a host or `native` build
+on a CPU without it, or aarch64, which has no bf16 kernel): there is no float32 emulation. A
+package built for isa avx512 records the feature (target.features) and the precision
+(target.precision); both loaders refuse it on a CPU that lacks the feature."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import CompileError
 from ..ir.nodes import PackedGemmB
-from ..target import Target, host, levels_of
+from ..target import Target, architectures, host, levels_of
 
 
-def check_precision(precision: str, target: Target, isa_option: str) -> None:
-    """Raise CompileError when `target` cannot run `precision`."""
+def check_precision(precision: str, target: Target, on_host: bool) -> None:
+    """Raise CompileError when `target` cannot run `precision`; `on_host`: this machine picked
+    the target (neither the target nor the isa option named it)."""
     if precision != "bf16":
         return
-    on_host = isa_option in (None, "", "host") or target.arch == "native"
+    on_host = on_host or target.arch == "native"
     feature = target.bf16_feature
+    capable = [t for t in levels_of(target.architecture).values() if t.bf16_feature]
+    if not capable:
+        where = sorted(f"{t.architecture}'s {t.bf16_feature}" for arch in architectures()
+                       for t in levels_of(arch).values() if t.bf16_feature and t.isa != "native")
+        raise CompileError(f"precision='bf16' has no {target.architecture} kernel (bf16 GEMMs run "
+                           f"on {' or '.join(sorted(set(where)))} only); compile with "
+                           "precision='fp32'")
     if feature is None or (on_host and feature not in host.cpu_flags()):
-        capable = [t for t in levels_of(target.architecture).values() if t.bf16_feature]
-        named = feature or (capable[0].bf16_feature if capable else "bf16 dot-product")
+        named = feature or capable[0].bf16_feature
         where = ("this CPU" if on_host else f"isa {target.isa!r} ({target.arch})")
-        other = f", or with isa={capable[0].isa!r} for a CPU that has it" if capable else ""
+        other = f", or with isa={capable[0].isa!r} for a CPU that has it"
         raise CompileError(f"precision='bf16' needs the {named} CPU feature, which {where} does "
                            f"not have; compile with precision='fp32'{other}")
 

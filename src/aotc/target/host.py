@@ -16,11 +16,12 @@ def machine() -> str:
 
 @functools.cache
 def cpu_flags() -> frozenset[str]:
-    """The CPU features /proc/cpuinfo lists (empty where it cannot be read)."""
+    """The CPU features /proc/cpuinfo lists (empty where it cannot be read): its "flags" on
+    x86, its "Features" on Arm."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("flags"):
+                if line.startswith(("flags", "Features")):
                     return frozenset(line.split(":", 1)[1].split())
     except OSError:
         pass
