@@ -44,7 +44,8 @@ def test_each_artifact_has_its_logger(tmp_path, caplog, restore_loggers):
     for r in caplog.records:
         by_logger[r.name] = by_logger.get(r.name, "") + r.getMessage()
     assert "after stage import" in by_logger["aotc.ir"] and "after stage dce" in by_logger["aotc.ir"]
-    assert "int aotc_run(" in by_logger["aotc.code"]
+    code = by_logger["aotc.code"]  # the model's own run, then the C ABI over it
+    assert "int run(Model *m" in code and "#include \"aotc_model_abi.h\"" in code
     assert "stage build took" in by_logger["aotc.perf"]
     assert "aotc.graph" not in by_logger and "aotc.fusion" not in by_logger
     assert "aotc.schedule" not in by_logger
