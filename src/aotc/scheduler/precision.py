@@ -35,9 +35,9 @@ def check_precision(precision: str, target: Target, on_host: bool) -> None:
                            "precision='fp32'")
     if feature is None or (on_host and feature not in host.cpu_flags()):
         named = feature or capable[0].bf16_feature
-        where = ("this CPU" if on_host else f"isa {target.isa!r} ({target.arch})")
+        machine = ("this CPU" if on_host else f"isa {target.isa!r} ({target.arch})")
         other = f", or with isa={capable[0].isa!r} for a CPU that has it"
-        raise CompileError(f"precision='bf16' needs the {named} CPU feature, which {where} does "
+        raise CompileError(f"precision='bf16' needs the {named} CPU feature, which {machine} does "
                            f"not have; compile with precision='fp32'{other}")
 
 
