@@ -123,6 +123,7 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
         Stage("build", lambda: build_model(state["codegen"], target, opt_level),
               lambda r: f"{r[0]} (cached: {r[1]})\n"),
         Stage("weights", lambda: pack_weights(state["prepack"]), format_weights),
+        # stage_seconds in metadata.json: the stages before this one (its own is not known yet)
         Stage("metadata", lambda: build_metadata(
             ep, state["prepack"], state["weights"].table, timings, target=target,
             precision=precision, freezing=freezing, num_threads=num_threads,
