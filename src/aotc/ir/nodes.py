@@ -547,5 +547,11 @@ class Program:
         self.buffers[buf.name] = buf
         return buf
 
+    def with_own_buffers(self) -> Program:
+        """This program with a buffer table and Buffer objects of its own (ops, which are
+        immutable, shared): a stage that edits buffers edits these, its input stays as it was."""
+        return dataclasses.replace(self, buffers={n: dataclasses.replace(b)
+                                                  for n, b in self.buffers.items()})
+
     def computed(self) -> list[Buffer]:
         return [b for b in self.buffers.values() if b.kind is BufferKind.COMPUTED]

@@ -1,4 +1,5 @@
-"""The compiler, stage by stage: read this page to know what aotc does to a program.
+"""The compiler, stage by stage, from ExportedProgram to the files of a .pt2: read this page to
+know what aotc does to a program.
 
     import      ExportedProgram -> loop-level IR (frontend/importer.py, lowering/); attention
                 written out as matmul -> softmax -> matmul becomes one template
@@ -11,12 +12,17 @@
     plan        arena slots for intermediates (scheduler/memory.py)
     codegen     one C++ translation unit (codegen/cpp/)
     build       g++ with cached kernel objects (cxx/compiler.py)
+    weights     weights.bin: every constant's bytes (packed as prepack chose) and their
+                table (package/weights.py)
+    metadata    metadata.json: inputs, outputs, symbols, pytree specs, the weights table
+                (package/metadata.py); package/format.py writes the three into the .pt2
 
 Each stage can dump what it produced into a debug directory (`debug_dir` option or the
 AOTC_DEBUG_DIR environment variable) and log it (AOTC_LOGS=graph,ir,fusion,schedule,code,perf).
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -29,6 +35,8 @@ from ..errors import located
 from ..ir.nodes import Program
 from ..ir.printer import format_program
 from ..logs import STAGE_ARTIFACT, artifact_logger
+from ..package.metadata import build_metadata
+from ..package.weights import Weights, format_weights, pack_weights
 from ..scheduler.fusion import fuse_pointwise
 from ..scheduler.grouping import RowGroup, Scheduled, group_rows, kernel_members, local_buffers
 from ..scheduler.inplace import in_place_updates
@@ -48,6 +56,8 @@ class Compiled:
     source: str
     library: Path | None  # None when the build stage was skipped
     cached: bool
+    weights: Weights | None  # None when build was not asked for
+    metadata: dict | None  # metadata.json; None when build was not asked for
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -55,7 +65,8 @@ class Compiled:
 class Stage:
     name: str
     run: Callable
-    dump: Callable | None = None  # value -> text written to <debug_dir>/<nn>_<name>.txt
+    dump: Callable | None = None  # value -> text written to <debug_dir>/<nn>_<name>.<suffix>
+    suffix: str = "txt"
 
 
 def _schedule_dump(schedule: list[Scheduled]) -> str:
@@ -81,11 +92,13 @@ def _plan_dump(plan: MemoryPlan) -> str:
 def compile_program(ep, target: Target, opt_level: str = "-O3",
                     debug_dir: Path | None = None, header: str = "",
                     build: bool = True, metadata: dict[str, str] | None = None,
-                    freezing: bool = False, precision: str = "fp32") -> Compiled:
-    """Run every stage in order (`build=False` stops after codegen: no compiler runs).
-    `metadata` (string pairs) is compiled into the library, which reports it to loaders;
-    `freezing` folds subgraphs that read only weights into constants at import; `precision`
-    "bf16" packs GEMM weights as bfloat16 (scheduler/precision.py)."""
+                    freezing: bool = False, precision: str = "fp32", num_threads: int = 0,
+                    user_metadata: dict[str, str] | None = None) -> Compiled:
+    """Run every stage in order (`build=False` stops after codegen: no compiler runs, no
+    package files). `metadata` (string pairs) is compiled into the library, which reports it
+    to loaders; `freezing` folds subgraphs that read only weights into constants at import;
+    `precision` "bf16" packs GEMM weights as bfloat16 (scheduler/precision.py);
+    `num_threads` (the model's default thread count) and `user_metadata` go to metadata.json."""
     from ..frontend.importer import import_program
 
     timings: dict[str, float] = {}
@@ -106,11 +119,19 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
             _plan_dump),
         Stage("codegen", lambda: emit_model(state["prepack"], state["plan"], state["group"], target,
                                             header, metadata),
-              str),
+              str, "cpp"),
         Stage("build", lambda: build_model(state["codegen"], target, opt_level),
               lambda r: f"{r[0]} (cached: {r[1]})\n"),
+        Stage("weights", lambda: pack_weights(state["prepack"]), format_weights),
+        # stage_seconds in metadata.json: the stages before this one (its own is not known yet)
+        Stage("metadata", lambda: build_metadata(
+            ep, state["prepack"], state["weights"].table, timings, target=target,
+            precision=precision, freezing=freezing, num_threads=num_threads,
+            user_metadata=user_metadata or {}),
+            lambda m: json.dumps(m, indent=1) + "\n", "json"),
     ]
-    for k, stage in enumerate(stages if build else stages[:-1]):
+    last = len(stages) if build else [s.name for s in stages].index("codegen") + 1
+    for k, stage in enumerate(stages[:last]):
         t0 = time.perf_counter()
         with located("", "", f"running the {stage.name} stage"):  # what no per-op step caught
             state[stage.name] = stage.run()
@@ -125,7 +146,7 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
             artifact.info("%s after stage %s:\n%s", header or "program", stage.name, text)
         if debug_dir is not None:
             debug_dir.mkdir(parents=True, exist_ok=True)
-            suffix = "cpp" if stage.name == "codegen" else "txt"
-            (debug_dir / f"{k:02d}_{stage.name}.{suffix}").write_text(text)
+            (debug_dir / f"{k:02d}_{stage.name}.{stage.suffix}").write_text(text)
     library, cached = state.get("build", (None, False))
-    return Compiled(state["prepack"], state["plan"], state["codegen"], library, cached, timings)
+    return Compiled(state["prepack"], state["plan"], state["codegen"], library, cached,
+                    state.get("weights"), state.get("metadata"), timings)

@@ -119,7 +119,8 @@ def _guard_boundaries(program: Program) -> set[str]:
 
 def fuse_pointwise(program: Program) -> Program:
     """Inline pointwise buffers into the loops that read them: those with one reader, and
-    cheap ones (a scale, a shift) whatever their readers."""
+    cheap ones (a scale, a shift) whatever their readers. Returns a new program."""
+    program = program.with_own_buffers()
     uses, pinned = count_reads(program)
     pinned |= _guard_boundaries(program)
     inlined: dict[str, Node] = {}

@@ -116,7 +116,9 @@ def _readers(program: Program) -> dict[str, list]:
 def prepack_weights(program: Program, target: Target, precision: str = "fp32") -> Program:
     """Mark each float32 constant read only as the B of GEMMs (all reading it alike) as
     packed, and those GEMMs as reading it packed; with precision "bf16", a GEMM weight
-    (not a convolution's) is packed as bfloat16 (scheduler/precision.py)."""
+    (not a convolution's) is packed as bfloat16 (scheduler/precision.py). Returns a new
+    program."""
+    program = program.with_own_buffers()
     readers = _readers(program)
     elsewhere = (set(program.outputs) | set(program.updates) | set(program.updates.values())
                  | predicate_buffers(program.guards) | loop_buffers(program.loops))

@@ -1,0 +1,58 @@
+"""weights.bin and its table: every constant's bytes, laid out as the model library
+describes it (codegen/cpp/describe.py). Compile side: needs torch."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+from ..codegen.cpp.describe import constant_layout
+from ..errors import CompileError
+from ..ir.nodes import Program
+from ..scheduler.precision import pack_panels_bf16
+from ..scheduler.prepack import pack_panels
+
+
+@dataclass(frozen=True)
+class Weights:
+    blob: bytes  # weights.bin
+    table: list[dict]  # metadata.json's "constants": name, dtype, sizes, offset, nbytes
+
+
+def pack_weights(program: Program) -> Weights:
+    """weights.bin and its table, laid out as the model library describes it."""
+    blob = bytearray()
+    table = []
+    for c, (offset, nbytes) in zip(program.constants, constant_layout(program)):
+        t = c.data
+        if c.packing is not None:  # in the GEMM kernel's panel layout for the target
+            pack = pack_panels_bf16 if c.packing.dtype == "bfloat16" else pack_panels
+            raw = pack(t.reshape(-1).numpy(), c.packing).tobytes()
+        else:
+            raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        if len(raw) != nbytes:
+            raise CompileError(f"constant {c.fqn} holds {len(raw)} bytes; its buffer needs {nbytes}")
+        blob.extend(b"\0" * (offset - len(blob)))
+        buf = program.buffers[c.buffer]
+        entry = {"name": c.fqn, "dtype": buf.dtype.name, "sizes": [int(s) for s in buf.sizes],
+                 "offset": offset, "nbytes": nbytes}
+        if c.folded_from:
+            entry["folded_from"] = list(c.folded_from)
+        if c.packing is not None:  # what the bytes hold; a loader packs a swapped value alike
+            entry["packing"] = {"layout": "gemm_b_panels", **asdict(c.packing)}
+        table.append(entry)
+        blob.extend(raw)
+    return Weights(bytes(blob), table)
+
+
+def format_weights(weights: Weights) -> str:
+    """The table as text, one constant a line (the bytes themselves are not dumped)."""
+    lines = [f"weights.bin: {len(weights.blob)} bytes, {len(weights.table)} constants"]
+    for e in weights.table:
+        sizes = "x".join(map(str, e["sizes"])) or "scalar"
+        extra = "".join([f", packed {e['packing']['dtype']} panels" if "packing" in e else "",
+                         f", folded from {', '.join(e['folded_from'])}" if "folded_from" in e
+                         else ""])
+        lines.append(f"{e['offset']:>10} +{e['nbytes']:<10} {e['name']}: {e['dtype']}[{sizes}]"
+                     f"{extra}")
+    return "\n".join(lines) + "\n"
