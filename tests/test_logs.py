@@ -69,4 +69,4 @@ def test_environment_in_a_fresh_process(tmp_path):
     assert "[aotc.schedule INFO]" in err and "kernel 0" in err
     assert "[aotc.perf INFO]" in err and "compiled model 'model'" in err  # AOTC_LOG=info
     assert "[aotc.code" not in err and "[aotc.ir" not in err
-    assert (tmp_path / "dbg" / "model" / "06_codegen.cpp").exists()
+    assert (tmp_path / "dbg" / "model" / "07_codegen.cpp").exists()

@@ -70,7 +70,9 @@ def test_debug_dir_dumps_every_stage(exported, tmp_path):
                              options={"debug_dir": str(tmp_path / "dbg")})
     names = sorted(p.name for p in (tmp_path / "dbg" / "model").iterdir())
     assert names == ["00_import.txt", "01_dce.txt", "02_fuse.txt", "03_prepack.txt",
-                     "04_group.txt", "05_plan.txt", "06_codegen.cpp", "07_build.txt",
-                     "08_weights.txt", "09_metadata.json"]
-    cpp = (tmp_path / "dbg" / "model" / "06_codegen.cpp").read_text()
+                     "04_group.txt", "05_loops.txt", "06_plan.txt", "07_codegen.cpp",
+                     "08_build.txt", "09_weights.txt", "10_metadata.json"]
+    cpp = (tmp_path / "dbg" / "model" / "07_codegen.cpp").read_text()
     assert "aten.relu.default" in cpp and "aotc_sgemm_prepacked" in cpp
+    loops = (tmp_path / "dbg" / "model" / "05_loops.txt").read_text()
+    assert loops == "no generated loop nests (every kernel calls a template)\n"  # fused GEMMs

@@ -52,7 +52,7 @@ class LlamaBlock(nn.Module):
 
 
 def _generated(tmp_path) -> str:
-    return (tmp_path / "dbg" / "model" / "06_codegen.cpp").read_text()
+    return (tmp_path / "dbg" / "model" / "07_codegen.cpp").read_text()
 
 
 def test_encoder_attention_is_one_kernel(compile_model, tmp_path):

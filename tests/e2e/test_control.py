@@ -52,7 +52,7 @@ def test_nested_cond_with_tensor_and_shape_predicates(tmp_path):
             x = sign * torch.rand(n, 3)
             with torch.no_grad():
                 torch.testing.assert_close(model(x), ep.module()(x))
-    source = (tmp_path / "debug" / "model" / "06_codegen.cpp").read_text()
+    source = (tmp_path / "debug" / "model" / "07_codegen.cpp").read_text()
     assert "if ((s" in source and "g_" in source  # the branches' kernels are guarded
     calls = [[np.float32(s) * np.ones((n, 3), np.float32)] for n, s in ((3, 1), (7, 1), (7, -1))]
     for (out,), (x,) in zip(run_without_torch(path, calls, tmp_path / "io"), calls):
@@ -112,7 +112,7 @@ class Iterate(torch.nn.Module):
 def test_while_loop(tmp_path):
     torch.manual_seed(0)
     ep, path = _compile(Iterate(), (torch.randn(2, 3), torch.tensor(3)), None, tmp_path)
-    source = (tmp_path / "debug" / "model" / "06_codegen.cpp").read_text()
+    source = (tmp_path / "debug" / "model" / "07_codegen.cpp").read_text()
     assert "for (;;) {" in source and "break;" in source  # one loop, run until the predicate
     model = aotc.load_package(path)
     for n in (0, 1, 4, 9):

@@ -98,7 +98,7 @@ def test_kv_cache_decode_loop_updates_the_cache_in_place(tmp_path):
     module = DecodeStep().eval()
     with torch.no_grad():
         ep, path = _compile(module, _decode_args(), tmp_path)
-    source = (tmp_path / "debug" / "model" / "06_codegen.cpp").read_text()
+    source = (tmp_path / "debug" / "model" / "07_codegen.cpp").read_text()
     assert "memcpy(in[" not in source  # no copy of either cache per step
     model = aotc.load_package(path)
     _, k_ours, v_ours, _ = _decode_args()

@@ -128,7 +128,7 @@ class CachedDecoder(torch.nn.Module):
 def test_kv_cache_state_decode_loop(tmp_path):
     torch.manual_seed(0)
     ep, path = _package(CachedDecoder().eval(), (torch.randn(2, 8), torch.tensor([0])), tmp_path)
-    source = (tmp_path / "debug" / "model" / "06_codegen.cpp").read_text()
+    source = (tmp_path / "debug" / "model" / "07_codegen.cpp").read_text()
     assert re.search(r"memcpy\(m->state\[\d", source) is None  # rows go in place, no copy
     model, eager = aotc.load_package(path), ep.module()
     from aotc.runtime.state import state_array
@@ -201,7 +201,7 @@ def test_cache_row_at_an_int_position(tmp_path):
                              dynamic_shapes={"k": None, "pos": torch.export.Dim.DYNAMIC})
     path = aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2",
                                     options={"debug_dir": str(tmp_path / "debug")})
-    source = (tmp_path / "debug" / "model" / "06_codegen.cpp").read_text()
+    source = (tmp_path / "debug" / "model" / "07_codegen.cpp").read_text()
     assert re.search(r"memcpy\(m->state\[\d", source) is None  # the row goes in place
     model, eager = aotc.load_package(path), ep.module()
     for step in range(2, 15):  # export's guards leave out 0, 1 and 15

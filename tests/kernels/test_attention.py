@@ -204,7 +204,7 @@ def test_written_out_attention_is_one_template(compile_model, tmp_path, name):
     module, args = PATTERN_CASES[name]()
     ep, model = compile_model(module, args, options={"debug_dir": tmp_path / "dbg"})
     torch.testing.assert_close(model(*args), ep.module()(*args), **TOL)
-    source = (tmp_path / "dbg" / "model" / "06_codegen.cpp").read_text()
+    source = (tmp_path / "dbg" / "model" / "07_codegen.cpp").read_text()
     assert "aotc_attention_f32(" in source
     # neither product is left over (the packing helpers for weights may stay)
     assert not re.search(r"aotc_sgemm(_prepacked|_fused)?\(", source)
@@ -233,7 +233,7 @@ def test_chain_whose_weights_are_read_elsewhere_is_left_alone(compile_model, tmp
     ep, model = compile_model(WeightsToo(), args, options={"debug_dir": tmp_path / "dbg"})
     for ours, theirs in zip(model(*args), ep.module()(*args)):
         torch.testing.assert_close(ours, theirs, **TOL)
-    assert "aotc_attention_f32(" not in (tmp_path / "dbg" / "model" / "06_codegen.cpp").read_text()
+    assert "aotc_attention_f32(" not in (tmp_path / "dbg" / "model" / "07_codegen.cpp").read_text()
 
 
 def test_dropout_is_refused_with_a_clear_error(compile_model):

@@ -9,8 +9,10 @@ know what aotc does to a program.
     prepack     weights only GEMMs read are stored in the kernel's panel layout for the
                 target ISA (scheduler/prepack.py)
     group       the kernel sequence: row groups of reductions + their reader (scheduler/grouping.py)
+    loops       each generated kernel's loop nest for the target: splits, tiles, vector lanes,
+                parallel loops, reduction strategy (scheduler/loops.py)
     plan        arena slots for intermediates (scheduler/memory.py)
-    codegen     one C++ translation unit (codegen/cpp/)
+    codegen     one C++ translation unit, printing the loop plan (codegen/cpp/)
     build       g++ with cached kernel objects (cxx/compiler.py)
     weights     weights.bin: every constant's bytes (packed as prepack chose) and their
                 table (package/weights.py)
@@ -40,6 +42,7 @@ from ..package.weights import Weights, format_weights, pack_weights
 from ..scheduler.fusion import fuse_pointwise
 from ..scheduler.grouping import RowGroup, Scheduled, group_rows, kernel_members, local_buffers
 from ..scheduler.inplace import in_place_updates
+from ..scheduler.loops import LoopPlan, format_loop_plan, plan_loops
 from ..scheduler.memory import MemoryPlan, plan_memory
 from ..scheduler.prepack import prepack_weights
 from ..target import Target
@@ -53,6 +56,7 @@ perf = artifact_logger("perf")
 class Compiled:
     program: Program
     plan: MemoryPlan
+    loops: LoopPlan
     source: str
     library: Path | None  # None when the build stage was skipped
     cached: bool
@@ -113,12 +117,14 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
         Stage("fuse", lambda: fuse_pointwise(state["dce"]), format_program),
         Stage("prepack", lambda: prepack_weights(state["fuse"], target, precision), format_program),
         Stage("group", lambda: group_rows(state["prepack"]), _schedule_dump),
+        Stage("loops", lambda: plan_loops(state["prepack"], state["group"], target),
+              format_loop_plan),
         Stage("plan", lambda: plan_memory(
             state["prepack"], kernel_members(state["group"]),
             local_buffers(state["group"]) | set(in_place_updates(state["prepack"], state["group"]))),
             _plan_dump),
-        Stage("codegen", lambda: emit_model(state["prepack"], state["plan"], state["group"], target,
-                                            header, metadata),
+        Stage("codegen", lambda: emit_model(state["prepack"], state["plan"], state["group"],
+                                            state["loops"], header, metadata),
               str, "cpp"),
         Stage("build", lambda: build_model(state["codegen"], target, opt_level),
               lambda r: f"{r[0]} (cached: {r[1]})\n"),
@@ -148,5 +154,5 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
             debug_dir.mkdir(parents=True, exist_ok=True)
             (debug_dir / f"{k:02d}_{stage.name}.{stage.suffix}").write_text(text)
     library, cached = state.get("build", (None, False))
-    return Compiled(state["prepack"], state["plan"], state["codegen"], library, cached,
-                    state.get("weights"), state.get("metadata"), timings)
+    return Compiled(state["prepack"], state["plan"], state["loops"], state["codegen"], library,
+                    cached, state.get("weights"), state.get("metadata"), timings)

@@ -10,16 +10,16 @@ import sympy
 
 from ...ir.nodes import Buffer, Program
 from ...ir.regions import RegionWrite, Write
-from ...ir.symbols import flat_offset, index_vars, numel
+from ...ir.symbols import flat_offset, index_vars
+from ...scheduler.loops import Parallel, RegionLoops
 from ...scheduler.memory import reads_of
-from ...target import Loops, Target
 from . import ops
 from .code import CodeBuffer
 from .exprs import BodyEmitter, c_index
 from .kernels import Kernel, describe, index_exprs, parallel_pragma, program_symbol_index, symbols_in
 
 
-def emit_region_write(code: CodeBuffer, program: Program, buf: Buffer, kid: int, target: Target,
+def emit_region_write(code: CodeBuffer, program: Program, buf: Buffer, kid: int, nest: RegionLoops,
                       in_place: bool = False) -> Kernel:
     """A static C++ function computing `buf`; with `in_place`, `out` already holds the
     initial value (the buffer it copies shares its storage) and the copy is skipped."""
@@ -42,25 +42,24 @@ def emit_region_write(code: CodeBuffer, program: Program, buf: Buffer, kid: int,
             code.line(f"const int64_t {s.name} = sym[{program_symbol_index(program, s)}];")
         code.line("(void)oob;")
         if not in_place:
-            _loop(code, buf.sizes, target.loops, parallel=True, body=lambda: _assign(
+            _loop(code, buf.sizes, nest.parallel, body=lambda: _assign(
                 code, sizes, index_vars(len(buf.sizes)), buf.sizes, op.init, None, None))
         for k, w in enumerate(op.writes):
             code.line(f"// write {k}: {'in order' if w.ordered else 'positions are distinct'}")
-            _loop(code, w.sizes, target.loops, parallel=not w.ordered,
+            _loop(code, w.sizes, nest.writes[k],
                   body=lambda w=w: _assign(code, sizes, w.index, buf.sizes, w.value, w, buf))
     code.line()
     return Kernel(f"k{kid}_{buf.name}", [buf.name] + reads, checks_bounds=True)
 
 
-def _loop(code: CodeBuffer, sizes, blocking: Loops, parallel: bool, body) -> None:
+def _loop(code: CodeBuffer, sizes, parallel: Parallel | None, body) -> None:
     iv = index_vars(len(sizes))
     loops = [(v, n) for v, n in zip(iv, sizes) if n != 1]
     with code.block(""):
         for v, n in zip(iv, sizes):
             if n == 1:
                 code.line(f"constexpr int64_t {v} = 0;")
-        pragma = (parallel_pragma(numel(sizes), max(len(loops), 1), blocking)
-                  if parallel and loops else "")
+        pragma = parallel_pragma(parallel)
         if pragma:
             code.line(pragma)
         for v, n in loops:

@@ -6,17 +6,25 @@ import sympy
 
 from ...ir.expr import IndirectLoad, loads
 from ...ir.nodes import ARG_REDUCTIONS, Program, Reduction
-from ...ir.symbols import flat_offset, index_vars, numel, reduction_var
+from ...ir.symbols import flat_offset, index_vars, reduction_var
 from ...scheduler.grouping import RowGroup
+from ...scheduler.loops import RowLoops
 from ...scheduler.memory import reads_of
-from ...target import Target
 from .code import CodeBuffer
 from .exprs import BodyEmitter, c_index
-from .kernels import Kernel, _Nest, accumulation, describe, index_exprs, program_symbol_index, symbols_in
+from .kernels import (
+    Kernel,
+    NestPrinter,
+    accumulation,
+    describe,
+    index_exprs,
+    program_symbol_index,
+    symbols_in,
+)
 
 
 def emit_row_group(code: CodeBuffer, program: Program, group: RowGroup, kid: int,
-                   target: Target) -> Kernel:
+                   nest: RowLoops) -> Kernel:
     names = {m.name for m in group.members}
     stored = [m for m in group.members if m.name not in group.local]
     reads = sorted(set().union(*(reads_of(m) for m in group.members)) - names)
@@ -36,25 +44,24 @@ def emit_row_group(code: CodeBuffer, program: Program, group: RowGroup, kid: int
     with code.block(f"static void {name}(const int64_t *sym, {', '.join(params)})"):
         for sym in symbols_in(program, *used):
             code.line(f"const int64_t {sym.name} = sym[{program_symbol_index(program, sym)}];")
-        _RowNest(code, program, group, target).emit()
+        _RowNest(code, program, group, nest).emit()
     code.line()
     return Kernel(name, [m.name for m in stored] + reads, checks_bounds)
 
 
-class _RowNest(_Nest):
-    def __init__(self, code: CodeBuffer, program: Program, group: RowGroup, target: Target):
-        self.group = group
+class _RowNest(NestPrinter):
+    def __init__(self, code: CodeBuffer, program: Program, group: RowGroup, nest: RowLoops):
+        self.group, self.nest = group, nest
         self.scalars: dict[str, str] = {}
         sizes = {name: b.sizes for name, b in program.buffers.items()}
         body = BodyEmitter(sizes, lambda b: b, self.scalars)
-        super().__init__(code, group.members[-1], body, target.loops)
+        super().__init__(code, group.members[-1], body)
 
     def emit(self) -> None:
         g = self.group
         k = len(g.outer)
         iv = index_vars(k + 1)
-        work = sympy.expand(numel(g.outer) * g.row)
-        opened = self._loops(iv[:k], g.outer, work, k)
+        opened = self._loops(iv[:k], g.outer, self.nest.parallel)
         for m in g.members:
             if tuple(m.sizes) == g.outer + (1,):
                 self._row_value(m, iv)
@@ -82,7 +89,8 @@ class _RowNest(_Nest):
                 self.code.line(f"{value} = acc;")
             else:
                 acc = accumulation(op, m.dtype)
-                self._lane_reduction(op, [reduction_var(0)], acc)
+                self._lane_reduction(op, [reduction_var(0)], acc, self.nest.lanes,
+                                     self.nest.block)
                 self.code.line(f"{value} = {acc.finish('acc')};")
         if m.name not in self.group.local:  # outside the block: the unit axis index is 0
             index = tuple(iv[:k]) + (sympy.Integer(0),)
