@@ -187,6 +187,20 @@ AOTC_SORT_DECLARE(u8, uint8_t)
 AOTC_SORT_DECLARE(b8, bool)
 #endif
 
+/* int8 GEMM with int32 accumulation (gemm_int8.cpp): the integer core of quantized linear
+   layers and of aten._int_mm. A constant B [K, N] int8 (element (k, n) at B + k*sb_k + n*sb_n)
+   is packed once into aotc_qgemm_packed_bytes(K, N) bytes: K in groups of 4 rows, N in panels
+   of 16 columns (both zero padded), packed[q][g][j][t] = B(4g + t, 16q + j), then the int32
+   column sums of B. Then
+     C[m, n] = sum_k (A[m, k] - a_zero) * B[k, n]      (int32, exact)
+   for A [M, K] of uint8 (a_signed = 0) or int8 (a_signed = 1) with row stride lda, C rows
+   of stride ldc. Multi-threaded with OpenMP. */
+int64_t aotc_qgemm_packed_bytes(int64_t K, int64_t N);
+void aotc_qgemm_pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int64_t sb_n,
+                       void *packed);
+void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, int a_signed,
+                    int32_t a_zero, const void *packed_b, int32_t *C, int64_t ldc);
+
 /* Scaled dot-product attention, single precision, without the [q_len, kv_len] score matrix:
      out[b, h, i, :] = sum_j softmax_j(s[i, :]) * v[b, h / group, j, :]
      s[i, j] = scale * (q[b, h, i, :] . k[b, h / group, j, :]), then the mask:

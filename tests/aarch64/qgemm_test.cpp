@@ -1,0 +1,66 @@
+// The int8 GEMM (gemm_int8.cpp) against a naive int64 loop: uint8 and int8 A with zero
+// points, odd and tail sizes, strided A and C, a transposed B, extreme values, several
+// threads. Every product is exact, so the comparison is equality.
+#include <omp.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "aotc_kernels.h"
+#include "check.h"
+
+namespace {
+
+uint32_t next(uint32_t &s) { return s = s * 1664525u + 1013904223u; }
+
+void one(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t zero, bool b_t, int threads) {
+    uint32_t s = uint32_t(M * 131 + N * 17 + K);
+    const int64_t lda = K + 3, ldc = N + 2;
+    std::vector<uint8_t> A(size_t(M * lda));
+    for (auto &v : A) v = uint8_t(next(s) >> 24);
+    std::vector<int8_t> B(size_t(K * N));
+    for (auto &v : B) v = int8_t(next(s) >> 24);
+    const int64_t sb_k = b_t ? 1 : N, sb_n = b_t ? K : 1;
+    std::vector<uint8_t> packed(size_t(aotc_qgemm_packed_bytes(K, N)));
+    aotc_qgemm_pack_b(K, N, B.data(), sb_k, sb_n, packed.data());
+    std::vector<int32_t> C(size_t(M * ldc), -7);
+    omp_set_num_threads(threads);
+    aotc_qgemm_s32(M, N, K, A.data(), lda, a_signed, zero, packed.data(), C.data(), ldc);
+    bool ok = true;
+    for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < ldc; ++n) {
+            int64_t want = -7;
+            if (n < N) {
+                want = 0;
+                for (int64_t k = 0; k < K; ++k) {
+                    const int64_t a = a_signed ? int64_t(int8_t(A[m * lda + k])) : A[m * lda + k];
+                    want += (a - zero) * B[k * sb_k + n * sb_n];
+                }
+            }
+            ok = ok && C[m * ldc + n] == int32_t(want);
+        }
+    check::expect(ok, "qgemm " + std::to_string(M) + "x" + std::to_string(N) + "x" +
+                          std::to_string(K) + (a_signed ? " s8" : " u8") + (b_t ? " Bt" : "") +
+                          " threads " + std::to_string(threads));
+}
+
+}  // namespace
+
+int main() {
+    const int64_t shapes[][3] = {{1, 1, 1}, {3, 17, 5}, {13, 45, 37}, {65, 70, 259}, {5, 16, 0}};
+    for (const auto &sh : shapes)
+        for (int a_signed = 0; a_signed < 2; ++a_signed)
+            one(sh[0], sh[1], sh[2], a_signed, a_signed ? -5 : 131, sh[0] % 2 == 1, 1 + a_signed);
+    // 255 x -128: past int16 in a pair sum
+    std::vector<uint8_t> A(64 * 64, 255);
+    std::vector<int8_t> B(64 * 20, -128);
+    std::vector<uint8_t> packed(size_t(aotc_qgemm_packed_bytes(64, 20)));
+    aotc_qgemm_pack_b(64, 20, B.data(), 20, 1, packed.data());
+    std::vector<int32_t> C(64 * 20);
+    aotc_qgemm_s32(64, 20, 64, A.data(), 64, 0, 0, packed.data(), C.data(), 20);
+    bool ok = true;
+    for (int32_t c : C) ok = ok && c == 64 * 255 * -128;
+    check::expect(ok, "qgemm extremes do not saturate");
+    return check::finish();
+}

@@ -1,0 +1,139 @@
+"""kernels/gemm_int8.cpp through its C ABI, built for every -march level this CPU runs, each
+with and without its VNNI path (vpdpbusd where the CPU has avx512_vnni; the widened
+vpmaddwd path and the portable loop otherwise): int32 products exactly equal to numpy's
+int64 product of the operands, for uint8 and int8 A with zero points, odd shapes, strided
+and transposed operands, the extreme values (where vpmaddubsw would saturate), and every
+thread count alike."""
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aotc.target.host import cpu_flags
+
+KERNEL_DIR = Path(__file__).resolve().parents[2] / "src" / "aotc" / "kernels"
+FLAGS = ["-O3", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-Wall", "-Wextra", "-Werror"]
+NEEDS = {"x86-64-v4": {"avx512f", "avx512bw", "avx512vl", "avx512dq"},
+         "x86-64-v3": {"avx2", "fma", "bmi2"}, "x86-64": set()}
+BUILDS = [(march, vnni) for march in NEEDS for vnni in (True, False)]
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not available")
+i64, i32, ptr = ctypes.c_int64, ctypes.c_int32, ctypes.c_void_p
+
+
+@pytest.fixture(scope="module", params=BUILDS, ids=[f"{m}-{'vnni' if v else 'novnni'}"
+                                                      for m, v in BUILDS])
+def lib(request, tmp_path_factory):
+    march, vnni = request.param
+    missing = NEEDS[march] - cpu_flags()
+    if missing:
+        pytest.skip(f"{march} needs {sorted(missing)}, which this CPU lacks")
+    if vnni and "avx512_vnni" not in cpu_flags():
+        pytest.skip("this CPU lacks avx512_vnni: the VNNI path is not taken")
+    path = tmp_path_factory.mktemp(march) / "libgemm_int8.so"
+    extra = [] if vnni else ["-DAOTC_QGEMM_NO_VNNI"]
+    res = subprocess.run(["g++", f"-march={march}", *FLAGS, *extra, "-I", str(KERNEL_DIR),
+                          str(KERNEL_DIR / "gemm_int8.cpp"), "-o", str(path)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    out = ctypes.CDLL(str(path))
+    out.aotc_qgemm_packed_bytes.restype = i64
+    out.aotc_qgemm_packed_bytes.argtypes = [i64, i64]
+    out.aotc_qgemm_pack_b.restype = None
+    out.aotc_qgemm_pack_b.argtypes = [i64, i64, ptr, i64, i64, ptr]
+    out.aotc_qgemm_s32.restype = None
+    out.aotc_qgemm_s32.argtypes = [i64, i64, i64, ptr, i64, ctypes.c_int, i32, ptr, ptr, i64]
+    return out
+
+
+def _pack(lib, b: np.ndarray) -> np.ndarray:
+    """b: an int8 array viewed as [K, N] with any strides."""
+    k, n = b.shape
+    packed = np.full(lib.aotc_qgemm_packed_bytes(k, n), 0x5A, np.uint8)  # no byte left unset
+    lib.aotc_qgemm_pack_b(k, n, b.ctypes.data, b.strides[0], b.strides[1], packed.ctypes.data)
+    return packed
+
+
+def _gemm(lib, a: np.ndarray, zero: int, packed: np.ndarray, n: int, ldc: int | None = None):
+    m, k = a.shape
+    ldc = ldc or n
+    c = np.full((m, ldc), -7, np.int32)
+    lib.aotc_qgemm_s32(m, n, k, a.ctypes.data, a.strides[0], int(a.dtype == np.int8), zero,
+                       packed.ctypes.data, c.ctypes.data, ldc)
+    return c
+
+
+def _expected(a, zero, b):
+    return ((a.astype(np.int64) - zero) @ b.astype(np.int64)).astype(np.int32)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (3, 17, 5), (4, 16, 4), (13, 45, 37),
+                                   (64, 33, 128), (65, 70, 1031), (130, 16, 3), (5, 100, 0)])
+@pytest.mark.parametrize("signed", [False, True])
+def test_products_are_exact(lib, m, n, k, signed):
+    rng = np.random.default_rng(m * 1000 + n + k)
+    dt, lo, hi = (np.int8, -128, 128) if signed else (np.uint8, 0, 256)
+    a = rng.integers(lo, hi, (m, k)).astype(dt)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    zero = 3 if signed else 128
+    c = _gemm(lib, a, zero, _pack(lib, b), n)
+    np.testing.assert_array_equal(c, _expected(a, zero, b))
+
+
+def test_extremes_do_not_saturate(lib):
+    # 255 x -128 pairs: a pair sum of -65280 is past int16, where vpmaddubsw would clamp
+    a = np.full((7, 64), 255, np.uint8)
+    b = np.full((64, 20), -128, np.int8)
+    b[::2, ::3] = 127
+    c = _gemm(lib, a, 0, _pack(lib, b), 20)
+    np.testing.assert_array_equal(c, _expected(a, 0, b))
+    sa = np.full((5, 40), -128, np.int8)
+    c = _gemm(lib, sa, -128, _pack(lib, b[:40]), 20)
+    np.testing.assert_array_equal(c, np.zeros((5, 20), np.int32))  # (-128 - -128) * b
+
+
+def test_strided_operands(lib):
+    rng = np.random.default_rng(7)
+    full_a = rng.integers(0, 256, (9, 50)).astype(np.uint8)
+    a = full_a[:, :37]  # lda 50 > K
+    bt = rng.integers(-128, 128, (23, 37)).astype(np.int8)
+    b = bt.T  # transposed: sb_k 1, sb_n 37
+    c = _gemm(lib, a, 17, _pack(lib, b), 23, ldc=30)
+    np.testing.assert_array_equal(c[:, :23], _expected(a, 17, b))
+    assert (c[:, 23:] == -7).all()  # past N: untouched
+
+
+def test_layout_is_the_documented_one(lib):
+    rng = np.random.default_rng(3)
+    k, n = 9, 20
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    packed = _pack(lib, b)
+    groups, panels = -(-k // 4), -(-n // 16)
+    padded = np.zeros((groups * 4, panels * 16), np.int8)
+    padded[:k, :n] = b
+    data = padded.reshape(groups, 4, panels, 16).transpose(2, 0, 3, 1).reshape(-1)
+    np.testing.assert_array_equal(packed[:data.size].view(np.int8), data)
+    colsum = packed[data.size:].view(np.int32)
+    np.testing.assert_array_equal(colsum[:n], b.astype(np.int32).sum(0))
+    assert (colsum[n:] == 0).all()
+
+
+def test_every_thread_count_agrees(lib):
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 256, (300, 200)).astype(np.uint8)
+    b = rng.integers(-128, 128, (200, 90)).astype(np.int8)
+    packed = _pack(lib, b)
+    expected = _expected(a, 100, b)
+    omp = ctypes.CDLL("libgomp.so.1")  # the OpenMP runtime the kernel library links
+    before = omp.omp_get_max_threads()
+    try:
+        for threads in (1, 2, 3):
+            omp.omp_set_num_threads(threads)
+            np.testing.assert_array_equal(_gemm(lib, a, 100, packed, 90), expected)
+    finally:
+        omp.omp_set_num_threads(before)
