@@ -1,4 +1,4 @@
-"""Loop nests for pointwise and reduction buffers (template calls: templates.py).
+"""Loop nests for pointwise and reduction buffers (templates: templates/).
 
 The scheduler's decisions arrive as the buffers themselves (what was fused); here they
 become C++ functions: OpenMP over the outer loops, the body once in the innermost loop,

@@ -8,23 +8,27 @@ from __future__ import annotations
 
 import sympy
 
-from ...ir.nodes import Buffer, Program
-from ...ir.regions import RegionWrite, Write
-from ...ir.symbols import flat_offset, index_vars, numel
-from ...scheduler.memory import reads_of
-from ...target import Loops, Target
-from . import ops
-from .code import CodeBuffer
-from .exprs import BodyEmitter, c_index
-from .kernels import Kernel, describe, index_exprs, parallel_pragma, program_symbol_index, symbols_in
+from ....ir.nodes import Buffer, Program
+from ....ir.regions import RegionWrite, Write
+from ....ir.symbols import flat_offset, index_vars, numel
+from ....scheduler.memory import reads_of
+from ....target import Loops
+from .. import ops
+from ..code import CodeBuffer
+from ..context import EmitContext
+from ..exprs import BodyEmitter, c_index
+from ..kernels import Kernel, describe, index_exprs, parallel_pragma, program_symbol_index, symbols_in
+from . import emits_kernel
 
 
-def emit_region_write(code: CodeBuffer, program: Program, buf: Buffer, kid: int, target: Target,
-                      in_place: bool = False) -> Kernel:
-    """A static C++ function computing `buf`; with `in_place`, `out` already holds the
-    initial value (the buffer it copies shares its storage) and the copy is skipped."""
+@emits_kernel(RegionWrite)
+def emit_region_write(code: CodeBuffer, program: Program, buf: Buffer, kid: int,
+                      ctx: EmitContext) -> Kernel:
+    """A static C++ function computing `buf`; when `buf` is updated in place, `out` already
+    holds the initial value (the buffer it copies shares its storage) and the copy is skipped."""
     op = buf.op
     assert isinstance(op, RegionWrite)
+    in_place = buf.name in ctx.in_place
     reads = sorted(reads_of(buf) - ({op.init.buffer} if in_place else set()))  # type: ignore[union-attr]
     sizes = {b: program.buffers[b].sizes for b in reads}
     sizes[buf.name] = buf.sizes
@@ -42,11 +46,11 @@ def emit_region_write(code: CodeBuffer, program: Program, buf: Buffer, kid: int,
             code.line(f"const int64_t {s.name} = sym[{program_symbol_index(program, s)}];")
         code.line("(void)oob;")
         if not in_place:
-            _loop(code, buf.sizes, target.loops, parallel=True, body=lambda: _assign(
+            _loop(code, buf.sizes, ctx.target.loops, parallel=True, body=lambda: _assign(
                 code, sizes, index_vars(len(buf.sizes)), buf.sizes, op.init, None, None))
         for k, w in enumerate(op.writes):
             code.line(f"// write {k}: {'in order' if w.ordered else 'positions are distinct'}")
-            _loop(code, w.sizes, target.loops, parallel=not w.ordered,
+            _loop(code, w.sizes, ctx.target.loops, parallel=not w.ordered,
                   body=lambda w=w: _assign(code, sizes, w.index, buf.sizes, w.value, w, buf))
     code.line()
     return Kernel(f"k{kid}_{buf.name}", [buf.name] + reads, checks_bounds=True)
