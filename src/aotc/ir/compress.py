@@ -4,7 +4,7 @@ consecutive rows at the positions a mask selects (x[mask] = values, masked_scatt
 
 The count is an unbacked shape symbol bound before the run (a `Count` of the mask, so
 outputs are allocated at their true size); the kernel then walks the mask in row-major
-order and appends one block per selected position (codegen/cpp/compress.py).
+order and appends one block per selected position (codegen/cpp/templates/compress.py).
 """
 from __future__ import annotations
 

@@ -72,8 +72,8 @@ class Template:
       - `with_epilogue(source, body)`: the template with a pointwise consumer of its result
         applied to each value as the kernel finishes it (fusion offers every such
         consumer; a template that cannot apply one returns None);
-      - its emitter, the C++ call into the shipped kernel, is registered by template class
-        in codegen/cpp/templates.py (how, kept apart from what).
+      - its emitter, the C++ call into the shipped kernel or its generated kernel, is
+        registered by template class in codegen/cpp/templates/ (how, kept apart from what).
     """
 
     def reads(self) -> tuple[str, ...]:

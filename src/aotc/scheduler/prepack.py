@@ -9,7 +9,7 @@ recorded with the constant, and the
 model library refuses to start when its kernel's pair differs. `pack_panels` writes the
 layout at compile time; a weight swapped at run time is packed by the model library's
 aotc_pack_constant, which calls the kernel's own packer. Not here: what the GEMM computes
-(ir/nodes.py) and how it is called (codegen/cpp/templates.py).
+(ir/nodes.py) and how it is called (codegen/cpp/templates/gemm.py).
 """
 from __future__ import annotations
 

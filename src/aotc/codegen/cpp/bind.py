@@ -1,6 +1,6 @@
 """Shape symbols that no input dim holds by itself: an int input's value, a `.item()`
-value read from the inputs' data, and a symbol seen only inside a size expression (`2*d`,
-`d + 1`), solved from that size at run time."""
+value or a mask's count of selected positions read from the inputs' data, and a symbol seen
+only inside a size expression (`2*d`, `d + 1`), solved from that size at run time."""
 from __future__ import annotations
 
 import sympy
@@ -9,10 +9,9 @@ from ...ir.binding import late_symbols
 from ...ir.compress import Count
 from ...ir.expr import loads
 from ...ir.nodes import Program
-from ...ir.symbols import UNBOUNDED_BELOW
+from ...ir.symbols import UNBOUNDED_BELOW, reduction_var
 from .code import CodeBuffer
-from .compress import emit_count
-from .exprs import BodyEmitter, c_checked_condition, c_condition, divides_maybe_by_zero
+from .exprs import BodyEmitter, c_checked_condition, c_condition, c_index, divides_maybe_by_zero
 from .kernels import index_exprs, program_symbol_index, symbols_in
 
 
@@ -169,3 +168,20 @@ def _c_text(text: str) -> str:
 
 def _input_name(program: Program, buffer: str) -> str:
     return next(s.name for s in program.inputs if s.buffer == buffer)
+
+
+def emit_count(code: CodeBuffer, program: Program, count: Count, sizes: dict, pointer_of) -> str:
+    """Statements counting the positions `count.mask` selects; returns the count's name."""
+    rv = [reduction_var(k) for k in range(len(count.ranges))]
+    code.line("int64_t selected = 0;")
+    for v, n in zip(rv, count.ranges):
+        code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
+        code.level += 1
+    body = BodyEmitter(sizes, pointer_of)
+    keep = body.value(count.mask)
+    code.lines_of(body.lines)
+    code.line(f"selected += {keep} ? 1 : 0;")
+    for _ in rv:
+        code.level -= 1
+        code.line("}")
+    return "selected"

@@ -1,6 +1,6 @@
 """Loop nests for pointwise and reduction buffers, printed as the loop plan
 (scheduler/loops.py) says: OpenMP over the outer loops, the body once in the innermost loop,
-lanes and tiles as planned. Template calls: templates.py.
+lanes and tiles as planned. Templates: templates/.
 """
 from __future__ import annotations
 

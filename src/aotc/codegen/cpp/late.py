@@ -12,9 +12,8 @@ from ...ir.compress import Count
 from ...ir.expr import loads
 from ...ir.nodes import Program
 from ...scheduler.memory import MemoryPlan
-from .bind import range_check
+from .bind import emit_count, range_check
 from .code import CodeBuffer
-from .compress import emit_count
 from .exprs import BodyEmitter, c_index
 from .kernels import program_symbol_index
 

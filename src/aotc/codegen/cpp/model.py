@@ -5,9 +5,7 @@ from __future__ import annotations
 import sympy
 
 from ...ir.binding import late_symbols, outputs_sized_late
-from ...ir.compress import Compress, MaskedScatter
 from ...ir.nodes import Buffer, BufferKind, Program, Template
-from ...ir.regions import RegionWrite
 from ...scheduler.grouping import RowGroup, Scheduled
 from ...scheduler.inplace import in_place_updates
 from ...scheduler.loops import LoopPlan
@@ -22,7 +20,7 @@ from .bind import (
     solve_size_symbols,
 )
 from .code import CodeBuffer
-from .compress import emit_compress, emit_masked_scatter
+from .context import EmitContext
 from .control import (
     after_kernel,
     guard_condition,
@@ -34,14 +32,13 @@ from .control import (
 )
 from .describe import constant_layout, emit_description
 from .exprs import c_index, symbol_ranges
-from .kernels import describe, emit_kernel, program_symbol_index, symbol_order
+from .kernels import Kernel, describe, emit_kernel, program_symbol_index, symbol_order
 from .late import emit_bind, emit_stage_start, emit_symbol_locals, slot_pointer
 from .packing import emit_packing
-from .regions import emit_region_write
 from .rows import emit_row_group
 from .sharing import KernelSharing
 from .state import emit_state_tables, state_index, storage_of
-from .templates import emit_template_helpers, template_call
+from .templates import emit_template, template_call
 
 
 def emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled], loops: LoopPlan,
@@ -91,26 +88,21 @@ def _emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled], l
         "",
     ])
     kernels = {}
-    nests = loops.nests
     in_place = in_place_updates(program, schedule)
+    ctx = EmitContext(loops.nests, frozenset(in_place))
     sharing = KernelSharing()  # repeated layers: one function per distinct kernel
     for kid, item in enumerate(schedule):
         start = len(code.lines)
+        kernel: Kernel | None
         with (item.members[0] if isinstance(item, RowGroup) else item).compiling("emitting"):
             if isinstance(item, RowGroup):
-                kernel = emit_row_group(code, program, item, kid, nests[item.name])
-            elif isinstance(item.op, RegionWrite):  # a template with a generated kernel
-                kernel = emit_region_write(code, program, item, kid, nests[item.name],
-                                           in_place=item.name in in_place)
-            elif isinstance(item.op, Compress):  # a data-dependent count of rows
-                kernel = emit_compress(code, program, item, kid)
-            elif isinstance(item.op, MaskedScatter):  # rows written where a mask holds
-                kernel = emit_masked_scatter(code, program, item, kid)
-            elif not isinstance(item.op, Template):
-                kernel = emit_kernel(code, program, item, kid, nests[item.name])
-            else:  # a template: its call is emitted in the run; its helpers (an epilogue) here
-                emit_template_helpers(code, program, item)
-                continue
+                kernel = emit_row_group(code, program, item, kid, ctx.nests[item.name])
+            elif isinstance(item.op, Template):  # its emitter, registered by template class
+                kernel = emit_template(code, program, item, kid, ctx)
+            else:
+                kernel = emit_kernel(code, program, item, kid, ctx.nests[item.name])
+        if kernel is None:  # a call into a shipped kernel: emitted in the run
+            continue
         computes = [m.name for m in item.members] if isinstance(item, RowGroup) else [item.name]
         kernels[item.name] = sharing.share(code, start, kernel, computes)
     _emit_bind_inputs(code, program)

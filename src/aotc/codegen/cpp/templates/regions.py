@@ -8,23 +8,29 @@ from __future__ import annotations
 
 import sympy
 
-from ...ir.nodes import Buffer, Program
-from ...ir.regions import RegionWrite, Write
-from ...ir.symbols import flat_offset, index_vars
-from ...scheduler.loops import Parallel, RegionLoops
-from ...scheduler.memory import reads_of
-from . import ops
-from .code import CodeBuffer
-from .exprs import BodyEmitter, c_index
-from .kernels import Kernel, describe, index_exprs, parallel_pragma, program_symbol_index, symbols_in
+from ....ir.nodes import Buffer, Program
+from ....ir.regions import RegionWrite, Write
+from ....ir.symbols import flat_offset, index_vars
+from ....scheduler.loops import Parallel, RegionLoops
+from ....scheduler.memory import reads_of
+from .. import ops
+from ..code import CodeBuffer
+from ..context import EmitContext
+from ..exprs import BodyEmitter, c_index
+from ..kernels import Kernel, describe, index_exprs, parallel_pragma, program_symbol_index, symbols_in
+from . import emits_kernel
 
 
-def emit_region_write(code: CodeBuffer, program: Program, buf: Buffer, kid: int, nest: RegionLoops,
-                      in_place: bool = False) -> Kernel:
-    """A static C++ function computing `buf`; with `in_place`, `out` already holds the
-    initial value (the buffer it copies shares its storage) and the copy is skipped."""
+@emits_kernel(RegionWrite)
+def emit_region_write(code: CodeBuffer, program: Program, buf: Buffer, kid: int,
+                      ctx: EmitContext) -> Kernel:
+    """A static C++ function computing `buf`; when `buf` is updated in place, `out` already
+    holds the initial value (the buffer it copies shares its storage) and the copy is skipped."""
     op = buf.op
     assert isinstance(op, RegionWrite)
+    in_place = buf.name in ctx.in_place
+    nest = ctx.nests[buf.name]
+    assert isinstance(nest, RegionLoops)
     reads = sorted(reads_of(buf) - ({op.init.buffer} if in_place else set()))  # type: ignore[union-attr]
     sizes = {b: program.buffers[b].sizes for b in reads}
     sizes[buf.name] = buf.sizes

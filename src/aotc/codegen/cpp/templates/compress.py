@@ -1,18 +1,21 @@
 """The kernels of a Compress (walk the mask in row-major order on one thread and append
 one block per selected position, so rows come in PyTorch's order on every run) and of a
-MaskedScatter (the same walk, writing the next row of values at each selected position)."""
+MaskedScatter (the same walk, writing the next row of values at each selected position).
+The count of selected positions, which binds a Compress's row symbol, is in bind.py."""
 from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ...ir.compress import Compress, Count, MaskedScatter
-from ...ir.nodes import Buffer, Program
-from ...ir.symbols import flat_offset, index_var, numel, reduction_var
-from ...scheduler.memory import reads_of
-from . import ops
-from .code import CodeBuffer
-from .exprs import BodyEmitter, c_index
-from .kernels import Kernel, describe, index_exprs, program_symbol_index, symbols_in
+from ....ir.compress import Compress, MaskedScatter
+from ....ir.nodes import Buffer, Program
+from ....ir.symbols import flat_offset, index_var, numel, reduction_var
+from ....scheduler.memory import reads_of
+from .. import ops
+from ..code import CodeBuffer
+from ..context import EmitContext
+from ..exprs import BodyEmitter, c_index
+from ..kernels import Kernel, describe, index_exprs, program_symbol_index, symbols_in
+from . import emits_kernel
 
 
 @contextmanager
@@ -34,7 +37,9 @@ def _walk_kernel(code: CodeBuffer, program: Program, buf: Buffer, kid: int, expr
     code.line()
 
 
-def emit_compress(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> Kernel:
+@emits_kernel(Compress)
+def emit_compress(code: CodeBuffer, program: Program, buf: Buffer, kid: int,
+                  ctx: EmitContext) -> Kernel:
     op = buf.op
     assert isinstance(op, Compress)
     exprs = [*op.ranges, *op.inner, *index_exprs(op.mask), *index_exprs(op.value)]
@@ -71,7 +76,9 @@ def emit_compress(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> 
     return Kernel(name, [buf.name] + reads, checks_bounds=True)
 
 
-def emit_masked_scatter(code: CodeBuffer, program: Program, buf: Buffer, kid: int) -> Kernel:
+@emits_kernel(MaskedScatter)
+def emit_masked_scatter(code: CodeBuffer, program: Program, buf: Buffer, kid: int,
+                        ctx: EmitContext) -> Kernel:
     """Copy `init` in, then walk the mask in row-major order writing one row of values per
     selected position; the count of rows used is checked against the values' rows."""
     op = buf.op
@@ -126,20 +133,3 @@ def _close(code: CodeBuffer, vars_) -> None:
     for _ in vars_:
         code.level -= 1
         code.line("}")
-
-
-def emit_count(code: CodeBuffer, program: Program, count: Count, sizes: dict, pointer_of) -> str:
-    """Statements counting the positions `count.mask` selects; returns the count's name."""
-    rv = [reduction_var(k) for k in range(len(count.ranges))]
-    code.line("int64_t selected = 0;")
-    for v, n in zip(rv, count.ranges):
-        code.line(f"for (int64_t {v} = 0; {v} < {c_index(n)}; ++{v}) {{")
-        code.level += 1
-    body = BodyEmitter(sizes, pointer_of)
-    keep = body.value(count.mask)
-    code.lines_of(body.lines)
-    code.line(f"selected += {keep} ? 1 : 0;")
-    for _ in rv:
-        code.level -= 1
-        code.line("}")
-    return "selected"

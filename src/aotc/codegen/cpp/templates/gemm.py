@@ -1,19 +1,77 @@
-"""A GEMM's fused epilogue as a C++ function the kernel calls on each finished block of C
-(aotc_gemm_epilogue in kernels/aotc_kernels.h), and the argument table it reads.
+"""The GEMM: the call into the shipped kernel (with a prepacked B, a fused epilogue, or
+plain) and its fused epilogue, a C++ function the kernel calls on each finished block of C
+(aotc_gemm_epilogue in kernels/aotc_kernels.h), with the argument table it reads.
 
-The function rewrites the block in place: for output row `row + r` (counting the rows of
+The epilogue rewrites the block in place: for output row `row + r` (counting the rows of
 every matrix of the batch, which unravels into the leading index variables) and column
 `col + j` (the last index variable), the product is `acc` and the element becomes the
 epilogue body's value. Other buffers the body reads come through the table, after the
 shape symbols."""
 from __future__ import annotations
 
-from ...ir.expr import loads
-from ...ir.nodes import Buffer, Gemm, Program
-from ...ir.symbols import index_vars
-from .code import CodeBuffer
-from .exprs import BodyEmitter, c_index
-from .kernels import describe, symbol_order
+import sympy
+
+from ....dtypes import DType
+from ....errors import CompileError
+from ....ir.expr import loads
+from ....ir.nodes import Buffer, Gemm, Program
+from ....ir.symbols import index_vars
+from .. import ops
+from ..code import CodeBuffer
+from ..exprs import BodyEmitter, c_index
+from ..kernels import describe, symbol_order
+from . import emits, emits_helpers
+
+
+def _gemm_operands(buf: Buffer, pointer_of) -> dict[str, str]:
+    """The C spellings of a GEMM's operands, sizes and scalars, as every entry point takes
+    them: a, b and bias as `pointer + offset, strides...`."""
+    op = buf.op
+    assert isinstance(op, Gemm)
+
+    def arg(o):
+        return f"{pointer_of(o.buffer)} + {c_index(o.offset)}, " + ", ".join(
+            c_index(s) for s in o.strides)
+
+    return {
+        "batch": c_index(op.batch), "m": c_index(op.m), "n": c_index(op.n), "k": c_index(op.k),
+        "a": arg(op.a), "b": arg(op.b), "b_packed": pointer_of(op.b.buffer),
+        "bias": arg(op.bias) if op.bias is not None else "nullptr, 0, 0, 0",
+        "c": f"{pointer_of(buf.name)}, {c_index(sympy.expand(op.m * op.n))}, {c_index(op.n)}",
+        "scalars": f"{ops.literal(op.alpha, DType.float32)}, {ops.literal(op.beta, DType.float32)}",
+    }
+
+
+@emits(Gemm)
+def gemm_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
+    """The call into the shipped GEMM: with a prepacked B, with a fused epilogue, or plain."""
+    op = buf.op
+    assert isinstance(op, Gemm)
+    if buf.dtype is not DType.float32:
+        raise CompileError("only float32 GEMM")
+    g = _gemm_operands(buf, pointer_of)
+    sizes = f"{g['batch']}, {g['m']}, {g['n']}, {g['k']},"
+    if not op.b_packed and op.epilogue is None:
+        return [f"aotc_sgemm_batched({sizes}", f"                   {g['a']},",
+                f"                   {g['b']},", f"                   {g['c']},",
+                f"                   {g['bias']}, {g['scalars']});"]
+    setup, epilogue = epilogue_setup(buf, pointer_of)
+    # a prepacked B is a constant in the kernel's panel layout, shared by the batch
+    name, b = ("aotc_sgemm_prepacked", g["b_packed"]) if op.b_packed else ("aotc_sgemm_fused", g["b"])
+    if op.b_bf16:  # the same call with B in the bfloat16 layout (scheduler/precision.py)
+        name, b = "aotc_sgemm_prepacked_bf16", f"reinterpret_cast<const uint16_t *>({b})"
+    pad = " " * (len(name) + 1)
+    call = [f"{name}({sizes}", f"{pad}{g['a']},", f"{pad}{b},", f"{pad}{g['c']},",
+            f"{pad}{g['bias']}, {g['scalars']}, {epilogue});"]
+    if not setup:
+        return call
+    return ["{"] + ["  " + s for s in setup + call] + ["}"]
+
+
+@emits_helpers(Gemm)
+def gemm_helpers(code: CodeBuffer, program: Program, buf: Buffer) -> None:
+    if isinstance(buf.op, Gemm) and buf.op.epilogue is not None:
+        emit_epilogue(code, program, buf)
 
 
 def epilogue_name(buf: Buffer) -> str:
