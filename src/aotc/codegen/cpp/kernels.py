@@ -28,6 +28,7 @@ from ...ir.expr import (
     with_index,
 )
 from ...ir.nodes import ARG_REDUCTIONS, Buffer, Pointwise, Program, ReduceType, Reduction
+from ...ir.queries import reads_of
 from ...ir.symbols import (
     FloorDiv,
     ModIndex,
@@ -37,7 +38,6 @@ from ...ir.symbols import (
     reduction_var,
     simplify_index,
 )
-from ...scheduler.memory import reads_of
 from ...target import Loops, Target
 from . import ops
 from .code import CodeBuffer

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sympy
 
 from ...ir.nodes import Buffer, Program
+from ...ir.queries import reads_of
 from ...ir.regions import RegionWrite, Write
 from ...ir.symbols import flat_offset, index_vars, numel
-from ...scheduler.memory import reads_of
 from ...target import Loops, Target
 from . import ops
 from .code import CodeBuffer

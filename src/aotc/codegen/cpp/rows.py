@@ -6,9 +6,9 @@ import sympy
 
 from ...ir.expr import IndirectLoad, loads
 from ...ir.nodes import ARG_REDUCTIONS, Program, Reduction
+from ...ir.queries import reads_of
 from ...ir.symbols import flat_offset, index_vars, numel, reduction_var
 from ...scheduler.grouping import RowGroup
-from ...scheduler.memory import reads_of
 from ...target import Target
 from .code import CodeBuffer
 from .exprs import BodyEmitter, c_index
