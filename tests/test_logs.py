@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import aotc
-from aotc.logs import ARTIFACTS, configure_logging, parse_logs
+from aotc.logs import ARTIFACTS, STAGE_ARTIFACT, configure_logging, parse_logs
 from models import ReadmeModel
 
 
@@ -21,6 +21,17 @@ def test_parse_logs():
     assert parse_logs("+all") == dict.fromkeys(ARTIFACTS, logging.DEBUG)
     with pytest.warns(UserWarning, match="unknown artifact 'grpah'"):
         assert parse_logs("grpah") == {}
+
+
+def test_every_pipeline_stage_has_an_artifact(tmp_path):
+    with torch.no_grad():
+        ep = torch.export.export(ReadmeModel().eval(), (torch.randn(2, 10),))
+    aotc.compile_and_package(ep, tmp_path / "m.pt2", {"debug_dir": str(tmp_path / "dbg")})
+    stages = {p.stem.split("_", 1)[1] for p in (tmp_path / "dbg").rglob("[0-9][0-9]_*")}
+    assert {"import", "codegen", "build", "weights", "metadata"} <= stages
+    assert stages <= set(STAGE_ARTIFACT)
+    assert set(STAGE_ARTIFACT.values()) <= set(ARTIFACTS)
+    assert STAGE_ARTIFACT["weights"] == STAGE_ARTIFACT["metadata"] == "package"
 
 
 @pytest.fixture
@@ -35,7 +46,7 @@ def restore_loggers():
 
 
 def test_each_artifact_has_its_logger(tmp_path, caplog, restore_loggers):
-    configure_logging({"AOTC_LOGS": "ir,code,perf"})
+    configure_logging({"AOTC_LOGS": "ir,code,package,perf"})
     with torch.no_grad():
         ep = torch.export.export(ReadmeModel().eval(), (torch.randn(2, 10),))
     with caplog.at_level(logging.INFO, logger="aotc.code"):
@@ -46,7 +57,10 @@ def test_each_artifact_has_its_logger(tmp_path, caplog, restore_loggers):
     assert "after stage import" in by_logger["aotc.ir"] and "after stage dce" in by_logger["aotc.ir"]
     code = by_logger["aotc.code"]  # the model's own run, then the C ABI over it
     assert "int run(Model *m" in code and "#include \"aotc_model_abi.h\"" in code
-    assert "stage build took" in by_logger["aotc.perf"]
+    assert "stage build took" in by_logger["aotc.perf"] and "after stage build" in by_logger["aotc.perf"]
+    package = by_logger["aotc.package"]
+    assert "after stage weights" in package
+    assert "after stage metadata" in package and '"format_version"' in package
     assert "aotc.graph" not in by_logger and "aotc.fusion" not in by_logger
     assert "aotc.schedule" not in by_logger
 

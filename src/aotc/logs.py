@@ -1,6 +1,6 @@
 """aotc's logging switches, in the manner of TORCH_LOGS: `AOTC_LOGS=graph,ir,fusion,schedule,
-code,perf` turns on one logger per artifact (`aotc.<artifact>`), `all` every one, and a `+`
-prefix (`+perf`, `+all`) logs at DEBUG. `AOTC_LOG=info|debug` sets the general `aotc` logger.
+code,package,perf` turns on one logger per artifact (`aotc.<artifact>`), `all` every one, and a
+`+` prefix (`+perf`, `+all`) logs at DEBUG. `AOTC_LOG=info|debug` sets the general `aotc` logger.
 """
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ ARTIFACTS = {
     "fusion": "the IR after fusion",
     "schedule": "the kernel sequence (row groups) and the memory plan",
     "code": "the generated C++ translation unit",
-    "perf": "compile time per stage, build cache hits",
+    "package": "the weights table and metadata.json written into the .pt2",
+    "perf": "compile time per stage, the built library and whether it came from the cache",
 }
 # pipeline stage -> the artifact that shows its result
-STAGE_ARTIFACT = {"import": "ir", "dce": "ir", "fuse": "fusion", "prepack": "ir", "group": "schedule",
-                  "plan": "schedule", "codegen": "code"}
+STAGE_ARTIFACT = {"import": "ir", "dce": "ir", "fuse": "fusion", "prepack": "ir",
+                  "loops": "schedule", "group": "schedule", "plan": "schedule", "codegen": "code",
+                  "build": "perf", "weights": "package", "metadata": "package"}
 _HANDLER_NAME = "aotc-stderr"
 
 

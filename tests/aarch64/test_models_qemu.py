@@ -156,7 +156,7 @@ def test_the_package_holds_aarch64_libraries(baseline_package):
     for name in MODELS:
         meta = reader.metadata(name)
         assert meta["target"] == {"device": "cpu", "arch": "armv8-a", "isa": "neon",
-                                  "architecture": "aarch64"}
+                                  "architecture": "aarch64", "cpu_features": "asimd fp"}
         assert reader.library(name, meta)[18:20] == (183).to_bytes(2, "little")  # EM_AARCH64
     reader.close()
 
@@ -177,5 +177,5 @@ def test_higher_level_runs_where_the_cpu_has_it(run_model, higher_package, progr
     assert_matches_eager(programs["mlp"], inputs, outputs)
     proc, _ = run_on_qemu(run_model, higher_package, "mlp", inputs, tmp_path / "a53", BASELINE)
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert ("was compiled for armv8.2-a+fp16+dotprod (neon-dotprod); this CPU lacks lse rdma fp16 "
-            "dotprod. Recompile with options={'target': 'aarch64'}") in proc.stdout
+    assert ("was compiled for armv8.2-a+fp16+dotprod (neon-dotprod); this CPU lacks asimddp "
+            "asimdhp asimdrdm atomics fphp. Recompile with options={'target': 'aarch64'}") in proc.stdout

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from cross_tools import BUILDS, LEVELS, ROOT, needs_tools, run_under_qemu
 
+from aotc.target import target_of_arch
+
 CMAKE_PREFIX = ROOT / "src" / "aotc" / "share" / "cmake"
 TOOLCHAIN = CMAKE_PREFIX / "aotc" / "aarch64-linux-gnu.cmake"
 PROJECT = Path(__file__).resolve().parent / "runtime"
@@ -36,9 +38,11 @@ def open_packages() -> Path:
     return out / "open_packages"
 
 
-def bare_package(path: Path, arch: str) -> Path:
-    """An aotc package of one model whose metadata names `arch`, without its library."""
-    meta = {"format_version": "2", "target": {"device": "cpu", "arch": arch, "isa": "test"}}
+def bare_package(path: Path, arch: str, **target: str) -> Path:
+    """An aotc package of one model whose metadata names `arch` (and `target`'s other fields),
+    without its library."""
+    meta = {"format_version": "2",
+            "target": {"device": "cpu", "arch": arch, "isa": "test", **target}}
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
         z.writestr("archive_format", "pt2")
         z.writestr("aotc/version", "2")
@@ -66,13 +70,18 @@ def test_refusals_under_qemu(open_packages, tmp_path):
                        bare_package(tmp_path / "x86.pt2", "x86-64-v3"),
                        bare_package(tmp_path / "armv9.pt2", "armv9-a"),
                        bare_package(tmp_path / "v82.pt2", "armv8.2-a+fp16+dotprod"),
-                       bare_package(tmp_path / "v80.pt2", "armv8-a"))
+                       bare_package(tmp_path / "v80.pt2", "armv8-a"),
+                       bare_package(tmp_path / "rec.pt2", "armv8.2-a+fp16+dotprod",
+                                    cpu_features="asimd asimddp atomics crc32 fp"))
     assert results["missing.pt2"].startswith("5 ") and "does not exist" in results["missing.pt2"]
     assert "not a valid .pt2 package" in results["not_a_zip.pt2"]
     assert ("compiled for x86_64 (x86-64-v3, isa 'test'): it runs on an x86_64 machine, and this "
             "is aarch64") in results["x86.pt2"]
     assert "unknown target arch 'armv9-a'" in results["armv9.pt2"]
-    # a Cortex-A53 (Armv8.0) has the CRC instructions but neither LSE, RDMA, fp16 nor dotprod
+    # a Cortex-A53 (Armv8.0) has the CRC instructions but neither LSE, RDMA, fp16 nor dotprod:
+    # the features a package records (as /proc/cpuinfo names them), or, in one written before
+    # target.cpu_features, those of its -march level and extensions (as g++ names them)
+    assert "this CPU lacks asimddp atomics. Recompile with" in results["rec.pt2"]
     assert "this CPU lacks lse rdma fp16 dotprod" in results["v82.pt2"]
     # the baseline passes the target check; the package then lacks its library
     assert "lacks" not in results["v80.pt2"] and "model.so" in results["v80.pt2"]
@@ -80,5 +89,9 @@ def test_refusals_under_qemu(open_packages, tmp_path):
 
 def test_higher_level_on_a_cpu_that_has_it(open_packages, tmp_path):
     results = open_all(open_packages, LEVELS["armv8.2-a+fp16+dotprod"],
-                       bare_package(tmp_path / "v82.pt2", "armv8.2-a+fp16+dotprod"))
-    assert "lacks" not in results["v82.pt2"] and "model.so" in results["v82.pt2"]
+                       bare_package(tmp_path / "v82.pt2", "armv8.2-a+fp16+dotprod"),
+                       bare_package(tmp_path / "rec.pt2", "armv8.2-a+fp16+dotprod",
+                                    cpu_features=" ".join(sorted(target_of_arch(
+                                        "armv8.2-a+fp16+dotprod").features))))
+    for name in ("v82.pt2", "rec.pt2"):
+        assert "lacks" not in results[name] and "model.so" in results[name]

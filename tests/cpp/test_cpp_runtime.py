@@ -272,8 +272,20 @@ def test_address_sanitizer(test_programs_asan, plain_example_asan, two_inputs, t
     assert "AddressSanitizer" not in proc.stderr and "LeakSanitizer" not in proc.stderr, proc.stderr
 
 
-def test_package_needing_a_missing_cpu_feature_is_refused(test_programs, plain_example, tmp_path):
-    """target.features (precision "bf16" records avx512_bf16) is checked as the arch is."""
+@pytest.mark.parametrize("change, lacks", [
+    # what the package records in target.cpu_features is what counts, not its arch
+    ({"cpu_features": "made_up_feature"},
+     "; this CPU lacks made_up_feature. Recompile with options={'isa': 'avx2'}"),
+    ({"precision": "bf16", "features": "no_such_cpu_feature", "cpu_features": "no_such_cpu_feature"},
+     " with precision 'bf16'; this CPU lacks no_such_cpu_feature. Recompile with "
+     "options={'precision': 'fp32'}"),
+    # written before cpu_features: the arch's features and target.features (precision "bf16"
+    # records avx512_bf16)
+    ({"precision": "bf16", "features": "no_such_cpu_feature", "cpu_features": None},
+     " with precision 'bf16'; this CPU lacks no_such_cpu_feature"),
+], ids=["recorded", "recorded-bf16", "old-package-bf16"])
+def test_package_needing_a_missing_cpu_feature_is_refused(test_programs, plain_example, tmp_path,
+                                                          change, lacks):
     from aotc.package.format import ModelFiles, PackageReader, write_package
 
     reader = PackageReader(plain_example / "model.pt2")
@@ -281,13 +293,14 @@ def test_package_needing_a_missing_cpu_feature_is_refused(test_programs, plain_e
     weights = bytes(reader.weights("model", meta)[0])
     library = reader.library("model", meta)
     reader.close()
-    meta["target"] = {**meta["target"], "precision": "bf16", "features": "no_such_cpu_feature"}
+    target = {**meta["target"], **change}
+    meta["target"] = {k: v for k, v in target.items() if v is not None}
     package = write_package(tmp_path / "needs.pt2", {"model": ModelFiles(meta, library, "",
                                                                          weights)})
     proc, _ = run_model(test_programs, package, "model", [example_input(2)], tmp_path)
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "with precision 'bf16'; this CPU lacks no_such_cpu_feature" in proc.stdout
-    with pytest.raises(aotc.PackageError, match="lacks.*no_such_cpu_feature"):
+    assert lacks in proc.stdout
+    with pytest.raises(aotc.PackageError, match="lacks.*" + lacks.split("lacks ")[1].split(".")[0]):
         aotc.load_package(package)
 
 

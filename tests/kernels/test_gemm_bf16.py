@@ -72,6 +72,7 @@ def test_odd_shapes_dynamic_rows_and_epilogue(tmp_path):
     model = aotc.load_package(tmp_path / "m.pt2", num_threads=2)
     assert model.package_metadata["target"]["precision"] == "bf16"
     assert model.package_metadata["target"]["features"] == BF16_FEATURE
+    assert BF16_FEATURE in model.package_metadata["target"]["cpu_features"].split()
     one = aotc.load_package(tmp_path / "m.pt2", num_threads=1)
     for m in (1, 5, 13, 25, 150, 301):  # one row, partial tiles, several MC blocks
         x = torch.randn(m, 37)

@@ -1,6 +1,8 @@
 """The Python loader's target check: a package for another processor family is refused by
 name (either way round, host.machine monkeypatched), a CPU below the package's level is told
-the levels of its family it runs, and an unknown architecture is a damaged package."""
+the levels of its family it runs, the CPU features checked are those the package records
+(target.cpu_features; its arch's for a package written before), and an unknown architecture is
+a damaged package."""
 from __future__ import annotations
 
 import json
@@ -11,7 +13,8 @@ import pytest
 import torch
 
 import aotc
-from aotc.target import host
+from aotc.package.format import PackageReader
+from aotc.target import host, target_of_arch
 from models import ReadmeModel
 
 A53 = frozenset({"fp", "asimd", "crc32"})
@@ -76,6 +79,42 @@ def test_a_cpu_below_the_level_is_told_the_levels_it_runs(package, tmp_path, mon
     with pytest.raises(aotc.PackageError, match=rf"this CPU lacks \[.*\]\. Recompile with "
                                                 rf"{re.escape(advice)}"):
         aotc.load_package(other)
+
+
+def test_a_package_records_every_feature_its_code_needs(package):
+    reader = PackageReader(package)
+    target = reader.metadata("model")["target"]
+    reader.close()
+    level = target_of_arch(target["arch"])
+    assert level is not None
+    assert target["cpu_features"] == " ".join(sorted(level.features))
+
+
+@pytest.mark.parametrize("target, lacks", [
+    # the recorded list, not the arch's features, is what counts
+    ({"arch": "x86-64-v4", "isa": "avx512", "cpu_features": "avx2 avx512f made_up"},
+     "['avx512f', 'made_up']. Recompile with options={'isa': 'avx2'}"),
+    ({"arch": "x86-64-v3", "isa": "avx2", "precision": "bf16", "features": "avx512_bf16",
+      "cpu_features": "avx2 avx512_bf16 bmi2 fma"},
+     "['avx512_bf16']. Recompile with options={'precision': 'fp32'}"),
+    # written before cpu_features: the arch's features and the extra ones
+    ({"arch": "x86-64-v4", "isa": "avx512"},
+     "['avx512bw', 'avx512dq', 'avx512f', 'avx512vl']. Recompile with options={'isa': 'avx2'}"),
+    ({"arch": "x86-64-v3", "isa": "avx2", "precision": "bf16", "features": "avx512_bf16"},
+     "['avx512_bf16']. Recompile with options={'precision': 'fp32'}"),
+], ids=["recorded", "recorded-bf16", "old-package", "old-package-bf16"])
+def test_the_recorded_cpu_features_are_checked(package, tmp_path, monkeypatch, target, lacks):
+    other = with_target(package, tmp_path / "needs.pt2", architecture="x86_64", **target)
+    on(monkeypatch, "x86_64", AVX2)
+    with pytest.raises(aotc.PackageError, match=rf"this CPU lacks {re.escape(lacks)}"):
+        aotc.load_package(other)
+
+
+def test_a_package_whose_recorded_features_the_cpu_has_loads(package, tmp_path, monkeypatch):
+    other = with_target(package, tmp_path / "v4.pt2", arch="x86-64-v4", isa="avx512",
+                        architecture="x86_64", cpu_features="avx2")
+    on(monkeypatch, "x86_64", AVX2 | host.cpu_flags())
+    aotc.load_package(other)
 
 
 def test_an_unknown_architecture_is_a_damaged_package(package, tmp_path):

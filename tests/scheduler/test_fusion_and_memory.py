@@ -7,11 +7,12 @@ import torch
 
 from aotc.frontend.importer import import_program
 from aotc.ir.printer import format_program
+from aotc.ir.queries import reads_of
 from aotc.passes.dce import remove_dead_buffers
 from aotc.passes.pipeline import _schedule_dump
 from aotc.scheduler.fusion import fuse_pointwise
 from aotc.scheduler.grouping import group_rows, kernel_members, local_buffers
-from aotc.scheduler.memory import plan_memory, reads_of
+from aotc.scheduler.memory import plan_memory
 
 
 class Chain(torch.nn.Module):

@@ -4,7 +4,7 @@
 //   direct (AVX-512 and AVX2 builds; 1-D and 2-D, output planes of 256 positions or more):
 //     the blocked direct kernel of conv_direct.h over a phased, zero-padded input copy;
 //   depthwise (one input channel per group): on AVX-512 and AVX2 builds, 1-D and 2-D ones
-//     take conv_direct.h: with one output channel per group, its channel-blocked kernel
+//     take conv_depthwise.h: with one output channel per group, its channel-blocked kernel
 //     (a vector of channels per output position, the planes transposed in and out);
 //     otherwise its per-channel kernel (the same phased input, one channel at a time, 4
 //     vectors of positions per tile); on other builds a direct loop per output plane,
@@ -26,6 +26,7 @@
 // Every path handles 1-D and 2-D as 3-D with leading unit dims.
 
 #include "aotc_kernels.h"
+#include "conv_depthwise.h"
 #include "conv_direct.h"
 
 #include <algorithm>
@@ -237,7 +238,7 @@ struct Acc16 {
 // over all taps. Rows carry 16 spare zeros, so the last block of a row may read past it;
 // those lanes are not stored.
 // Returns whether the fused activation is already applied (the vector kernel of
-// conv_direct.h takes 1-D and 2-D ones on AVX-512 and AVX2 builds).
+// conv_depthwise.h takes 1-D and 2-D ones on AVX-512 and AVX2 builds).
 bool depthwise(const Geometry &g, const float *x, const float *w, const float *bias, float *y) {
 #ifdef AOTC_CONV_DIRECT
     if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1) {

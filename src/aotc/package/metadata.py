@@ -101,6 +101,16 @@ def _size_json(s):
     return int(s) if s.is_Integer else str(s)
 
 
+def _target_json(target: Target, precision: str) -> dict[str, str]:
+    """The target a package records: its arch, and in cpu_features every CPU feature its code
+    needs (the arch's and the precision's, as /proc/cpuinfo spells them), which loaders check
+    against the CPU so that they need no table of the arches' features."""
+    extra = target_metadata(precision, target)
+    needs = set(target.features) | set(extra.get("features", "").split())
+    return {**target.metadata(), "architecture": target.architecture, **extra,
+            "cpu_features": " ".join(sorted(needs))}
+
+
 def build_metadata(ep, p: Program, constants: list[dict], timings: dict[str, float], *,
                    target: Target, precision: str, freezing: bool, num_threads: int,
                    user_metadata: dict[str, str]) -> dict:
@@ -138,8 +148,7 @@ def build_metadata(ep, p: Program, constants: list[dict], timings: dict[str, flo
         "abi_version": ABI_VERSION,
         "aotc_version": __version__,
         "torch_version": torch.__version__,
-        "target": {**target.metadata(), "architecture": target.architecture,
-                   **target_metadata(precision, target)},
+        "target": _target_json(target, precision),
         "inputs": inputs,
         "outputs": outputs,
         "output_leaves": leaves,

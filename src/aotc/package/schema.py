@@ -245,6 +245,8 @@ def _validate(meta: Any) -> None:
                    target["architecture"])
     if "features" in target:  # CPU features beyond the arch's, space separated
         _str(target["features"], "target.features")
+    if "cpu_features" in target:  # every CPU feature the code needs, space separated
+        _str(target["cpu_features"], "target.cpu_features")
     if target.get("precision", "fp32") not in ("fp32", "bf16"):
         raise _Bad("target.precision", "'fp32' or 'bf16'", target["precision"])
     symbols = _symbols(_get(meta, "symbols", ""))

@@ -6,7 +6,7 @@ import dataclasses
 from ..ir.binding import binding_buffers
 from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.nodes import BufferKind, Program
-from ..scheduler.memory import reads_of
+from ..ir.queries import reads_of
 
 
 def remove_dead_buffers(program: Program) -> Program:

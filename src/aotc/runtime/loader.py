@@ -415,10 +415,13 @@ def _check_target(path: str, meta: dict) -> None:
         raise PackageError(f"{built}: it runs on an {family} machine, and this is "
                            f"{host.machine()}. Compile it again without a target option to run "
                            "it here")
-    missing = host.missing_features(level)
-    needed = set(str(target.get("features", "")).split())  # beyond the arch's (a bf16 GEMM)
-    if needed - host.cpu_flags():
-        missing = missing | (needed - host.cpu_flags())
+    extra = set(str(target.get("features", "")).split())  # beyond the arch's (a bf16 GEMM)
+    # what the code needs, as the package records it (native: only the extra ones); a package
+    # written before cpu_features (same format: the field restates its arch) needs the arch's
+    needed = set(target["cpu_features"].split()) if "cpu_features" in target else (
+        set(level.features) | extra)
+    missing = needed - host.cpu_flags()
+    if missing & extra:
         raise PackageError(f"{path} was compiled for {target.get('arch')} ({target.get('isa')}) "
                            f"with precision {target.get('precision', 'fp32')!r}; this CPU lacks "
                            f"{sorted(missing)}. Recompile with options={{'precision': 'fp32'}}")

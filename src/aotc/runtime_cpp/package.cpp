@@ -52,6 +52,8 @@ std::string resolve(const ZipReader &zip, const std::string &label, const char *
   return name;
 }
 
+// `f` as target/x86_64.py and target/aarch64.py spell it (/proc/cpuinfo's names), or as a
+// g++ -march extension (an aarch64 arch written before target.cpu_features)
 bool has_feature(const std::string &f) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
@@ -65,58 +67,66 @@ bool has_feature(const std::string &f) {
   if (f == "avx512_bf16") return __builtin_cpu_supports("avx512bf16");
 #endif
 #if defined(__aarch64__) && defined(__linux__)
-  // the -march extension names of g++, from the kernel's HWCAP bits
+  // the kernel's HWCAP bits
   const unsigned long hw = getauxval(AT_HWCAP);
+  if (f == "fp") return hw & HWCAP_FP;
+  if (f == "asimd") return hw & HWCAP_ASIMD;
+  if (f == "crc32" || f == "crc") return hw & HWCAP_CRC32;
+  if (f == "atomics" || f == "lse") return hw & HWCAP_ATOMICS;
+  if (f == "asimdrdm" || f == "rdma") return hw & HWCAP_ASIMDRDM;
+  if (f == "fphp") return hw & HWCAP_FPHP;
+  if (f == "asimdhp") return hw & HWCAP_ASIMDHP;
   if (f == "fp16") return (hw & HWCAP_FPHP) && (hw & HWCAP_ASIMDHP);
-  if (f == "dotprod") return hw & HWCAP_ASIMDDP;
-  if (f == "crc") return hw & HWCAP_CRC32;
-  if (f == "lse") return hw & HWCAP_ATOMICS;
-  if (f == "rdma") return hw & HWCAP_ASIMDRDM;
+  if (f == "asimddp" || f == "dotprod") return hw & HWCAP_ASIMDDP;
 #endif
   (void)f;
   return false;
 }
 
-#if defined(__aarch64__)
-// An aarch64 package's arch is its -march value: a level (armv8-a, the NEON baseline, or a
-// later one, whose code may use the features it makes mandatory) and +extensions.
-void check_arm_target(const std::string &meta, const std::string &arch, const std::string &isa,
-                      const std::string &label) {
-  if (arch.compare(0, 4, "armv") != 0)
-    fail_package(label, "was compiled for " + arch + "; this is an aarch64 processor");
-  const size_t plus = std::min(arch.find('+'), arch.size());
-  const std::string level = arch.substr(0, plus);
-  std::vector<std::string> need;
-  if (level == "armv8.1-a" || level == "armv8.2-a") need = {"crc", "lse", "rdma"};
-  else if (level != "armv8-a")
-    fail_package(label, "was compiled for an unknown target arch '" + arch + "'");
-  for (size_t at = plus; at < arch.size();) {
-    const size_t end = std::min(arch.find('+', at + 1), arch.size());
-    need.push_back(arch.substr(at + 1, end - at - 1));
-    at = end;
-  }
-  // features beyond the arch's (space separated), as on x86-64
-  std::string features;
-  json_lookup(meta, {"target", "features"}, &features);
-  for (size_t at = 0; at < features.size();) {
-    const size_t end = std::min(features.find(' ', at), features.size());
-    if (end > at) need.push_back(features.substr(at, end - at));
+// the words of `text` between `sep`s
+std::vector<std::string> words(const std::string &text, char sep) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find(sep, at), text.size());
+    if (end > at) out.push_back(text.substr(at, end - at));
     at = end + 1;
   }
-  std::string missing;
-  for (const std::string &f : need) missing += has_feature(f) ? "" : " " + f;
-  if (!missing.empty())
-    fail_package(label, "was compiled for " + arch + " (" + isa + "); this CPU lacks" + missing +
-                 ". Recompile with options={'target': 'aarch64'} (armv8-a, the NEON baseline) "
-                 "for older machines");
+  return out;
 }
-#endif
+
+bool known_arch(const std::string &arch) {
+  if (arch == "x86-64" || arch == "x86-64-v3" || arch == "x86-64-v4") return true;
+  const std::string level = arch.substr(0, std::min(arch.find('+'), arch.size()));
+  return level == "armv8-a" || level == "armv8.1-a" || level == "armv8.2-a";
+}
+
+// What a package's code needs of the CPU: target.cpu_features, recorded by every package
+// since the field came. A package of the same format written before it (the field restates
+// its arch, so no new format) falls back to this copy of target/: the features of the x86
+// levels, or an aarch64 -march level and its +extensions; the next format can drop it.
+std::vector<std::string> needed_features(const std::string &meta, const std::string &arch,
+                                         const std::vector<std::string> &extra) {
+  std::string recorded;
+  if (json_lookup(meta, {"target", "cpu_features"}, &recorded)) return words(recorded, ' ');
+  std::vector<std::string> need;
+  if (arch == "x86-64-v3") need = {"avx2", "fma", "bmi2"};
+  if (arch == "x86-64-v4") need = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx2", "fma"};
+  if (arch.compare(0, 4, "armv") == 0) {
+    const std::vector<std::string> parts = words(arch, '+');  // the level, then its extensions
+    if (parts[0] != "armv8-a") need = {"crc", "lse", "rdma"};
+    need.insert(need.end(), parts.begin() + 1, parts.end());
+  }
+  need.insert(need.end(), extra.begin(), extra.end());
+  return need;
+}
 
 void check_target(const std::string &meta, const std::string &label) {
-  std::string device, arch, isa;
+  std::string device, arch, isa, features, precision = "fp32";
   json_lookup(meta, {"target", "device"}, &device);
   json_lookup(meta, {"target", "arch"}, &arch);
   json_lookup(meta, {"target", "isa"}, &isa);
+  json_lookup(meta, {"target", "features"}, &features);  // beyond the arch's: a bf16 GEMM's
+  json_lookup(meta, {"target", "precision"}, &precision);
   if (device != "cpu")
     fail_package(label, "was compiled for device '" + device + "'; this runtime runs cpu packages");
   // the processor family, recorded since aarch64 came; an older package's arch names it (or
@@ -136,35 +146,26 @@ void check_target(const std::string &meta, const std::string &label) {
                  "'): it runs on an " + family + " machine, and this is " + here +
                  ". Compile it again without a target option to run it here");
   if (arch == "native") return;
-#if defined(__aarch64__)
-  return check_arm_target(meta, arch, isa, label);
-#endif
-  std::string missing;
-  const char *v3[] = {"avx2", "fma", "bmi2"};
-  const char *v4[] = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx2", "fma"};
-  if (arch == "x86-64-v3")
-    for (const char *f : v3) missing += has_feature(f) ? "" : std::string(" ") + f;
-  else if (arch == "x86-64-v4")
-    for (const char *f : v4) missing += has_feature(f) ? "" : std::string(" ") + f;
-  else if (arch != "x86-64")
+  if (!known_arch(arch))
     fail_package(label, "was compiled for an unknown target arch '" + arch + "'");
-  if (!missing.empty())
-    fail_package(label, "was compiled for " + arch + " (" + isa + "); this CPU lacks" + missing +
-                 ". Recompile with options={'isa': 'avx2'} (or 'sse2') for older machines");
-  // features beyond the arch's (space separated): avx512_bf16 for precision "bf16"
-  std::string features, precision = "fp32";
-  json_lookup(meta, {"target", "features"}, &features);
-  json_lookup(meta, {"target", "precision"}, &precision);
-  for (size_t at = 0; at < features.size();) {
-    const size_t end = std::min(features.find(' ', at), features.size());
-    const std::string f = features.substr(at, end - at);
-    if (!f.empty() && !has_feature(f)) missing += " " + f;
-    at = end + 1;
+  const std::vector<std::string> extra = words(features, ' ');
+  std::string missing;
+  bool extra_missing = false;
+  for (const std::string &f : needed_features(meta, arch, extra)) {
+    if (has_feature(f)) continue;
+    missing += " " + f;
+    extra_missing = extra_missing || std::find(extra.begin(), extra.end(), f) != extra.end();
   }
-  if (!missing.empty())
-    fail_package(label, "was compiled for " + arch + " (" + isa + ") with precision '" +
-                 precision + "'; this CPU lacks" + missing +
+  if (missing.empty()) return;
+  const std::string built = "was compiled for " + arch + " (" + isa + ")";
+  if (extra_missing)
+    fail_package(label, built + " with precision '" + precision + "'; this CPU lacks" + missing +
                  ". Recompile with options={'precision': 'fp32'}");
+  fail_package(label, built + "; this CPU lacks" + missing +
+               (family == "aarch64"
+                    ? ". Recompile with options={'target': 'aarch64'} (armv8-a, the NEON "
+                      "baseline) for older machines"
+                    : ". Recompile with options={'isa': 'avx2'} (or 'sse2') for older machines"));
 }
 
 uint64_t chunk_bytes(const std::string &meta, const std::string &model, const std::string &label) {

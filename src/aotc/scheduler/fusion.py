@@ -29,11 +29,8 @@ from ..ir.expr import (
     transform,
 )
 from ..ir.nodes import Origin, Pointwise, Program, Reduction, Template
+from ..ir.queries import body_of
 from ..ir.symbols import index_vars, reduction_var
-
-
-def body_of(op) -> Node | None:
-    return op.body if isinstance(op, (Pointwise, Reduction)) else None
 
 
 def count_reads(program: Program) -> tuple[Counter, set[str]]:

@@ -16,9 +16,8 @@ from ..ir.binding import binding_buffers
 from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import IndirectLoad, loads
 from ..ir.nodes import Buffer, Pointwise, Program, Reduction
+from ..ir.queries import body_of, reads_of
 from ..ir.symbols import index_vars
-from .fusion import body_of
-from .memory import reads_of
 
 
 @dataclass

@@ -10,9 +10,9 @@ from __future__ import annotations
 from ..ir.binding import outputs_sized_late
 from ..ir.expr import loads
 from ..ir.nodes import Buffer, Program
+from ..ir.queries import reads_of
 from ..ir.regions import RegionWrite
 from .grouping import RowGroup, Scheduled
-from .memory import reads_of
 
 
 def in_place_updates(program: Program, schedule: list[Scheduled]) -> dict[str, str]:

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 import sympy
 
 from ..ir.binding import late_symbols, outputs_sized_late
-from ..ir.expr import loads
 from ..ir.nodes import Buffer, Program, Template
+from ..ir.queries import reads_of
 from ..ir.symbols import numel, surely_at_least
 from .binding import binding_steps, stage_of, stage_of_symbols
-from .fusion import body_of
 
 
 @dataclass
@@ -42,14 +41,6 @@ class MemoryPlan:
 
 def nbytes(buf: Buffer) -> sympy.Expr:
     return sympy.expand(numel(buf.sizes) * buf.dtype.itemsize)
-
-
-def reads_of(buf: Buffer) -> set[str]:
-    body = body_of(buf.op)
-    if body is not None:
-        return {ld.buffer for ld in loads(body)}
-    assert isinstance(buf.op, Template)
-    return set(buf.op.reads())
 
 
 def plan_memory(program: Program, kernels: Sequence[Sequence[Buffer]] | None = None,

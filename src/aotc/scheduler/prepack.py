@@ -24,8 +24,8 @@ from ..ir.compress import Count
 from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import Node, loads
 from ..ir.nodes import SMALL_PLANE, Conv, Gemm, Operand, PackedGemmB, Program, Template
+from ..ir.queries import body_of
 from ..target import Target
-from .fusion import body_of
 
 # Narrower weights (a classifier head with a few outputs) would be stored mostly as panel
 # padding, and the kernel's few-row paths read them in place.

@@ -12,6 +12,7 @@ import sympy
 from ...dtypes import DType
 from ...ir.expr import IndexValue, IndirectLoad, Load, children, loads
 from ...ir.nodes import ARG_REDUCTIONS, Buffer, Pointwise, Program, ReduceType, Reduction
+from ...ir.queries import reads_of
 from ...ir.symbols import flat_offset, index_vars, reduction_var
 from ...scheduler.loops import (
     ArgReduction,
@@ -24,7 +25,6 @@ from ...scheduler.loops import (
     TiledCopy,
     WholeReduction,
 )
-from ...scheduler.memory import reads_of
 from . import ops
 from .code import CodeBuffer
 from .exprs import BodyEmitter, c_index

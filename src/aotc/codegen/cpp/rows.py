@@ -6,10 +6,10 @@ import sympy
 
 from ...ir.expr import IndirectLoad, loads
 from ...ir.nodes import ARG_REDUCTIONS, Program, Reduction
+from ...ir.queries import reads_of
 from ...ir.symbols import flat_offset, index_vars, reduction_var
 from ...scheduler.grouping import RowGroup
 from ...scheduler.loops import RowLoops
-from ...scheduler.memory import reads_of
 from .code import CodeBuffer
 from .exprs import BodyEmitter, c_index
 from .kernels import (

@@ -8,8 +8,8 @@ from contextlib import contextmanager
 
 from ....ir.compress import Compress, MaskedScatter
 from ....ir.nodes import Buffer, Program
+from ....ir.queries import reads_of
 from ....ir.symbols import flat_offset, index_var, numel, reduction_var
-from ....scheduler.memory import reads_of
 from .. import ops
 from ..code import CodeBuffer
 from ..context import EmitContext

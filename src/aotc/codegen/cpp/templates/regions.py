@@ -9,10 +9,10 @@ from __future__ import annotations
 import sympy
 
 from ....ir.nodes import Buffer, Program
+from ....ir.queries import reads_of
 from ....ir.regions import RegionWrite, Write
 from ....ir.symbols import flat_offset, index_vars
 from ....scheduler.loops import Parallel, RegionLoops
-from ....scheduler.memory import reads_of
 from .. import ops
 from ..code import CodeBuffer
 from ..context import EmitContext

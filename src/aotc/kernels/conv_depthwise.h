@@ -1,0 +1,283 @@
+// Depthwise convolution for conv.cpp on the builds of conv_direct.h: a kernel per output
+// channel over its phased input, and one on blocks of channels held channel-minor.
+#ifndef AOTC_CONV_DEPTHWISE_H
+#define AOTC_CONV_DEPTHWISE_H
+
+#include "conv_direct.h"
+
+#ifdef AOTC_CONV_DIRECT
+
+namespace aotc_conv_direct {
+
+// Depthwise (one input channel per group, `mult` output channels each): every output
+// channel of every image on its own, one thread each, over the same phased input (of its
+// one channel, refilled per output channel) with DW_NV vectors of positions per tile.
+constexpr int DW_NV = 4;
+constexpr int DW_T = L * DW_NV;
+
+inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t mult,
+                      const float *x, const float *w, const float *bias, const float *res,
+                      int act, float lo, float hi, float *y, bool threaded) {
+    std::vector<int64_t> offset(pl.taps);
+    const int64_t plane = pl.hs * pl.ws;
+    for (int64_t a = 0; a < pl.kh; ++a)
+        for (int64_t b = 0; b < pl.kw; ++b) {
+            const int64_t r = a * pl.dh, c = b * pl.dw;
+            offset[a * pl.kw + b] =
+                ((r % pl.sh) * pl.sw + c % pl.sw) * plane + (r / pl.sh) * pl.ws + c / pl.sw;
+        }
+    const int64_t out_plane = pl.ho * pl.wo, tiles = (pl.q + DW_T - 1) / DW_T;
+    const int64_t cout = channels * mult;
+#pragma omp parallel if (threaded)
+    {
+        // the last tile reads up to DW_T past the last valid position's run
+        std::vector<float> buf(pl.chan + DW_T + pl.ws + pl.chan);  // a zero tail
+        alignas(64) float out[DW_T];
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t n = 0; n < batch; ++n)
+            for (int64_t oc = 0; oc < cout; ++oc) {
+                fill_channel(pl, x + (n * channels + oc / mult) * pl.h * pl.w, buf.data(),
+                             true);  // the vector starts zeroed
+                const float *wc = w + oc * pl.taps;
+                const V b = vset(bias ? bias[oc] : 0.0f);
+                float *yc = y + (n * cout + oc) * out_plane;
+                const float *rc = res ? res + (n * cout + oc) * out_plane : nullptr;
+                for (int64_t tq = 0; tq < tiles; ++tq) {
+                    const int64_t q0 = tq * DW_T;
+                    V acc[DW_NV];
+                    for (int j = 0; j < DW_NV; ++j) acc[j] = b;
+                    const float *base = buf.data() + q0;
+                    for (int64_t t = 0; t < pl.taps; ++t) {
+                        const V wv = vset(wc[t]);
+                        const float *src = base + offset[t];
+                        for (int j = 0; j < DW_NV; ++j) acc[j] = vfma(wv, vload(src + j * L), acc[j]);
+                    }
+                    for (int j = 0; j < DW_NV; ++j) {
+                        V v = acc[j];
+                        if (act && !res) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
+                        vstore(out + j * L, v);
+                    }
+                    // the valid positions: row segments oh, ow in [0, wo) (one division
+                    // per tile: per row, they cost more than a small plane's arithmetic)
+                    const int64_t q1 = std::min(q0 + DW_T, pl.q);
+                    for (int64_t oh = q0 / pl.ws, row = oh * pl.ws; row < q1;
+                         ++oh, row += pl.ws) {
+                        const int64_t a = std::max(q0, row), cnt = std::min(q1, row + pl.wo) - a;
+                        if (cnt <= 0) continue;
+                        const int64_t at = oh * pl.wo + (a - row);
+                        store_run(out + (a - q0), rc ? rc + at : nullptr, act, lo, hi, yc + at,
+                                  cnt);
+                    }
+                }
+            }
+    }
+}
+
+
+// r[i][j] <- r[j][i]: an L x L block of floats transposed in registers (unpacks within
+// 128-bit lanes, then lane shuffles).
+inline void transpose(V (&r)[L]) {
+#if defined(__AVX512F__)
+    // the masked forms, all lanes: g++ 12 warns that the unmasked ones read an
+    // uninitialized register
+    constexpr __mmask16 all = 0xFFFF;
+    V t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_mask_unpacklo_ps(r[i], all, r[i], r[i + 1]);
+        t[i + 1] = _mm512_mask_unpackhi_ps(r[i], all, r[i], r[i + 1]);
+    }
+    // per group g of 4 rows: u[4g + k] holds, in 128-bit lane m, column k + 4m of the group
+    for (int g = 0; g < 16; g += 4) {
+        u[g] = _mm512_mask_shuffle_ps(t[g], all, t[g], t[g + 2], 0x44);
+        u[g + 1] = _mm512_mask_shuffle_ps(t[g], all, t[g], t[g + 2], 0xEE);
+        u[g + 2] = _mm512_mask_shuffle_ps(t[g + 1], all, t[g + 1], t[g + 3], 0x44);
+        u[g + 3] = _mm512_mask_shuffle_ps(t[g + 1], all, t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int k = 0; k < 4; ++k) {
+        // groups 0 and 1: their lanes 0, 1 (a) and 2, 3 (b); groups 2 and 3 likewise
+        const V a = _mm512_mask_shuffle_f32x4(u[k], all, u[k], u[4 + k], 0x44);
+        const V b = _mm512_mask_shuffle_f32x4(u[k], all, u[k], u[4 + k], 0xEE);
+        const V c = _mm512_mask_shuffle_f32x4(u[8 + k], all, u[8 + k], u[12 + k], 0x44);
+        const V d = _mm512_mask_shuffle_f32x4(u[8 + k], all, u[8 + k], u[12 + k], 0xEE);
+        r[k] = _mm512_mask_shuffle_f32x4(a, all, a, c, 0x88);
+        r[k + 4] = _mm512_mask_shuffle_f32x4(a, all, a, c, 0xDD);
+        r[k + 8] = _mm512_mask_shuffle_f32x4(b, all, b, d, 0x88);
+        r[k + 12] = _mm512_mask_shuffle_f32x4(b, all, b, d, 0xDD);
+    }
+#elif defined(__aarch64__)
+    // pairs of rows interleaved (trn1/trn2), then pairs of 64-bit halves
+    const float32x4_t t0 = vtrn1q_f32(r[0], r[1]), t1 = vtrn2q_f32(r[0], r[1]);
+    const float32x4_t t2 = vtrn1q_f32(r[2], r[3]), t3 = vtrn2q_f32(r[2], r[3]);
+    const auto lo = [](float32x4_t a, float32x4_t b) {
+        return vreinterpretq_f32_f64(vzip1q_f64(vreinterpretq_f64_f32(a), vreinterpretq_f64_f32(b)));
+    };
+    const auto hi = [](float32x4_t a, float32x4_t b) {
+        return vreinterpretq_f32_f64(vzip2q_f64(vreinterpretq_f64_f32(a), vreinterpretq_f64_f32(b)));
+    };
+    r[0] = lo(t0, t2);
+    r[1] = lo(t1, t3);
+    r[2] = hi(t0, t2);
+    r[3] = hi(t1, t3);
+#else
+    V t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 8; g += 4) {
+        u[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+        u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
+        u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int k = 0; k < 4; ++k) {
+        r[k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
+        r[k + 4] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
+    }
+#endif
+}
+
+// Depthwise with multiplier 1 on blocks of L channels: the block's input planes are
+// transposed (L positions x L channels in registers) into a zero-padded channel-minor
+// scratch [h + 2ph][w + 2pw][L], every output position is then one vector of L channels
+// (a multiply-add per tap, any stride or dilation without phases), and the channel-minor
+// result is transposed back with the residual and clamp. The per-channel bookkeeping of
+// `depthwise` (a phased copy, row segments) is paid once per L channels. Channels past the
+// last full block are computed with zero weights and not stored.
+constexpr int DWB_OW = 8;  // output positions per register tile (fewer at a row's end)
+
+// Output positions ow .. ow + B - 1 of one row (irow: its first input row in the scratch),
+// every tap, channel-minor into orow.
+struct DwRow {
+    const Plan &pl;
+    int64_t wp;
+    const float *irow, *wb;
+    V bv, vlo, vhi;
+    bool clamp;
+    float *orow;
+};
+
+template <int B>
+inline void dw_tile(const DwRow &r, int64_t ow) {
+    const Plan &pl = r.pl;
+    const int64_t wp = r.wp;
+    const float *irow = r.irow, *wb = r.wb;
+    float *orow = r.orow;
+    const V bv = r.bv, vlo = r.vlo, vhi = r.vhi;
+    const bool clamp = r.clamp;
+    V acc[B];
+    for (int j = 0; j < B; ++j) acc[j] = bv;
+    for (int64_t a = 0; a < pl.kh; ++a) {
+        const float *ir = irow + (a * pl.dh * wp + ow * pl.sw) * L;
+        for (int64_t b = 0; b < pl.kw; ++b) {
+            const V wv = vload(wb + (a * pl.kw + b) * L);
+            const float *src = ir + b * pl.dw * L;
+            for (int j = 0; j < B; ++j) acc[j] = vfma(wv, vload(src + j * pl.sw * L), acc[j]);
+        }
+    }
+    for (int j = 0; j < B; ++j) {
+        V v = acc[j];
+        if (clamp) v = vmin(vhi, vmax(vlo, v));  // a NaN stays
+        vstore(orow + (ow + j) * L, v);
+    }
+}
+
+inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, const float *x,
+                              const float *w, const float *bias, const float *res, int act,
+                              float lo, float hi, float *y, bool threaded) {
+    const int64_t hp = pl.h + 2 * pl.ph, wp = pl.w + 2 * pl.pw;
+    const int64_t in_plane = pl.h * pl.w, out_plane = pl.ho * pl.wo;
+    const int64_t blocks = (channels + L - 1) / L;
+    const V vlo = vset(lo), vhi = vset(hi);
+    const bool clamp_here = act && !res;
+#pragma omp parallel if (threaded)
+    {
+        // scratch left uninitialized but for the padding of ib (zeroed once: every block
+        // writes the same interior) and the slack of ob (read by the last transpose back)
+        const std::unique_ptr<float[]> ib(new float[hp * wp * L]);
+        const std::unique_ptr<float[]> ob(new float[(out_plane + L) * L]);
+        std::fill(ob.get() + out_plane * L, ob.get() + (out_plane + L) * L, 0.0f);
+        for (int64_t r = 0; r < hp; ++r) {
+            float *row = ib.get() + r * wp * L;
+            if (r < pl.ph || r >= pl.ph + pl.h) {
+                std::fill(row, row + wp * L, 0.0f);
+            } else {
+                std::fill(row, row + pl.pw * L, 0.0f);
+                std::fill(row + (pl.pw + pl.w) * L, row + wp * L, 0.0f);
+            }
+        }
+        std::vector<float> wb(pl.taps * L);
+        alignas(64) float part[L];
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t n = 0; n < batch; ++n)
+            for (int64_t cb = 0; cb < blocks; ++cb) {
+                const int64_t c0 = cb * L, nc = std::min<int64_t>(L, channels - c0);
+                const float *xb = x + (n * channels + c0) * in_plane;
+                for (int64_t c = 0; c < L; ++c)
+                    for (int64_t t = 0; t < pl.taps; ++t)
+                        wb[t * L + c] = c < nc ? w[(c0 + c) * pl.taps + t] : 0.0f;
+                for (int c = 0; c < L; ++c) part[c] = c < nc && bias ? bias[c0 + c] : 0.0f;
+                const V bv = vload(part);
+                // in: L positions of the flat plane at a time
+                int64_t ih = 0, iw = 0;
+                for (int64_t p0 = 0; p0 < in_plane; p0 += L) {
+                    const int64_t cnt = std::min<int64_t>(L, in_plane - p0);
+                    V r[L];
+                    for (int c = 0; c < L; ++c) {
+                        const float *src = xb + c * in_plane + p0;
+                        r[c] = c >= nc ? vzero() : cnt == L ? vload(src) : vload_n(src, cnt);
+                    }
+                    transpose(r);
+                    for (int64_t j = 0; j < cnt; ++j) {
+                        vstore(ib.get() + ((ih + pl.ph) * wp + iw + pl.pw) * L, r[j]);
+                        if (++iw == pl.w) iw = 0, ++ih;
+                    }
+                }
+                // compute: up to DWB_OW output positions of a row at a time
+                for (int64_t oh = 0; oh < pl.ho; ++oh) {
+                    const DwRow row{pl, wp, ib.get() + oh * pl.sh * wp * L, wb.data(), bv,
+                                    vlo, vhi, clamp_here, ob.get() + oh * pl.wo * L};
+                    int64_t ow = 0;
+                    for (; ow + DWB_OW <= pl.wo; ow += DWB_OW)
+                        dw_tile<DWB_OW>(row, ow);
+                    switch (pl.wo - ow) {
+                        case 7: dw_tile<7>(row, ow); break;
+                        case 6: dw_tile<6>(row, ow); break;
+                        case 5: dw_tile<5>(row, ow); break;
+                        case 4: dw_tile<4>(row, ow); break;
+                        case 3: dw_tile<3>(row, ow); break;
+                        case 2: dw_tile<2>(row, ow); break;
+                        case 1: dw_tile<1>(row, ow); break;
+                        default: break;
+                    }
+                }
+                // out: L positions at a time back to channel planes
+                float *yb = y + (n * channels + c0) * out_plane;
+                const float *rb = res ? res + (n * channels + c0) * out_plane : nullptr;
+                for (int64_t p0 = 0; p0 < out_plane; p0 += L) {
+                    const int64_t cnt = std::min<int64_t>(L, out_plane - p0);
+                    V r[L];
+                    for (int j = 0; j < L; ++j) r[j] = vload(ob.get() + (p0 + j) * L);
+                    transpose(r);
+                    for (int64_t c = 0; c < nc; ++c) {
+                        float *dst = yb + c * out_plane + p0;
+                        const float *rs = rb ? rb + c * out_plane + p0 : nullptr;
+                        V v = r[c];
+                        if (rs) {
+                            v = vadd(v, cnt == L ? vload(rs) : vload_n(rs, cnt));
+                            if (act) v = vmin(vhi, vmax(vlo, v));  // a NaN stays
+                        }
+                        if (cnt == L)
+                            vstore(dst, v);
+                        else
+                            vstore_n(dst, v, cnt);
+                    }
+                }
+            }
+    }
+}
+
+}  // namespace aotc_conv_direct
+
+#endif
+#endif

@@ -1,0 +1,260 @@
+// The GEMM paths that skip packing for gemm.cpp: few rows of C on AVX-512, a narrow C on
+// AVX2 and AVX-512 (B read in place, or one panel of it). Included by gemm.cpp after its
+// Problem, finish and scratch, in the same unnamed namespace.
+#ifndef AOTC_GEMM_UNPACKED_H
+#define AOTC_GEMM_UNPACKED_H
+
+namespace {
+
+#if AOTC_GEMM_AVX512
+// With few rows (up to FEW_ROWS per thread), each element of B is used only
+// that many times, and packing B can cost more than the products: 1x1024x1024
+// ran 2.5x (row-major B) to 5x (transposed) slower packed, 16x3072x768 2x.
+// Two paths read B in place instead:
+// - a transposed weight (A and B unit stride along k): dot products along k,
+//   which win once K amortises the horizontal sums of each 4x4 block of C
+//   (measured from about K = 24 per row);
+// - a row-major B (unit stride along n): rows of C accumulated in registers
+//   over strips of B, whatever the strides of A.
+// Near 32 rows the packed path catches up.
+constexpr int64_t FEW_ROWS = 32;
+constexpr int64_t DOT_MIN_K_PER_ROW = 24;
+// Each group of 4 rows sweeps at most this many floats of B (512 KiB), so that
+// the next group finds them in L2.
+constexpr int64_t DOT_B_CHUNK = 128 * 1024;
+
+// Rows [m0, m0 + R) of C_b[:, n0:n1] by dot_rows4; needs sa_k == sb_k == 1.
+template <int R>
+void dot_range(const Problem &p, int64_t b, int64_t m0, int64_t n0, int64_t n1) {
+    const float *A = p.A + b * p.sa_batch + m0 * p.sa_m, *B = p.B + b * p.sb_batch;
+    const float *bias = p.bias ? p.bias + b * p.sbias_batch + m0 * p.sbias_m : nullptr;
+    float *C = p.C + b * p.sc_batch + m0 * p.ldc;
+    for (int64_t n = n0; n < n1; n += 4) {
+        const float *cols[4];  // past the edge, repeat the last column
+        for (int j = 0; j < 4; ++j) cols[j] = B + std::min(n + j, n1 - 1) * p.sb_n;
+        float out[R][4];
+        dot_rows4<R>(p.K, A, p.sa_m, cols, out);
+        for (int r = 0; r < R; ++r)
+            for (int64_t j = 0; j < std::min<int64_t>(4, n1 - n); ++j) {
+                float v = p.alpha * out[r][j];
+                if (bias) v += p.beta * bias[r * p.sbias_m + (n + j) * p.sbias_n];
+                C[r * p.ldc + n + j] = v;
+            }
+    }
+}
+
+// C_b[m0:m1, n0:n1] in groups of 4 rows, walking N in chunks of DOT_B_CHUNK.
+void dot_rows_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    const int64_t ncb = std::max<int64_t>(4, DOT_B_CHUNK / p.K / 4 * 4);
+    for (int64_t nc = n0; nc < n1; nc += ncb) {
+        const int64_t nc1 = std::min(n1, nc + ncb);
+        for (int64_t m = m0; m < m1; m += 4) {
+            switch (std::min<int64_t>(4, m1 - m)) {
+                case 1: dot_range<1>(p, b, m, nc, nc1); break;
+                case 2: dot_range<2>(p, b, m, nc, nc1); break;
+                case 3: dot_range<3>(p, b, m, nc, nc1); break;
+                default: dot_range<4>(p, b, m, nc, nc1); break;
+            }
+        }
+    }
+}
+
+// Rows [m, m + R) of C_b[:, n0:n1] against a row-major B read in place, 16*W
+// columns at a time (bias strides as for kernel_tile).
+template <int R, int W>
+void axpy_cols(const Problem &p, int64_t b, int64_t m, int64_t n0, int64_t n1) {
+    const float *a = p.A + b * p.sa_batch + m * p.sa_m;
+    for (int64_t n = n0; n < n1; n += 16 * W) {
+        Epilogue e{p.alpha, p.beta, false, nullptr, p.sbias_m, p.sbias_n};
+        if (p.bias) e.bias = p.bias + b * p.sbias_batch + m * p.sbias_m + n * p.sbias_n;
+        axpy_rows<R, W>(p.K, a, p.sa_m, p.sa_k, p.B + b * p.sb_batch + n, p.sb_k,
+                        p.C + b * p.sc_batch + m * p.ldc + n, p.ldc, std::min<int64_t>(16 * W, n1 - n), e);
+    }
+}
+
+// C_b[m0:m1, n0:n1] against a row-major B read in place. Up to 3 rows of a
+// wide C take strips of B as wide as 16 accumulators allow (1x1024x1024: 35%
+// faster than 64 columns); otherwise rows go 4 at a time over 64-column
+// strips, which stay in L2 from one group of rows to the next.
+void axpy_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    if (n1 - n0 > 128) {
+        switch (m1 - m0) {
+            case 1: return axpy_cols<1, 16>(p, b, m0, n0, n1);
+            case 2: return axpy_cols<2, 8>(p, b, m0, n0, n1);
+            case 3: return axpy_cols<3, 5>(p, b, m0, n0, n1);
+        }
+    }
+    for (int64_t n = n0; n < n1; n += 64) {
+        const int64_t n_end = std::min(n1, n + 64);
+        for (int64_t m = m0; m < m1; m += 4) {
+            switch (std::min<int64_t>(4, m1 - m)) {
+                case 1: axpy_cols<1, 4>(p, b, m, n, n_end); break;
+                case 2: axpy_cols<2, 4>(p, b, m, n, n_end); break;
+                case 3: axpy_cols<3, 4>(p, b, m, n, n_end); break;
+                default: axpy_cols<4, 4>(p, b, m, n, n_end); break;
+            }
+        }
+    }
+}
+#endif
+
+#if AOTC_GEMM_AVX2
+// Narrow C: padding a few columns to a whole NR-wide panel (and packing A for it) costs
+// more than the products (256x1x16 ran 5x slower than the multiply-adds it needs).
+// - 1 or 2 columns, or up to 4 with K from DOT_NARROW_MIN_K, with A unit stride along k:
+//   dot products, R rows by NC columns of them summed together in one vector
+//   (dot_narrow). B is read in place when it is a transposed weight, else its few columns
+//   are first copied out along k. 256 rows x 1 column x K = 16 ran 4.3x (AVX-512) and 3.5x
+//   (AVX2) faster than packed tiles; with 3 or 4 columns the sums of each group of rows
+//   cost more than the strips below until K reaches about 64.
+// - Up to one panel of columns (STRIP_COLS) otherwise: register strips of rows of A
+//   against a row-major view of B (axpy_rows): a prepacked B's panel is a row-major
+//   [kc x NR] block, a row-major B is read in place, any other B is packed into one panel
+//   per K slice; A is read in place, whatever its strides. The work is that of the
+//   micro-kernel's tiles without packing A: 256x16x10 prepacked ran 2x faster, and with
+//   17-32 columns on AVX-512 (two vectors a row) 256x32x10 1.6x, 1024x32x1024 and
+//   4096x32x512 1.2x.
+constexpr int64_t DOT_NARROW_MIN_K = 64;
+constexpr int64_t STRIP_COLS = NR;
+
+inline bool use_dot_narrow(const Problem &p, int64_t cols) {
+    return p.sa_k == 1 && (cols <= 2 || (cols <= 4 && p.K >= DOT_NARROW_MIN_K));
+}
+
+// R rows from row m of C_b[:, n0:n0 + cols] (cols <= NC): column j of B is Bt + j*ldbt.
+template <int R, int NC>
+void dot_group(const Problem &p, int64_t b, int64_t m, int64_t n0, int64_t cols,
+               const float *Bt, int64_t ldbt) {
+    const float *A = p.A + b * p.sa_batch + m * p.sa_m;
+    const float *bc[NC];
+    for (int j = 0; j < NC; ++j) bc[j] = Bt + std::min<int64_t>(j, cols - 1) * ldbt;  // repeat the last
+    alignas(64) float out[DOT_LANES];
+    dot_narrow<R, NC>(p.K, A, p.sa_m, bc, out);
+    float *C = p.C + b * p.sc_batch + m * p.ldc + n0;
+    const float *bias = p.bias ? p.bias + b * p.sbias_batch + m * p.sbias_m + n0 * p.sbias_n : nullptr;
+    if (cols == NC && p.ldc == NC && (!bias || p.sbias_m == 0)) {  // the R rows are contiguous
+        float add[NC];  // beta * bias of each column, the same for every row
+        for (int j = 0; j < NC; ++j) add[j] = bias ? p.beta * bias[j * p.sbias_n] : 0.0f;
+#pragma GCC unroll 16
+        for (int t = 0; t < R * NC; ++t) C[t] = p.alpha * out[t] + add[t % NC];
+    } else {
+        for (int r = 0; r < R; ++r)
+            for (int64_t j = 0; j < cols; ++j) {
+                float v = p.alpha * out[r * NC + j];
+                if (bias) v += p.beta * bias[r * p.sbias_m + j * p.sbias_n];
+                C[r * p.ldc + j] = v;
+            }
+    }
+    finish(p, b, m, n0, R, cols);
+}
+
+// Rows [m0, m1) of C_b[:, n0:n0 + cols]: groups of DOT_LANES / NC rows, then the last rows
+// in groups of 8, 4, 2, 1.
+template <int NC>
+void dot_rows_narrow(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t cols,
+                     const float *Bt, int64_t ldbt) {
+    constexpr int RMAX = DOT_LANES / NC;
+    int64_t m = m0;
+    for (; m + RMAX <= m1; m += RMAX) dot_group<RMAX, NC>(p, b, m, n0, cols, Bt, ldbt);
+    if constexpr (RMAX > 8)
+        if (m + 8 <= m1) dot_group<8, NC>(p, b, m, n0, cols, Bt, ldbt), m += 8;
+    if constexpr (RMAX > 4)
+        if (m + 4 <= m1) dot_group<4, NC>(p, b, m, n0, cols, Bt, ldbt), m += 4;
+    if constexpr (RMAX > 2)
+        if (m + 2 <= m1) dot_group<2, NC>(p, b, m, n0, cols, Bt, ldbt), m += 2;
+    if constexpr (RMAX > 1)
+        if (m < m1) dot_group<1, NC>(p, b, m, n0, cols, Bt, ldbt);
+}
+
+// C_b[m0:m1, n0:n1] for n1 - n0 <= 4 and sa_k == 1.
+void narrow_dot_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    const int64_t cols = n1 - n0;
+    const float *Bt = p.B + b * p.sb_batch + n0 * p.sb_n;
+    int64_t ldbt = p.sb_n;
+    if (p.packed_b || p.sb_k != 1) {  // copy the columns out, each contiguous along k
+        float *buf = tls_scratch.get(static_cast<size_t>(cols * p.K));
+        if (!buf) return naive_range(p, b, m0, m1, n0, n1);
+        if (p.packed_b) {
+            const int64_t kcb = k_slice(p.K);
+            for (int64_t pc = 0; pc < p.K; pc += kcb) {
+                const float *panel = packed_panels(p.packed_b, p.K, p.N, pc, n0 / NR * NR) + n0 % NR;
+                for (int64_t k = pc; k < std::min(p.K, pc + kcb); ++k, panel += NR)
+                    for (int64_t j = 0; j < cols; ++j) buf[j * p.K + k] = panel[j];
+            }
+        } else {
+            for (int64_t k = 0; k < p.K; ++k)
+                for (int64_t j = 0; j < cols; ++j) buf[j * p.K + k] = Bt[k * p.sb_k + j * p.sb_n];
+        }
+        Bt = buf;
+        ldbt = p.K;
+    }
+    switch (cols) {
+        case 1: return dot_rows_narrow<1>(p, b, m0, m1, n0, cols, Bt, ldbt);
+        case 2: return dot_rows_narrow<2>(p, b, m0, m1, n0, cols, Bt, ldbt);
+        default: return dot_rows_narrow<4>(p, b, m0, m1, n0, cols, Bt, ldbt);
+    }
+}
+
+// Rows [m0, m1) of C_b[:, n0:n0 + cols] over the K slice [pc, pc + kc) (B's rows of it:
+// panel, ldb apart), in groups of RMAX rows, then 8, 4, 2, 1; the first slice stores
+// alpha*sum + beta*bias, the next ones add to C, the last one finishes each group.
+// W = 0: the 8-lane strips of AVX-512 (axpy_rows8), for up to 8 columns.
+template <int RMAX, int W>
+void strip_rows(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t cols,
+                int64_t pc, int64_t kc, const float *panel, int64_t ldb) {
+    const float *A = p.A + b * p.sa_batch + pc * p.sa_k;
+    float *C = p.C + b * p.sc_batch + n0;
+    const float *bias = pc == 0 && p.bias ? p.bias + b * p.sbias_batch + n0 * p.sbias_n : nullptr;
+    const bool last = pc + kc >= p.K;
+    Epilogue e{p.alpha, p.beta, pc > 0, nullptr, p.sbias_m, p.sbias_n};
+    const auto group = [&](auto rows_tag, int64_t m) __attribute__((always_inline)) {
+        constexpr int R = decltype(rows_tag)::value;
+        if (bias) e.bias = bias + m * p.sbias_m;
+#if AOTC_GEMM_AVX512
+        if constexpr (W == 0)
+            axpy_rows8<R>(kc, A + m * p.sa_m, p.sa_m, p.sa_k, panel, ldb, C + m * p.ldc, p.ldc, cols, e);
+        else
+#endif
+            axpy_rows<R, W>(kc, A + m * p.sa_m, p.sa_m, p.sa_k, panel, ldb, C + m * p.ldc, p.ldc, cols, e);
+        if (last) finish(p, b, m, n0, R, cols);
+    };
+    int64_t m = m0;
+    for (; m + RMAX <= m1; m += RMAX) group(std::integral_constant<int, RMAX>{}, m);
+    if constexpr (RMAX > 8)
+        if (m + 8 <= m1) group(std::integral_constant<int, 8>{}, m), m += 8;
+    if (m + 4 <= m1) group(std::integral_constant<int, 4>{}, m), m += 4;
+    if (m + 2 <= m1) group(std::integral_constant<int, 2>{}, m), m += 2;
+    if (m < m1) group(std::integral_constant<int, 1>{}, m);
+}
+
+// C_b[m0:m1, n0:n1] for n1 - n0 <= STRIP_COLS (n0 on a panel edge), bias sbn 0 or 1.
+void strip_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    const int64_t cols = n1 - n0, kcb = k_slice(p.K);
+    const float *B = p.B + b * p.sb_batch;
+    float *buf = nullptr;
+    if (!p.packed_b && p.sb_n != 1) {
+        buf = tls_scratch.get(static_cast<size_t>(kcb * NR));
+        if (!buf) return naive_range(p, b, m0, m1, n0, n1);
+    }
+    for (int64_t pc = 0; pc < p.K; pc += kcb) {
+        const int64_t kc = std::min(kcb, p.K - pc);
+        const float *panel = buf;
+        int64_t ldb = NR;
+        if (p.packed_b) panel = packed_panels(p.packed_b, p.K, p.N, pc, n0);
+        else if (p.sb_n == 1) panel = B + pc * p.sb_k + n0, ldb = p.sb_k;
+        else pack_b(B + pc * p.sb_k + n0 * p.sb_n, p.sb_k, p.sb_n, kc, cols, buf);
+#if AOTC_GEMM_AVX512
+        if (cols <= 8) strip_rows<MR, 0>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+        else if (cols <= 16) strip_rows<MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+        else strip_rows<MR, 2>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+#else
+        if (cols <= 8) strip_rows<2 * MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+        else strip_rows<MR, 2>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+#endif
+    }
+}
+#endif
+
+}  // namespace
+
+#endif
