@@ -15,14 +15,18 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
+from .quantized import quantized_decomposition
+
 
 def find_decompositions(op) -> list:
-    """torch's decomposition table entry, aotc's own (OWN, below), then the op's own
-    CompositeImplicitAutograd kernel: some table entries (Python references) reject
-    arguments that the aten op accepts, such as margin_ranking_loss's integer reduction,
-    where the composite kernel traces."""
+    """torch's decomposition table entry, aotc's own (OWN, below), the Python kernel of a
+    quantized_decomposed op (quantized.py), then the op's own CompositeImplicitAutograd
+    kernel: some table entries (Python references) reject arguments that the aten op
+    accepts, such as margin_ranking_loss's integer reduction, where the composite kernel
+    traces."""
     own = OWN.get(op.name()) if isinstance(op, torch._ops.OpOverload) else None
-    found = [fn for fn in (decomposition_table.get(op), own) if fn is not None]
+    found = [fn for fn in (decomposition_table.get(op), own, quantized_decomposition(op))
+             if fn is not None]
     if isinstance(op, torch._ops.OpOverload) and torch._C._dispatch_has_kernel_for_dispatch_key(
             op.name(), "CompositeImplicitAutograd"):
         found.append(op.decompose)

@@ -38,6 +38,15 @@ from .guards import add_assertion, import_input_guards
 from .mutation import base_buffer, update_in_place
 from .ranges import widen_size_ranges
 from .source import user_source
+from .subclass import (
+    ACCESS,
+    SubclassWeight,
+    flatten_weight,
+    inner_part,
+    inner_weights,
+    is_subclass,
+    refuse_whole_subclass,
+)
 from .symbolic import ITEM_OPS, import_item, import_symbolic_int, symbolic_output
 
 
@@ -137,6 +146,10 @@ class Importer:
                 self.program.inputs.append(InputSpec(node.name, buf.name))
             elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
                 data = self._constant_data(spec)
+                if is_subclass(data):  # torchao's quantized weights: their inner tensors
+                    self.env[node] = flatten_weight(self.program, node.name, spec.target, data,
+                                                    self.weights)
+                    continue
                 buf = self._placeholder_buffer(node, data, BufferKind.CONSTANT)
                 host = data.detach().contiguous().cpu()
                 self.program.constants.append(ConstantSpec(spec.target, buf.name, host))
@@ -188,6 +201,10 @@ class Importer:
         if node.target is operator.getitem:
             self.env[node] = self.env[node.args[0]][node.args[1]]
             return
+        if node.target is ACCESS and isinstance(self.env.get(node.args[0]), SubclassWeight):
+            self.env[node] = inner_part(self.env[node.args[0]], node.args[1], node)
+            return
+        refuse_whole_subclass(node, [self.env.get(a) for a in node.all_input_nodes])
         if node.target is COND:
             self.env[node] = import_cond(self, node)
             return
@@ -501,7 +518,7 @@ def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
     imp.import_symbols()
     imp.import_placeholders()
     widen_size_ranges(imp.program)  # what ep.module() accepts, not export's 0/1 rule
-    weights = weight_placeholders(ep)
+    weights = inner_weights(ep.graph, imp.env, weight_placeholders(ep), imp.weights)
     for node, weight in weights.items():
         imp.weights[imp.env[node].buffer_name()] = weight
     import_graph(imp, ep.graph, weights)

@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     padding,
     pointwise,
     pooling,
+    quantize,
     reduction,
     repeat_interleave,
     resample,

@@ -90,7 +90,7 @@ def _gemm(ctx: LoweringContext, a: Operand, b: Operand, bias: Operand | None, ba
     return ctx.emit(gemm, out, DType.float32)
 
 
-def _reduction_matmul(ctx, a: TensorValue, b: TensorValue, out, d: DType) -> TensorValue:
+def reduction_matmul(ctx, a: TensorValue, b: TensorValue, out, d: DType) -> TensorValue:
     """Any-dtype batched product as a sum over k; a and b already share batch dims."""
     iv = index_vars(len(out))
     r = reduction_var(0)
@@ -114,7 +114,7 @@ def matmul(ctx, a: TensorValue, b: TensorValue, out, bias=None, alpha=1, beta=1)
             bias_o = operand(ctx, remap(bias, out, broadcast_index(bias.sizes, out)), nb)
         return _gemm(ctx, operand(ctx, a, nb), operand(ctx, b, nb), bias_o, numel(out[:nb]),
                      a.sizes[-2], b.sizes[-1], a.sizes[-1], out, alpha, beta)
-    res = _reduction_matmul(ctx, a, b, out, d)
+    res = reduction_matmul(ctx, a, b, out, d)
     if bias is None:
         return res
     scaled = [Binary(BinaryOp.MUL, elem(v, d, out), elem(c, d, out), d)
