@@ -1,0 +1,39 @@
+"""Integer templates: the int8 products of quantized programs, computed by
+kernels/gemm_int8.cpp with exact int32 sums (codegen: codegen/cpp/templates/qgemm.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from .nodes import Operand, Template
+
+
+@dataclass(frozen=True)
+class IntMatmul(Template):
+    """out[m, n] = sum over k of a[m, k] * b[k, n] in int32 (aten._int_mm), out contiguous.
+
+    `a` is int8 (`a_signed`) or uint8 with unit column stride (rows `a.strides[1]` apart),
+    `b` int8 with any (row, column) strides. B goes into the kernel's dot-product layout in
+    the workspace on each run, then the product."""
+
+    a: Operand  # (row, column) strides
+    b: Operand  # (row, column) strides
+    m: sympy.Expr
+    n: sympy.Expr
+    k: sympy.Expr
+    a_signed: bool
+
+    def reads(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.a.buffer, self.b.buffer)))
+
+    def workspace(self) -> sympy.Expr:
+        """A bound on aotc_qgemm_packed_bytes(k, n): k rounded up to groups of 4 and n to
+        panels of 16 bytes of int8, then 16-padded int32 column sums."""
+        n = sympy.sympify(self.n) + 15
+        return sympy.expand((sympy.sympify(self.k) + 3) * n + 4 * n)
+
+    def describe(self) -> str:
+        kind = "s8" if self.a_signed else "u8"
+        return (f"int matmul {kind} {self.a.buffer} x s8 {self.b.buffer} "
+                f"[{self.m}, {self.k}] x [{self.k}, {self.n}] -> s32")

@@ -1,0 +1,45 @@
+"""Quantized packages from the C++ runtime, without Python or libtorch in the process: an
+int8 product (aten._int_mm on the int8 kernel) and a torchao int4 weight-only MLP, against
+eager."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from test_cpp_runtime import run_model
+
+import aotc
+
+
+class IntMM(torch.nn.Module):
+    def forward(self, a, b):
+        return torch._int_mm(a, b)
+
+
+def test_int_mm_from_cpp(test_programs, tmp_path):
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(0, 256, (19, 70), generator=g, dtype=torch.uint8)
+    b = torch.randint(-128, 128, (70, 21), generator=g, dtype=torch.int8)
+    ep = torch.export.export(IntMM(), (a, b))
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "mm.pt2")
+    proc, outs = run_model(test_programs, path, "model", [a.numpy(), b.numpy()], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    np.testing.assert_array_equal(outs[0], ep.module()(a, b).numpy())
+
+
+def test_int4_weight_only_from_cpp(test_programs, tmp_path):
+    pytest.importorskip("torchao")
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.ReLU(), torch.nn.Linear(96, 8))
+    quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
+    x = torch.randn(5, 64)
+    with torch.no_grad():
+        ep = torch.export.export(model.eval(), (x,))
+        path = aotc.compile_and_package(ep, package_path=tmp_path / "int4.pt2")
+        want = ep.module()(x).numpy()
+    proc, outs = run_model(test_programs, path, "model", [x.numpy()], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    np.testing.assert_allclose(outs[0], want, rtol=0, atol=0.01 * np.abs(want).max())
