@@ -56,6 +56,7 @@ def merge_reduced_axes(op: Reduction, buffer_sizes: dict) -> tuple | None:
 
 
 def _nodes(body) -> list:
+    """Every node of a body's DAG, once each."""
     out, seen, stack = [], set(), [body]
     while stack:
         e = stack.pop()
@@ -143,16 +144,7 @@ def split_at_conditions(body, iv, sizes) -> list | None:
     if not axes or not sympy.sympify(sizes[axes[-1]]).is_Integer:
         return None
     v, n = iv[axes[-1]], int(sizes[axes[-1]])
-    nodes: list = []
-    seen: set = set()
-    stack = [body]
-    while stack:
-        e = stack.pop()
-        if e not in seen:
-            seen.add(e)
-            nodes.append(e)
-            stack.extend(children(e))
-    tests = {e: t for e in nodes if (t := _compares_axis(e, v)) is not None}
+    tests = {e: t for e in _nodes(body) if (t := _compares_axis(e, v)) is not None}
     cuts = set()
     for op, b in tests.values():
         cut = b + 1 if op in (BinaryOp.LE, BinaryOp.GT) else b
