@@ -52,7 +52,7 @@ def test_a_package_compiled_for_aarch64_is_refused(test_programs, tmp_path):
     reader = PackageReader(package)
     meta = reader.metadata("model")
     assert meta["target"] == {"device": "cpu", "arch": "armv8-a", "isa": "neon",
-                              "architecture": "aarch64"}
+                              "architecture": "aarch64", "cpu_features": "asimd fp"}
     assert reader.library("model", meta)[18:20] == (183).to_bytes(2, "little")  # EM_AARCH64
     reader.close()
     refused_by_both(test_programs, package, tmp_path, REFUSED.format(arch="armv8-a", isa="neon"))
