@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from cross_tools import BUILDS, LEVELS, ROOT, needs_tools, run_under_qemu
 
+from aotc.package.schema import FORMAT_VERSION
 from aotc.target import target_of_arch
 
 CMAKE_PREFIX = ROOT / "src" / "aotc" / "share" / "cmake"
@@ -41,11 +42,11 @@ def open_packages() -> Path:
 def bare_package(path: Path, arch: str, **target: str) -> Path:
     """An aotc package of one model whose metadata names `arch` (and `target`'s other fields),
     without its library."""
-    meta = {"format_version": "2",
+    meta = {"format_version": str(FORMAT_VERSION),
             "target": {"device": "cpu", "arch": arch, "isa": "test", **target}}
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
         z.writestr("archive_format", "pt2")
-        z.writestr("aotc/version", "2")
+        z.writestr("aotc/version", str(FORMAT_VERSION))
         z.writestr("aotc/model/metadata.json", json.dumps(meta))
     return path
 

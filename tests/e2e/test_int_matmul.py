@@ -72,3 +72,50 @@ def test_lowered_to_the_integer_kernel():
         source = compile_program(torch.export.export(IntMM(), (a, b)), target,
                                  build=False).source
         assert "aotc_qgemm_pack_b(16, 8," in source and "aotc_qgemm_s32(4, 8, 16," in source
+
+
+class Weighted(torch.nn.Module):
+    """A constant int8 weight read transposed (as torchao's int8 linears read theirs)."""
+
+    def __init__(self, k=70, n=45):
+        super().__init__()
+        self.register_buffer("w", _ints((n, k), torch.int8, 9))
+
+    def forward(self, a):
+        return torch._int_mm(a, self.w.t())
+
+
+def test_a_constant_weight_is_stored_packed(compile_model, tmp_path):
+    import json
+    import zipfile
+
+    a = _ints((9, 70), torch.uint8, 10)
+    ep, model = compile_model(Weighted(), (a,), options={"freezing": False})
+    torch.testing.assert_close(model(a), ep.module()(a), rtol=0, atol=0)
+    with zipfile.ZipFile(tmp_path / "model.pt2") as z:
+        meta = json.loads(z.read(next(n for n in z.namelist() if n.endswith("metadata.json"))))
+        source = z.read(next(n for n in z.namelist() if n.endswith("model.cpp"))).decode()
+    (w,) = [c for c in meta["constants"] if c["name"] == "w"]
+    assert w["packing"] == {"layout": "int8_dot_groups", "k": 70, "n": 45, "offset": 0,
+                            "sb_k": 1, "sb_n": 70}
+    assert w["nbytes"] == 3 * 18 * 64 + 3 * 64
+    assert "aotc_qgemm_pack_b(70, 45, static_cast<const int8_t *>(src)" in source  # swaps
+    assert source.count("aotc_qgemm_pack_b(") == 1  # and no call packs it
+
+
+def test_a_swapped_weight_is_packed_again(compile_model):
+    a = _ints((9, 70), torch.uint8, 11)
+    module = Weighted()
+    ep, model = compile_model(module, (a,), options={"freezing": False})
+    new = _ints((45, 70), torch.int8, 12)
+    model.load_constants({"w": new}, check_full_update=False)
+    torch.testing.assert_close(model(a), torch._int_mm(a, new.t()), rtol=0, atol=0)
+
+
+def test_packed_weight_without_torch(compile_model, tmp_path):
+    from numpy_only import run_without_torch
+
+    a = _ints((9, 70), torch.uint8, 13)
+    ep, _ = compile_model(Weighted(), (a,), options={"freezing": False})
+    (outs,) = run_without_torch(tmp_path / "model.pt2", [[a.numpy()]], tmp_path / "run")
+    torch.testing.assert_close(torch.from_numpy(outs[0]), ep.module()(a), rtol=0, atol=0)

@@ -137,3 +137,16 @@ def test_every_thread_count_agrees(lib):
             np.testing.assert_array_equal(_gemm(lib, a, 100, packed, 90), expected)
     finally:
         omp.omp_set_num_threads(before)
+
+
+@pytest.mark.parametrize("k,n,transposed", [(1, 1, False), (9, 20, True), (130, 33, False)])
+def test_layout_matches_the_compilers_packer(lib, k, n, transposed):
+    from aotc.ir.nodes import PackedInt8B
+    from aotc.scheduler.prepack import pack_int8_groups
+
+    rng = np.random.default_rng(k + n)
+    flat = rng.integers(-128, 128, k * n + 3).astype(np.int8)
+    sb_k, sb_n = (1, k) if transposed else (n, 1)
+    b = np.lib.stride_tricks.as_strided(flat[3:], shape=(k, n), strides=(sb_k, sb_n))
+    expected = pack_int8_groups(flat, PackedInt8B(k, n, 3, sb_k, sb_n))
+    np.testing.assert_array_equal(_pack(lib, b), expected)

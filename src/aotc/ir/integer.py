@@ -13,9 +13,10 @@ from .nodes import Operand, Template
 class IntMatmul(Template):
     """out[m, n] = sum over k of a[m, k] * b[k, n] in int32 (aten._int_mm), out contiguous.
 
-    `a` is int8 (`a_signed`) or uint8 with unit column stride (rows `a.strides[1]` apart),
+    `a` is int8 (`a_signed`) or uint8 with unit column stride (rows `a.strides[0]` apart),
     `b` int8 with any (row, column) strides. B goes into the kernel's dot-product layout in
-    the workspace on each run, then the product."""
+    the workspace on each run, then the product; with `b_packed`, b names a constant stored
+    in that layout (its ConstantSpec.packing, a PackedInt8B) and nothing is packed."""
 
     a: Operand  # (row, column) strides
     b: Operand  # (row, column) strides
@@ -23,17 +24,21 @@ class IntMatmul(Template):
     n: sympy.Expr
     k: sympy.Expr
     a_signed: bool
+    b_packed: bool = False
 
     def reads(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.a.buffer, self.b.buffer)))
 
     def workspace(self) -> sympy.Expr:
         """A bound on aotc_qgemm_packed_bytes(k, n): k rounded up to groups of 4 and n to
-        panels of 16 bytes of int8, then 16-padded int32 column sums."""
+        panels of 16 bytes of int8, then 16-padded int32 column sums; none for a packed B."""
+        if self.b_packed:
+            return sympy.Integer(0)
         n = sympy.sympify(self.n) + 15
         return sympy.expand((sympy.sympify(self.k) + 3) * n + 4 * n)
 
     def describe(self) -> str:
         kind = "s8" if self.a_signed else "u8"
-        return (f"int matmul {kind} {self.a.buffer} x s8 {self.b.buffer} "
+        packed = " (packed)" if self.b_packed else ""
+        return (f"int matmul {kind} {self.a.buffer} x s8 {self.b.buffer}{packed} "
                 f"[{self.m}, {self.k}] x [{self.k}, {self.n}] -> s32")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import sympy
 
@@ -463,6 +464,8 @@ class PackedGemmB:
     aotc_kernels.h): element (k, n) of B is the constant's flat element offset + k*sb_k +
     n*sb_n; nr and kc are the panel width and slice depth of the build's micro-kernel."""
 
+    LAYOUT: ClassVar[str] = "gemm_b_panels"  # metadata.json's name for it
+
     k: int
     n: int
     offset: int
@@ -484,14 +487,35 @@ class PackedGemmB:
         return self.floats() * 4
 
 
+@dataclass(frozen=True)
+class PackedInt8B:
+    """An int8 constant stored as the B [k, n] of integer products in the dot-product layout
+    of kernels/gemm_int8.cpp (aotc_qgemm_pack_b): element (k, n) is the constant's flat
+    element offset + k*sb_k + n*sb_n; the layout is the same on every build."""
+
+    LAYOUT: ClassVar[str] = "int8_dot_groups"
+
+    k: int
+    n: int
+    offset: int
+    sb_k: int
+    sb_n: int
+
+    def nbytes(self) -> int:
+        """aotc_qgemm_packed_bytes: k in groups of 4 rows, n in panels of 16 columns (both
+        zero padded), then the panels' int32 column sums."""
+        panels = -(-self.n // 16)
+        return panels * -(-self.k // 4) * 64 + panels * 64
+
+
 @dataclass
 class ConstantSpec:
     fqn: str  # fully-qualified name in the state dict (or the lifted constant's name)
     buffer: str
     data: object  # host array (numpy) of the value, frozen at compile time
     folded_from: tuple[str, ...] = ()  # weights a folded constant was computed from (freezing)
-    # stored prepacked for the GEMM (scheduler/prepack.py); the buffer keeps the user's sizes
-    packing: PackedGemmB | None = None
+    # stored prepacked for its kernel (scheduler/prepack.py); the buffer keeps the user's sizes
+    packing: PackedGemmB | PackedInt8B | None = None
 
 
 @dataclass

@@ -14,7 +14,9 @@ from ..dtypes import DType
 from ..errors import PackageError
 from ..target import architectures, known_arches
 
-FORMAT_VERSION = 2  # 2: chunked CRC-32s (field crc32) are what loading checks
+# 2: chunked CRC-32s (field crc32) are what loading checks; 3: a constant's packing may be
+# the int8 kernel's layout (int8_dot_groups)
+FORMAT_VERSION = 3
 ARCHES = known_arches()
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
 # what sympy prints for a size expression: integer arithmetic, and the float literals of a
@@ -188,29 +190,37 @@ def _constants(value: Any) -> None:
             raise _Bad(f"{path}.nbytes", f"{stored} ({what})", nbytes)
 
 
-_PACKING_FIELDS = ("k", "n", "offset", "sb_k", "sb_n", "nr", "kc")
+_PACKING_FIELDS = {"gemm_b_panels": ("k", "n", "offset", "sb_k", "sb_n", "nr", "kc"),
+                   "int8_dot_groups": ("k", "n", "offset", "sb_k", "sb_n")}
+_PACKED_DTYPE = {"gemm_b_panels": "float32", "int8_dot_groups": "int8"}
 
 
 def _packing(value: Any, path: str, numel: int, dtype) -> int:
-    """Bytes of a constant stored in the GEMM's panel layout (scheduler/prepack.py), after
-    checking that the layout reads only inside the constant's own values."""
+    """Bytes of a constant stored in its kernel's layout (scheduler/prepack.py): the GEMM's
+    panels, or the int8 kernel's dot-product groups; after checking that the layout reads
+    only inside the constant's own values."""
     p = _dict(value, path)
-    if p.get("layout") != "gemm_b_panels":
-        raise _Bad(f"{path}.layout", "'gemm_b_panels'", p.get("layout"))
-    if dtype.name != "float32":
-        raise _Bad(f"{path}", "a float32 constant (only float32 GEMM weights are packed)", dtype.name)
+    layout = p.get("layout")
+    if layout not in _PACKING_FIELDS:
+        raise _Bad(f"{path}.layout", " or ".join(map(repr, _PACKING_FIELDS)), layout)
+    if dtype.name != _PACKED_DTYPE[layout]:
+        raise _Bad(f"{path}", f"a constant of dtype {_PACKED_DTYPE[layout]} (the {layout} "
+                   "layout holds no other)", dtype.name)
     stored = p.get("dtype", "float32")
-    if stored not in ("float32", "bfloat16"):
+    if layout == "gemm_b_panels" and stored not in ("float32", "bfloat16"):
         raise _Bad(f"{path}.dtype", "'float32' or 'bfloat16'", stored)
     f = {name: _int(_get(p, name, path), f"{path}.{name}", -_MAX_DIM, _MAX_DIM)
-         for name in _PACKING_FIELDS}
+         for name in _PACKING_FIELDS[layout]}
     for name in ("k", "n", "nr", "kc"):
-        if f[name] < 1:
+        if name in f and f[name] < 1:
             raise _Bad(f"{path}.{name}", "a positive number", f[name])
     corners = [f["offset"] + i * (f["k"] - 1) * f["sb_k"] + j * (f["n"] - 1) * f["sb_n"]
                for i in (0, 1) for j in (0, 1)]
     if min(corners) < 0 or max(corners) >= numel:
         raise _Bad(path, f"a layout reading inside the constant's {numel} values", corners)
+    if layout == "int8_dot_groups":  # aotc_qgemm_packed_bytes: groups of 4 rows, 16-column
+        panels = -(-f["n"] // 16)  # panels, then their int32 column sums
+        return panels * -(-f["k"] // 4) * 64 + panels * 64
     if stored == "bfloat16":  # whole pairs of rows, 2 bytes a value
         return (f["k"] + f["k"] % 2) * -(-f["n"] // f["nr"]) * f["nr"] * 2
     return f["k"] * -(-f["n"] // f["nr"]) * f["nr"] * 4

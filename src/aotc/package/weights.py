@@ -9,8 +9,7 @@ import torch
 from ..codegen.cpp.describe import constant_layout
 from ..errors import CompileError
 from ..ir.nodes import Program
-from ..scheduler.precision import pack_panels_bf16
-from ..scheduler.prepack import pack_panels
+from ..scheduler.prepack import packed_bytes
 
 
 @dataclass(frozen=True)
@@ -25,9 +24,8 @@ def pack_weights(program: Program) -> Weights:
     table = []
     for c, (offset, nbytes) in zip(program.constants, constant_layout(program)):
         t = c.data
-        if c.packing is not None:  # in the GEMM kernel's panel layout for the target
-            pack = pack_panels_bf16 if c.packing.dtype == "bfloat16" else pack_panels
-            raw = pack(t.reshape(-1).numpy(), c.packing).tobytes()
+        if c.packing is not None:  # in its kernel's layout (for the target)
+            raw = packed_bytes(t.reshape(-1).numpy(), c.packing)
         else:
             raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
         if len(raw) != nbytes:
@@ -39,7 +37,7 @@ def pack_weights(program: Program) -> Weights:
         if c.folded_from:
             entry["folded_from"] = list(c.folded_from)
         if c.packing is not None:  # what the bytes hold; a loader packs a swapped value alike
-            entry["packing"] = {"layout": "gemm_b_panels", **asdict(c.packing)}
+            entry["packing"] = {"layout": c.packing.LAYOUT, **asdict(c.packing)}
         table.append(entry)
         blob.extend(raw)
     return Weights(bytes(blob), table)
@@ -50,9 +48,15 @@ def format_weights(weights: Weights) -> str:
     lines = [f"weights.bin: {len(weights.blob)} bytes, {len(weights.table)} constants"]
     for e in weights.table:
         sizes = "x".join(map(str, e["sizes"])) or "scalar"
-        extra = "".join([f", packed {e['packing']['dtype']} panels" if "packing" in e else "",
+        extra = "".join([_packed(e["packing"]) if "packing" in e else "",
                          f", folded from {', '.join(e['folded_from'])}" if "folded_from" in e
                          else ""])
         lines.append(f"{e['offset']:>10} +{e['nbytes']:<10} {e['name']}: {e['dtype']}[{sizes}]"
                      f"{extra}")
     return "\n".join(lines) + "\n"
+
+
+def _packed(packing: dict) -> str:
+    if packing["layout"] == "gemm_b_panels":
+        return f", packed {packing['dtype']} panels"
+    return f", packed as {packing['layout']}"

@@ -1,7 +1,8 @@
 """Prepacked weights: a constant that only ever feeds GEMMs as their B operand is stored in
 the GEMM micro-kernel's panel layout, so that no call packs it. So is the weight of a
 convolution on a small output plane (its weights dominate its memory traffic), as the B
-[Cin*taps, Cout] of the GEMM the kernel then runs (kernels/conv.cpp).
+[Cin*taps, Cout] of the GEMM the kernel then runs (kernels/conv.cpp), and an int8 constant
+that only feeds integer products (IntMatmul), in kernels/gemm_int8.cpp's dot-product layout.
 
 The layout (kernels/aotc_kernels.h, aotc_sgemm_pack_b) depends on the ISA the package is
 built for: the panel width `nr` and slice depth `kc` (the target's gemm_nr and gemm_kc) are
@@ -23,9 +24,20 @@ from ..dtypes import DType
 from ..ir.compress import Count
 from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import Node, loads
-from ..ir.nodes import SMALL_PLANE, Conv, Gemm, Operand, PackedGemmB, Program, Template
+from ..ir.integer import IntMatmul
+from ..ir.nodes import (
+    SMALL_PLANE,
+    Conv,
+    Gemm,
+    Operand,
+    PackedGemmB,
+    PackedInt8B,
+    Program,
+    Template,
+)
 from ..ir.queries import body_of
 from ..target import Target
+from .precision import pack_panels_bf16
 
 # Narrower weights (a classifier head with a few outputs) would be stored mostly as panel
 # padding, and the kernel's few-row paths read them in place.
@@ -50,6 +62,30 @@ def pack_panels(data: np.ndarray, packing: PackedGemmB) -> np.ndarray:
         panels = padded[pc:pc + rows].reshape(rows, npad // nr, nr).transpose(1, 0, 2)
         out[pc * npad:(pc + rows) * npad] = panels.reshape(-1)
     return out
+
+
+def pack_int8_groups(data: np.ndarray, packing: PackedInt8B) -> np.ndarray:
+    """The dot-product layout of int8 B [K, N] with its column sums, read from the flat
+    constant `data` at the packing's offset and strides (the bytes aotc_qgemm_pack_b writes)."""
+    k, n = packing.k, packing.n
+    flat = np.ascontiguousarray(data, dtype=np.int8).reshape(-1)
+    b = np.lib.stride_tricks.as_strided(flat[packing.offset:], shape=(k, n),
+                                        strides=(packing.sb_k, packing.sb_n))
+    groups, panels = -(-k // 4), -(-n // 16)
+    padded = np.zeros((groups * 4, panels * 16), np.int8)
+    padded[:k, :n] = b
+    data_part = padded.reshape(groups, 4, panels, 16).transpose(2, 0, 3, 1).reshape(-1)
+    sums = padded.astype(np.int32).sum(0, dtype=np.int32)  # the padding adds nothing
+    return np.concatenate([data_part.view(np.uint8), sums.view(np.uint8)])
+
+
+def packed_bytes(data: np.ndarray, packing: PackedGemmB | PackedInt8B) -> bytes:
+    """A constant's bytes as weights.bin stores them in `packing`."""
+    if isinstance(packing, PackedInt8B):
+        return pack_int8_groups(data, packing).tobytes()
+    if packing.dtype == "bfloat16":
+        return pack_panels_bf16(data, packing).tobytes()
+    return pack_panels(data, packing).tobytes()
 
 
 def _static(x) -> int | None:
@@ -88,9 +124,18 @@ def _conv_packing(op: Conv, target: Target) -> PackedGemmB | None:
     return PackedGemmB(k, cout, 0, 1, k, target.gemm_nr, target.gemm_kc)
 
 
+def _int8_packing(op: IntMatmul, target: Target) -> PackedInt8B | None:
+    """How `op` reads its B, when that can be packed once: static sizes, offset, strides."""
+    values = [_static(x) for x in (op.k, op.n, op.b.offset, *op.b.strides)]
+    if any(v is None for v in values):
+        return None
+    k, n, offset, sb_k, sb_n = (int(v) for v in values if v is not None)
+    return PackedInt8B(k, n, offset, sb_k, sb_n) if k and n else None
+
+
 def _readers(program: Program) -> dict[str, list]:
     """Buffer -> the ops that read it (a Gemm once per operand it reads it as, a Conv as
-    ("conv", buffer) for its weight)."""
+    ("conv", buffer) for its weight, an IntMatmul as ("int8_b", buffer) for its B)."""
     out: dict[str, list] = {}
     for buf in program.computed():
         body = body_of(buf.op)
@@ -107,6 +152,9 @@ def _readers(program: Program) -> dict[str, list]:
             for name in others:
                 out.setdefault(name, []).append(None)
             out.setdefault(buf.op.weight, []).append(("conv", buf))
+        elif isinstance(buf.op, IntMatmul):
+            out.setdefault(buf.op.a.buffer, []).append(None)
+            out.setdefault(buf.op.b.buffer, []).append(("int8_b", buf))
         elif isinstance(buf.op, Template):
             for name in buf.op.reads():
                 out.setdefault(name, []).append(None)
@@ -116,7 +164,8 @@ def _readers(program: Program) -> dict[str, list]:
 def prepack_weights(program: Program, target: Target, precision: str = "fp32") -> Program:
     """Mark each float32 constant read only as the B of GEMMs (all reading it alike) as
     packed, and those GEMMs as reading it packed; with precision "bf16", a GEMM weight
-    (not a convolution's) is packed as bfloat16 (scheduler/precision.py). Returns a new
+    (not a convolution's) is packed as bfloat16 (scheduler/precision.py). An int8 constant
+    read only as the B of integer products, alike, is packed for them. Returns a new
     program."""
     program = program.with_own_buffers()
     readers = _readers(program)
@@ -129,9 +178,13 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
     for c in program.constants:
         buf = program.buffers[c.buffer]
         uses = readers.get(c.buffer, [])
-        packing = None
+        packing: PackedGemmB | PackedInt8B | None = None
         role = {u[0] if u is not None else None for u in uses}
-        if (buf.dtype is DType.float32 and c.buffer not in elsewhere and uses
+        if buf.dtype is DType.int8 and c.buffer not in elsewhere and uses and role == {"int8_b"}:
+            found8 = {_int8_packing(u[1].op, target) for u in uses}
+            if len(found8) == 1 and None not in found8:
+                packing = found8.pop()
+        elif (buf.dtype is DType.float32 and c.buffer not in elsewhere and uses
                 and len(role) == 1 and role <= {"b", "conv"}):
             packing_of = _packing_of if role == {"b"} else _conv_packing
             found = {packing_of(u[1].op, target) for u in uses}
@@ -144,11 +197,15 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
             packing = None
         if packing is not None:
             for kind, reader in uses:
-                if kind == "conv":
+                if kind == "int8_b":
+                    reader.op = dataclasses.replace(reader.op, b_packed=True, b=Operand(
+                        c.buffer, sympy.Integer(0), (sympy.Integer(0),) * 2))
+                elif kind == "conv":
                     reader.op = dataclasses.replace(reader.op, weight_packed=True)
                 else:
                     reader.op = dataclasses.replace(
-                        reader.op, b_packed=True, b_bf16=packing.dtype == "bfloat16", b=Operand(
+                        reader.op, b_packed=True, b_bf16=getattr(packing, "dtype", "") == "bfloat16",
+                        b=Operand(
                         c.buffer, sympy.Integer(0), (sympy.Integer(0),) * 3))
             c = dataclasses.replace(c, packing=packing)
         specs.append(c)

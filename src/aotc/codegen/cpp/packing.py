@@ -1,11 +1,12 @@
 """The model library's prepacked constants (ABI version 5): the layout check that aotc_create
 makes and the packing behind aotc_pack_constant (a swapped weight, as the package stores it).
 
-Which constants are packed, and how, is decided in scheduler/prepack.py; the layout itself
-is the GEMM kernel's (kernels/aotc_kernels.h)."""
+Which constants are packed, and how, is decided in scheduler/prepack.py; the layouts
+themselves are the kernels' (kernels/aotc_kernels.h: the GEMM's panels, the int8 GEMM's
+dot-product groups)."""
 from __future__ import annotations
 
-from ...ir.nodes import Program
+from ...ir.nodes import PackedGemmB, PackedInt8B, Program
 from .code import CodeBuffer
 
 
@@ -13,7 +14,8 @@ def emit_packing(code: CodeBuffer, program: Program) -> None:
     """`check_packing()` and `pack_constant()` inside the anonymous namespace: whether the
     kernel linked into this library uses the panel layout the package's weights were packed
     in, and the packing itself."""
-    layouts = {(c.packing.nr, c.packing.kc) for c in program.constants if c.packing}
+    layouts = {(c.packing.nr, c.packing.kc) for c in program.constants
+               if isinstance(c.packing, PackedGemmB)}  # the int8 layout is every build's
     # (a bfloat16 layout has the same panel width and slice depth, rounded to pairs)
     assert len(layouts) <= 1, "one build packs every weight for one micro-kernel"
     code.line("// The packed-weight layout this package was written in (aotc_sgemm_pack_b).")
@@ -44,12 +46,13 @@ def _emit_pack_constant(code: CodeBuffer, program: Program) -> None:
         p = c.packing
         if p is None:
             continue
-        pack, out = (("aotc_sgemm_pack_b_bf16", "uint16_t") if p.dtype == "bfloat16"
-                     else ("aotc_sgemm_pack_b", "float"))
-        code.lines_of([
-            f"    case {k}:",
-            f"      {pack}({p.k}, {p.n}, static_cast<const float *>(src) + {p.offset}, "
-            f"{p.sb_k}, {p.sb_n}, static_cast<{out} *>(dst));",
-            "      return true;",
-        ])
+        if isinstance(p, PackedInt8B):
+            call = (f"aotc_qgemm_pack_b({p.k}, {p.n}, static_cast<const int8_t *>(src) + "
+                    f"{p.offset}, {p.sb_k}, {p.sb_n}, dst);")
+        else:
+            pack, out = (("aotc_sgemm_pack_b_bf16", "uint16_t") if p.dtype == "bfloat16"
+                         else ("aotc_sgemm_pack_b", "float"))
+            call = (f"{pack}({p.k}, {p.n}, static_cast<const float *>(src) + {p.offset}, "
+                    f"{p.sb_k}, {p.sb_n}, static_cast<{out} *>(dst));")
+        code.lines_of([f"    case {k}:", f"      {call}", "      return true;"])
     code.lines_of(["    default:", "      return false;", "  }", "}", ""])

@@ -1,5 +1,6 @@
 """The call into the shipped int8 GEMM (kernels/gemm_int8.cpp): B packed into the
-dot-product layout in the workspace, then the exact int32 product."""
+dot-product layout in the workspace (unless it is a constant stored packed), then the exact
+int32 product."""
 from __future__ import annotations
 
 from ....ir.integer import IntMatmul
@@ -11,11 +12,16 @@ from . import emits
 @emits(IntMatmul)
 def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     op = buf.op
-    assert isinstance(op, IntMatmul) and workspace is not None
+    assert isinstance(op, IntMatmul)
     m, n, k = c_index(op.m), c_index(op.n), c_index(op.k)
     a = f"{pointer_of(op.a.buffer)} + {c_index(op.a.offset)}"
-    b = f"{pointer_of(op.b.buffer)} + {c_index(op.b.offset)}"
-    sb_k, sb_n = (c_index(s) for s in op.b.strides)
-    return [f"aotc_qgemm_pack_b({k}, {n}, {b}, {sb_k}, {sb_n}, {workspace});",
-            f"aotc_qgemm_s32({m}, {n}, {k}, {a}, {c_index(op.a.strides[0])}, "
-            f"{int(op.a_signed)}, 0, {workspace}, {pointer_of(buf.name)}, {n});"]
+    lines = []
+    packed = pointer_of(op.b.buffer)  # a constant in the layout already
+    if not op.b_packed:
+        assert workspace is not None
+        b = f"{pointer_of(op.b.buffer)} + {c_index(op.b.offset)}"
+        sb_k, sb_n = (c_index(s) for s in op.b.strides)
+        lines.append(f"aotc_qgemm_pack_b({k}, {n}, {b}, {sb_k}, {sb_n}, {workspace});")
+        packed = workspace
+    return lines + [f"aotc_qgemm_s32({m}, {n}, {k}, {a}, {c_index(op.a.strides[0])}, "
+                    f"{int(op.a_signed)}, 0, {packed}, {pointer_of(buf.name)}, {n});"]
