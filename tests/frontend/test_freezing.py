@@ -47,3 +47,26 @@ def test_write_read_by_a_kept_op_is_not_folded(compile_model):
     folded, removed = plan_folding(ep)
     assert not any(w in removed for w in _fills(ep, removed))
     torch.testing.assert_close(model(x), ep.module()(x))
+
+
+class ConvertedWeight(torch.nn.Module):
+    """An int8 weight widened for a float matmul, as torchao's int8 weight-only linears do:
+    aten.to may alias its input, but a conversion computes, so it folds; a same-dtype `to`
+    only moves the weight and stays."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("q", torch.randint(-3, 4, (16, 8), dtype=torch.int8))
+        self.w = torch.nn.Parameter(torch.randn(8, 16))
+
+    def forward(self, x):
+        return x @ self.q.t().to(torch.float32) + x @ self.w.to(torch.float32)
+
+
+def test_a_dtype_conversion_of_a_weight_folds(compile_model):
+    x = torch.randn(3, 8)
+    ep, model = compile_model(ConvertedWeight(), (x,))
+    folded, _ = plan_folding(ep)
+    assert [n.target for n in folded] == [torch.ops.aten.to.dtype]
+    assert next(iter(folded.values())).value.dtype == torch.float32
+    torch.testing.assert_close(model(x), ep.module()(x))

@@ -87,7 +87,8 @@ def _moves_only(node: torch.fx.Node) -> bool:
     schema = getattr(node.target, "_schema", None)
     if schema is None:
         return False
-    if schema.returns and schema.returns[0].alias_info is not None:
+    # (aten.to may alias its input, but not when it converts: then it computes)
+    if schema.returns and schema.returns[0].alias_info is not None and schema.name != "aten::to":
         return True
     if schema.name in _COPIES:
         src = node.args[0] if node.args else None
