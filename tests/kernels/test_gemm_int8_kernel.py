@@ -1,9 +1,9 @@
 """kernels/gemm_int8.cpp through its C ABI, built for every -march level this CPU runs, each
-with and without its VNNI path (vpdpbusd where the CPU has avx512_vnni; the widened
-vpmaddwd path and the portable loop otherwise): int32 products exactly equal to numpy's
-int64 product of the operands, for uint8 and int8 A with zero points, odd shapes, strided
-and transposed operands, the extreme values (where vpmaddubsw would saturate), and every
-thread count alike."""
+with each of its paths forced in turn (vpdpbusd on 512 bits where the CPU has avx512_vnni,
+on 256 bits where it has avx_vnni, and the widened vpmaddwd path or the portable loop
+otherwise): int32 products exactly equal to numpy's int64 product of the operands, for
+uint8 and int8 A with zero points, odd shapes, strided and transposed operands, the extreme
+values (where vpmaddubsw would saturate), and every thread count alike."""
 from __future__ import annotations
 
 import ctypes
@@ -20,23 +20,25 @@ KERNEL_DIR = Path(__file__).resolve().parents[2] / "src" / "aotc" / "kernels"
 FLAGS = ["-O3", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-Wall", "-Wextra", "-Werror"]
 NEEDS = {"x86-64-v4": {"avx512f", "avx512bw", "avx512vl", "avx512dq"},
          "x86-64-v3": {"avx2", "fma", "bmi2"}, "x86-64": set()}
-BUILDS = [(march, vnni) for march in NEEDS for vnni in (True, False)]
+# path -> (the CPU feature it runs on, the defines that leave it the first one taken)
+PATHS = {"vnni512": ("avx512_vnni", []), "avxvnni": ("avx_vnni", ["-DAOTC_QGEMM_NO_AVX512_VNNI"]),
+         "novnni": (None, ["-DAOTC_QGEMM_NO_VNNI"])}
+BUILDS = [(march, path) for march in NEEDS for path in PATHS]
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not available")
 i64, i32, ptr = ctypes.c_int64, ctypes.c_int32, ctypes.c_void_p
 
 
-@pytest.fixture(scope="module", params=BUILDS, ids=[f"{m}-{'vnni' if v else 'novnni'}"
-                                                      for m, v in BUILDS])
+@pytest.fixture(scope="module", params=BUILDS, ids=[f"{m}-{p}" for m, p in BUILDS])
 def lib(request, tmp_path_factory):
-    march, vnni = request.param
+    march, path_name = request.param
     missing = NEEDS[march] - cpu_flags()
     if missing:
         pytest.skip(f"{march} needs {sorted(missing)}, which this CPU lacks")
-    if vnni and "avx512_vnni" not in cpu_flags():
-        pytest.skip("this CPU lacks avx512_vnni: the VNNI path is not taken")
+    feature, extra = PATHS[path_name]
+    if feature is not None and feature not in cpu_flags():
+        pytest.skip(f"this CPU lacks {feature}: the {path_name} path is not taken")
     path = tmp_path_factory.mktemp(march) / "libgemm_int8.so"
-    extra = [] if vnni else ["-DAOTC_QGEMM_NO_VNNI"]
     res = subprocess.run(["g++", f"-march={march}", *FLAGS, *extra, "-I", str(KERNEL_DIR),
                           str(KERNEL_DIR / "gemm_int8.cpp"), "-o", str(path)],
                          capture_output=True, text=True)

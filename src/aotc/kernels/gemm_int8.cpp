@@ -11,9 +11,10 @@
 // columns at once, and the zero point of A (and the +128 of a signed A) is taken off at
 // the end with the column sums, exactly: every sum is an int32, as in torch.
 //
-// Paths: AVX-512 VNNI (vpdpbusd, chosen at run time where the CPU has avx512_vnni, as
-// the x86-64-v4 level does not include it), AVX-512BW and AVX2 (bytes widened to int16,
-// vpmaddwd: exact, where vpmaddubsw would saturate), and a portable loop.
+// Paths, chosen at run time where the CPU has the feature (no x86 level includes it):
+// AVX-512 VNNI (vpdpbusd on 512 bits, avx512_vnni), AVX-VNNI (the same on 256 bits,
+// avx_vnni); else AVX-512BW and AVX2 (bytes widened to int16, vpmaddwd: exact, where
+// vpmaddubsw would saturate); and a portable loop.
 
 #include "aotc_kernels.h"
 
@@ -117,11 +118,51 @@ void tile_vnni(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t ro
     }
 }
 
+// AVX-VNNI: the same vpdpbusd on 256-bit registers (Intel's client and recent server
+// cores, AMD Zen 5), for builds below AVX-512 or processors without avx512_vnni: the
+// panel's 16 columns as two halves of 8.
+__attribute__((target("avx2,avxvnni")))
+void tile_avx_vnni(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t rows,
+                   int32_t acc[MR][NP]) {
+    __m256i c[MR][2];
+    for (auto &row : c) row[0] = row[1] = _mm256_setzero_si256();
+    const int64_t stride = groups * 4;
+    for (int64_t g = 0; g < groups; ++g) {
+        const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(panel + g * NP * 4));
+        const __m256i b1 =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(panel + g * NP * 4 + 32));
+        for (int64_t r = 0; r < MR; ++r) {
+            if (r >= rows) break;
+            int32_t w;
+            std::memcpy(&w, a + r * stride + 4 * g, 4);
+            const __m256i av = _mm256_set1_epi32(w);
+            c[r][0] = _mm256_dpbusd_avx_epi32(c[r][0], av, b0);
+            c[r][1] = _mm256_dpbusd_avx_epi32(c[r][1], av, b1);
+        }
+    }
+    for (int64_t r = 0; r < rows; ++r)
+        for (int h = 0; h < 2; ++h) {
+            __m256i *dst = reinterpret_cast<__m256i *>(acc[r] + 8 * h);
+            _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), c[r][h]));
+        }
+}
+
+// AOTC_QGEMM_NO_VNNI builds the other paths only, AOTC_QGEMM_NO_AVX512_VNNI all but the
+// 512-bit one: what tests use to reach each path on a processor that has them all.
 bool has_vnni() {
-#ifdef AOTC_QGEMM_NO_VNNI  // a build that tests the other paths on a VNNI processor
+#if defined(AOTC_QGEMM_NO_VNNI) || defined(AOTC_QGEMM_NO_AVX512_VNNI)
     return false;
 #else
     static const bool yes = __builtin_cpu_supports("avx512vnni");
+    return yes;
+#endif
+}
+
+bool has_avx_vnni() {
+#ifdef AOTC_QGEMM_NO_VNNI
+    return false;
+#else
+    static const bool yes = __builtin_cpu_supports("avxvnni");
     return yes;
 #endif
 }
@@ -164,6 +205,7 @@ void tile(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t rows,
           int32_t acc[MR][NP]) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     if (has_vnni()) return tile_vnni(a, groups, panel, rows, acc);
+    if (has_avx_vnni()) return tile_avx_vnni(a, groups, panel, rows, acc);
 #endif
 #if defined(__AVX2__)
     return tile_avx2(a, groups, panel, rows, acc);
