@@ -27,6 +27,33 @@ def test_same_program_twice_reuses_the_library(exported):
     assert second.source == first.source  # codegen is deterministic
 
 
+def test_concurrent_builds_of_one_model_each_get_the_whole_library(exported):
+    """Builds of the same model at once (processes sharing the cache) each rewrite its
+    source: a compiler must never read it half written, or its library lacks the model."""
+    import threading
+    import uuid
+
+    source = compile_program(exported, host_target(), build=False).source
+    libraries, errors = [], []
+
+    def build(text):
+        try:
+            so, _ = build_model(text, host_target())
+            libraries.append(so.read_bytes())
+        except Exception as e:  # noqa: BLE001 (asserted below)
+            errors.append(e)
+
+    for _ in range(3):  # a new source each round: a model nobody has built yet
+        text = source + f"// {uuid.uuid4()}\n"
+        threads = [threading.Thread(target=build, args=(text,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors and len(libraries) == 12
+    assert all(b"aotc_abi_version" in lib for lib in libraries)
+
+
 def test_compiler_failure_points_at_the_log():
     with pytest.raises(aotc.BuildError, match="compiling the generated model failed") as info:
         build_model("this is not C++;\n", host_target())

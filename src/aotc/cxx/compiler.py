@@ -100,7 +100,12 @@ def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Pa
     if so.exists():
         return so, True
     cpp = out_dir / f"{key}.cpp"
-    cpp.write_text(source)
+    # written whole, then renamed: another process building the same model at the same time
+    # rewrites this file, and its compiler must never read it half written (it would link a
+    # library without the model's code)
+    tmp_cpp = _atomic_output(cpp)
+    tmp_cpp.write_text(source)
+    os.replace(tmp_cpp, cpp)
     tmp = _atomic_output(so)
     try:
         _run([cxx, *flags, "-shared", *include_flags(), str(cpp), *map(str, objects),
