@@ -66,6 +66,7 @@ def _compile_one(prog, opts: Options, name: str, given: frozenset = frozenset())
                                named.debug_path(name), header=f"model '{name}'",
                                metadata=library_metadata(name, named), freezing=opts.freezing,
                                precision=opts.precision, num_threads=opts.num_threads,
+                               integer_products=named.integer_products(target),
                                user_metadata=opts.metadata)
     log.info("compiled model %r in %.2f s (%s)", name, time.perf_counter() - t0,
              "cached build" if compiled.cached else "fresh build")

@@ -9,9 +9,12 @@ from pathlib import Path
 
 from .errors import CompileError
 from .target import Target, select_target
+from .target.host import has_int8_dot_products
 
 # values of the `precision` option (scheduler/precision.py)
 PRECISIONS = ("fp32", "bf16")
+# values of the `int8_kernels` option (passes/quantized.py)
+INT8_KERNELS = ("auto", "on", "off")
 
 # Inductor's spelling -> aotc's option of the same meaning
 INDUCTOR_ALIASES = {
@@ -66,6 +69,10 @@ class Options:
     # fp32 | bf16: "bf16" stores the prepacked GEMM weights as bfloat16 and multiplies them
     # with avx512_bf16 (scheduler/precision.py)
     precision: str = "fp32"
+    # auto | on | off: whether the quantized linears and convolutions of PT2E graphs run
+    # on the int8 GEMM ("auto": where this machine gives it int8 dot products, VNNI; else
+    # their dequantized float32 form, which is as fast there)
+    int8_kernels: str = "auto"
 
     @classmethod
     def parse(cls, options: dict | None) -> Options:
@@ -104,6 +111,9 @@ class Options:
         if opts.precision not in PRECISIONS:
             raise CompileError(f"precision must be one of {list(PRECISIONS)}, got "
                                f"{opts.precision!r}")
+        if opts.int8_kernels not in INT8_KERNELS:
+            raise CompileError(f"int8_kernels must be one of {list(INT8_KERNELS)}, got "
+                               f"{opts.int8_kernels!r}")
         if not isinstance(opts.metadata, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in opts.metadata.items()):
             raise CompileError(f"metadata ('aot_inductor.metadata') must be a dict of strings "
@@ -116,6 +126,12 @@ class Options:
             return select_target(self.target, self.isa)
         except ValueError as e:
             raise CompileError(str(e)) from None
+
+    def integer_products(self, target: Target) -> bool:
+        """Whether quantized products compile to the int8 GEMM (`int8_kernels`)."""
+        if self.int8_kernels == "auto":
+            return has_int8_dot_products(target)
+        return self.int8_kernels == "on"
 
     def on_host(self) -> bool:
         """Whether this machine picks the level: neither option names one."""

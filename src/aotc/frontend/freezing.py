@@ -124,21 +124,24 @@ def _updated_in_place(node: torch.fx.Node) -> bool:
     return any(_mutates_first(u) and u.args and u.args[0] is node for u in node.users)
 
 
-def plan_graph_folding(graph: torch.fx.Graph, constants: dict) -> tuple[dict, set]:
+def plan_graph_folding(graph: torch.fx.Graph, constants: dict,
+                       kept: frozenset | set = frozenset()) -> tuple[dict, set]:
     """The same for any graph, a torch.cond branch's or a while_loop body's too, given its
     nodes that hold weights (placeholders, a branch's own tensor constants):
-    {node: (value, the weights' names)}."""
+    {node: (value, the weights' names)}. Nodes in `kept` never fold (a template reads the
+    weights they read as they are)."""
     # a weight the graph updates in place is no constant either
     constants = {n: c for n, c in constants.items() if not _updated_in_place(n)}
     unsafe: set[torch.fx.Node] = set()  # created tensors whose writes must not fold
     while True:
-        folded, removed, bad = _plan(graph, constants, unsafe)
+        folded, removed, bad = _plan(graph, constants, unsafe, kept)
         if not bad:
             return folded, removed
         unsafe |= bad
 
 
-def _plan(graph: torch.fx.Graph, constants: dict, unsafe: set) -> tuple[dict, set, set]:
+def _plan(graph: torch.fx.Graph, constants: dict, unsafe: set,
+          kept) -> tuple[dict, set, set]:
     values: dict[torch.fx.Node, torch.Tensor] = {}
     sources: dict[torch.fx.Node, frozenset[str]] = {}
     computes: dict[torch.fx.Node, bool] = {}  # whether a non-view op is on the way
@@ -149,7 +152,7 @@ def _plan(graph: torch.fx.Graph, constants: dict, unsafe: set) -> tuple[dict, se
         if node in constants:
             values[node], sources[node] = constants[node]
             computes[node] = False
-        elif node.op == "call_function":
+        elif node.op == "call_function" and node not in kept:
             created = _created(node)
             if created is not None:
                 values[node], sources[node], computes[node] = created, frozenset(), False

@@ -5,9 +5,9 @@ the top level works inside control flow.
 With freezing, nodes that read only weights fold into constants (freezing.py); in a
 subgraph the weights are the placeholders bound to weights (the parameters export passes
 in as operands) and the branch's own tensor constants, which are `get_attr`s there where
-the top level lifts them into inputs. Attention chains (passes/attention.py, which looks
-into subgraphs too) become one template each; every other call takes its lowering, or its
-decomposition (importer.py).
+the top level lifts them into inputs. Chains (passes/chains.py: attention, quantized
+products; attention is found in subgraphs too) become one template each; every other
+call takes its lowering, or its decomposition (importer.py).
 """
 from __future__ import annotations
 
@@ -37,9 +37,13 @@ def import_graph(imp, graph: torch.fx.Graph, weights: dict) -> None:
             else:  # a subgraph, imported where its torch.cond or while_loop is
                 imp.env[node] = value
                 imp.subgraph_names[value] = node.target
-    folded, removed = plan_graph_folding(graph, weights) if imp.freezing else ({}, set())
+    chains = {n: c for n, c in imp.chains.items() if n.graph is graph}
+    # a chain that keeps its weights as they are (an integer product reads its int8 weight)
+    # has its nodes left out of folding
+    kept = {n for c in chains.values() if c.keeps_weights for n in c.inner}
+    folded, removed = plan_graph_folding(graph, weights, kept) if imp.freezing else ({}, set())
     # a chain part of which is folded into a constant (its q and k are weights) stays as is
-    chains = {n: c for n, c in imp.attention.items() if n.graph is graph and n not in folded
+    chains = {n: c for n, c in chains.items() if n not in folded
               and not any(i in folded for i in c.inner)}
     inside = {n for c in chains.values() for n in c.inner}
     for node in graph.nodes:
@@ -55,7 +59,7 @@ def _import_node(imp, node: torch.fx.Node, folded: dict, chains: dict) -> None:
         f = folded[node]
         imp.env[node] = add_constant(imp, node.name, f.value, f"_folded.{node.name}", f.sources)
     elif node in chains:
-        imp.import_attention(chains[node])
+        imp.env[node] = chains[node].lower(imp)
     elif node.op == "call_function":
         imp.import_call(node)
     elif node.op not in ("placeholder", "output", "get_attr"):

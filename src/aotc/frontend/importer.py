@@ -27,7 +27,6 @@ from ..ir.symbols import (
     negation,
 )
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
-from ..lowering.attention import lower_attention_chain
 from ..lowering.opmath import involves_half, lower_in_float
 from ..lowering.registry import Decompose
 from .control import COND, LOOPS, WHILE, import_cond, import_while
@@ -104,13 +103,13 @@ class Importer:
     """State of one import: the program being built and each FX node's lowered value."""
 
     def __init__(self, ep: torch.export.ExportedProgram, freezing: bool = False,
-                 attention: dict | None = None):
+                 chains: dict | None = None):
         self.ep = ep
         self.program = Program()
         self.env: dict[torch.fx.Node, Any] = {}
         self.buffer_targets: dict[str, str] = {}  # constant buffer -> registered buffer name
         self.freezing = freezing
-        self.attention = attention or {}  # attention chains by output node, in any graph
+        self.chains = chains or {}  # templates found in the graph (passes/chains.py), by output
         # constant buffers that hold weights -> (value, the weights' names): what folds
         self.weights: dict[str, tuple[torch.Tensor, frozenset[str]]] = {}
         self.subgraph_names: dict[torch.fx.GraphModule, str] = {}
@@ -326,19 +325,6 @@ class Importer:
             self.program.item_symbols[symbol] = IndexValue(value, DType.int64)
             self.program.symbols.setdefault(symbol, (0, None))
 
-    def import_attention(self, chain) -> None:
-        """An attention chain (passes/attention.py) as one template, at its output node."""
-        node = chain.output
-        ctx = self.context(node, node.target)
-        args = [self.arg(a) if a is not None else None
-                for a in (chain.query, chain.key_t, chain.value, chain.mask)]
-        kwargs = {"scale": chain.scale, "fill": chain.mask_fill,
-                  "empty_rows_nan": chain.empty_rows_nan}
-        if involves_half(ctx, args, {}):
-            self.env[node] = lower_in_float(lower_attention_chain, ctx, args, kwargs)
-        else:
-            self.env[node] = lower_attention_chain(ctx, *args, **kwargs)
-
     def context(self, node, op) -> LoweringContext:
         val = node.meta.get("val")
         vals = val if isinstance(val, (tuple, list)) else (val,)
@@ -510,11 +496,11 @@ def _bound(v) -> int | None:
 
 
 def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
-                   attention: dict | None = None) -> Program:
+                   chains: dict | None = None) -> Program:
     """The program in loop-level IR; `freezing` folds subgraphs of weights (freezing.py);
-    `attention` maps output nodes to the attention chains passes/attention.py found, each
-    lowered as one template."""
-    imp = Importer(ep, freezing, attention)
+    `chains` maps output nodes to the chains passes/chains.py found (attention, quantized
+    products), each lowered as one template."""
+    imp = Importer(ep, freezing, chains)
     imp.import_symbols()
     imp.import_placeholders()
     widen_size_ranges(imp.program)  # what ep.module() accepts, not export's 0/1 rule

@@ -11,7 +11,8 @@ from .nodes import Operand, Template
 
 @dataclass(frozen=True)
 class IntMatmul(Template):
-    """out[m, n] = sum over k of a[m, k] * b[k, n] in int32 (aten._int_mm), out contiguous.
+    """out[m, n] = sum over k of (a[m, k] - a_zero) * b[k, n] in int32 (aten._int_mm with
+    a_zero 0), out contiguous.
 
     `a` is int8 (`a_signed`) or uint8 with unit column stride (rows `a.strides[0]` apart),
     `b` int8 with any (row, column) strides. B goes into the kernel's dot-product layout in
@@ -25,6 +26,7 @@ class IntMatmul(Template):
     k: sympy.Expr
     a_signed: bool
     b_packed: bool = False
+    a_zero: int = 0  # subtracted from every element of a (a quantized activation's zero point)
 
     def reads(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.a.buffer, self.b.buffer)))
@@ -40,5 +42,6 @@ class IntMatmul(Template):
     def describe(self) -> str:
         kind = "s8" if self.a_signed else "u8"
         packed = " (packed)" if self.b_packed else ""
-        return (f"int matmul {kind} {self.a.buffer} x s8 {self.b.buffer}{packed} "
+        zero = f" - {self.a_zero}" if self.a_zero else ""
+        return (f"int matmul ({kind} {self.a.buffer}{zero}) x s8 {self.b.buffer}{packed} "
                 f"[{self.m}, {self.k}] x [{self.k}, {self.n}] -> s32")

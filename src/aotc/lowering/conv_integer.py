@@ -17,7 +17,7 @@ def _value(e) -> Node:
     return IndexValue(sympy.sympify(e), DType.int64)
 
 
-def _in_range(e, n) -> Node:
+def in_range(e, n) -> Node:
     return Binary(BinaryOp.AND, Binary(BinaryOp.GE, _value(e), constant(0, DType.int64),
                                        DType.bool),
                   Binary(BinaryOp.LT, _value(e), _value(n), DType.bool), DType.bool)
@@ -51,14 +51,14 @@ def integer_convolution(ctx: LoweringContext, x: TensorValue, w: TensorValue, bi
         if transposed:
             num = o + padding[j] - k * dilation[j]
             pos = FloorDiv(num, stride[j]) if stride[j] > 1 else num
-            ok: Node | None = _in_range(num, n * stride[j])
+            ok: Node | None = in_range(num, n * stride[j])
             if stride[j] > 1:
                 ok = both(ok, Binary(BinaryOp.EQ, Binary(
                     BinaryOp.REMAINDER, _value(num), constant(stride[j], DType.int64),
                     DType.int64), constant(0, DType.int64), DType.bool))
         else:
             pos = o * stride[j] - padding[j] + k * dilation[j]
-            ok = _in_range(pos, n)
+            ok = in_range(pos, n)
         src.append(clamp_index(pos, n))
         valid = both(valid, ok)
     xv = cast(x.load((iv[0], channel) + tuple(src)), d)

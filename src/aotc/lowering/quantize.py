@@ -1,16 +1,22 @@
-"""Integer GEMM of quantized linears: aten._int_mm, an (M, K) x (K, N) product of 8-bit
-integers summed exactly in int32, as the IntMatmul template (kernels/gemm_int8.cpp)."""
+"""Integer GEMMs of quantized programs, as the IntMatmul template (kernels/gemm_int8.cpp):
+aten._int_mm, an (M, K) x (K, N) product of 8-bit integers summed exactly in int32, and the
+quantized linears and convolutions passes/quantized.py finds, with their float epilogue."""
 from __future__ import annotations
 
 import sympy
 import torch
 
 from ..dtypes import DType
+from ..ir.expr import Binary, BinaryOp, Node, Where, cast, constant
 from ..ir.integer import IntMatmul
 from ..ir.nodes import Operand
+from ..ir.symbols import index_vars, numel
 from .context import LoweringContext, TensorValue
+from .conv_integer import in_range
 from .linalg import operand, reduction_matmul
+from .padding import both, clamp_index
 from .registry import register_lowering
+from .views import remap, reshape_index
 
 
 @register_lowering(torch.ops.aten._int_mm.default, family="linalg")
@@ -20,17 +26,99 @@ def lower_int_mm(ctx: LoweringContext, a: TensorValue, b: TensorValue) -> Tensor
     sum over k."""
     if a.dtype not in (DType.int8, DType.uint8) or b.dtype is not DType.int8:
         return reduction_matmul(ctx, a, b, ctx.out_sizes, DType.int32)
-    a_op = operand(ctx, a, 0)
-    if a_op.strides[2] != 1:  # the kernel reads rows of A in place: give it unit columns
-        a_op = operand(ctx, ctx.pointwise(a.body, a.sizes, hint=f"{ctx.node_name}_rows"), 0)
-    b_op = operand(ctx, b, 0)
-    m, k = a.sizes
-    n = b.sizes[1]
-    mm = IntMatmul(_rows_cols(a_op), _rows_cols(b_op), m, n, k, a.dtype is DType.int8)
-    return ctx.emit(mm, ctx.out_sizes, DType.int32)
+    (m, k), n = a.sizes, b.sizes[1]
+    a_op = _rows(ctx, a, m, k)
+    b_op = _rows_cols(operand(ctx, b, 0))
+    return _product(ctx, a_op, b_op, m, n, k, a.dtype is DType.int8, 0, ctx.out_sizes)
 
 
 def _rows_cols(o: Operand) -> Operand:
     """A 2-D operand's (row, column) strides (its batch stride is 0)."""
     assert sympy.sympify(o.strides[0]) == 0
     return Operand(o.buffer, o.offset, tuple(o.strides[1:]))
+
+
+def _scaled(ctx: LoweringContext, acc: Node, channel, w_scale, x_scale: float, bias) -> Node:
+    """acc * (x_scale * w_scale[channel]) + bias[channel] in float32: the dequantized
+    product (acc is exact; eager sums the dequantized terms, which differs by rounding)."""
+    f = DType.float32
+    if isinstance(w_scale, float):
+        scale: Node = constant(x_scale * w_scale, f)
+    else:
+        scale = Binary(BinaryOp.MUL, cast(w_scale.load((channel,)), f), constant(x_scale, f), f)
+    value: Node = Binary(BinaryOp.MUL, cast(acc, f), scale, f)
+    if bias is not None:
+        value = Binary(BinaryOp.ADD, value, cast(bias.load((channel,)), f), f)
+    return value
+
+
+def _product(ctx, a: Operand, b: Operand, m, n, k, a_signed: bool, a_zero: int,
+             sizes=None) -> TensorValue:
+    """The exact int32 product (a - a_zero) @ b of a [M, K] 8-bit activation and a [K, N]
+    int8 b, both (row, column) strided operands (b a constant weight the prepack stage
+    stores packed)."""
+    mm = IntMatmul(a, b, m, n, k, a_signed, a_zero=a_zero)
+    return ctx.emit(mm, sizes or (m, n), DType.int32,
+                    hint=None if sizes else f"{ctx.node_name}_acc")
+
+
+def _rows(ctx, x: TensorValue, m, k) -> Operand:
+    """x read as a [m, k] matrix with unit column stride (the kernel reads rows of A in
+    place); a whole buffer is read as it is, anything else copied when it must be."""
+    if x.buffer_name() is not None:
+        return Operand(x.buffer_name(), sympy.Integer(0), (k, sympy.Integer(1)))
+    a = _rows_cols(operand(ctx, remap(x, (m, k), reshape_index(x.sizes, (m, k))), 0))
+    if a.strides[1] != 1:
+        x = ctx.pointwise(x.body, x.sizes, hint=f"{ctx.node_name}_rows")
+        return Operand(x.buffer_name(), sympy.Integer(0), (k, sympy.Integer(1)))
+    return a
+
+
+def _columns(ctx, w: TensorValue, n, k) -> Operand:
+    """A weight [N, ...] (K elements per output channel) read as the [K, N] b of a product."""
+    a = _rows(ctx, w, n, k)
+    return Operand(a.buffer, a.offset, (a.strides[1], a.strides[0]))
+
+
+def lower_quantized_linear(ctx: LoweringContext, x_q: TensorValue, w_q: TensorValue, w_scale,
+                           x_scale: float, x_zero: int, bias) -> TensorValue:
+    """linear(dequantize(x_q), dequantize(w_q), bias) (passes/quantized.py) as an integer
+    product of the 8-bit values and a float32 epilogue."""
+    k = x_q.sizes[-1]
+    m = numel(x_q.sizes[:-1])
+    n = w_q.sizes[0]
+    acc = _product(ctx, _rows(ctx, x_q, m, k), _columns(ctx, w_q, n, k), m, n, k,
+                   x_q.dtype is DType.int8, x_zero)
+    i, j = index_vars(2)
+    out = ctx.pointwise(_scaled(ctx, acc.load((i, j)), j, w_scale, x_scale, bias),
+                        (m, w_q.sizes[0]))
+    return remap(out, ctx.out_sizes, reshape_index(out.sizes, ctx.out_sizes))
+
+
+def lower_quantized_conv(ctx: LoweringContext, x_q: TensorValue, w_q: TensorValue, w_scale,
+                         x_scale: float, x_zero: int, bias, stride, padding,
+                         dilation) -> TensorValue:
+    """conv2d(dequantize(x_q), dequantize(w_q), bias) with one group as an integer product:
+    the activation's patches as rows [N*OH*OW, C*KH*KW] (outside the input: the zero
+    point, which the product subtracts to 0), times the weight read as [OC, C*KH*KW]."""
+    n, c = x_q.sizes[:2]
+    oc, _, kh, kw = w_q.sizes
+    oh, ow = ctx.out_sizes[2:]
+    b, y, x, ci, ty, tx = index_vars(6)
+    src, valid = [], None
+    for o, t, size, j in ((y, ty, x_q.sizes[2], 0), (x, tx, x_q.sizes[3], 1)):
+        pos = o * stride[j] - padding[j] + t * dilation[j]
+        if padding[j]:
+            valid = both(valid, in_range(pos, size))
+            pos = clamp_index(pos, size)
+        src.append(pos)
+    patch: Node = x_q.load((b, ci) + tuple(src))
+    if valid is not None:
+        patch = Where(valid, patch, constant(x_zero, x_q.dtype), x_q.dtype)
+    patches = ctx.pointwise(patch, (n, oh, ow, c, kh, kw), hint=f"{ctx.node_name}_patches")
+    m, k = n * oh * ow, c * kh * kw
+    acc = _product(ctx, _rows(ctx, patches, m, k), _columns(ctx, w_q, oc, k), m, oc, k,
+                   x_q.dtype is DType.int8, x_zero)
+    b, o, y, x = index_vars(4)
+    return ctx.pointwise(_scaled(ctx, acc.load(((b * oh + y) * ow + x, o)), o, w_scale,
+                                 x_scale, bias), ctx.out_sizes)

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
+from ..lowering.attention import lower_attention_chain
+from ..lowering.opmath import involves_half, lower_in_float
+
 aten = torch.ops.aten
 MATMULS = (aten.matmul.default, aten.bmm.default)
 SOFTMAXES = (aten.softmax.int, aten._softmax.default, aten._safe_softmax.default)
@@ -43,6 +46,18 @@ class AttentionChain:
     mask_fill: float | None = None  # None: a float mask added; else the masked_fill value
     inner: tuple[fx.Node, ...] = ()  # the chain's own nodes, which nothing else reads
     empty_rows_nan: bool = True  # softmax of a row of -inf is NaN (_safe_softmax: 0)
+    keeps_weights = False  # a chain whose q and k are weights folds instead
+
+    def lower(self, imp):
+        """The chain as one Attention template, at its output node."""
+        ctx = imp.context(self.output, self.output.target)
+        args = [imp.arg(a) if a is not None else None
+                for a in (self.query, self.key_t, self.value, self.mask)]
+        kwargs = {"scale": self.scale, "fill": self.mask_fill,
+                  "empty_rows_nan": self.empty_rows_nan}
+        if involves_half(ctx, args, {}):
+            return lower_in_float(lower_attention_chain, ctx, args, kwargs)
+        return lower_attention_chain(ctx, *args, **kwargs)
 
 
 def _tensor(node) -> torch.Tensor | None:

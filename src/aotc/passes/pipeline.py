@@ -2,8 +2,9 @@
 know what aotc does to a program.
 
     import      ExportedProgram -> loop-level IR (frontend/importer.py, lowering/); attention
-                written out as matmul -> softmax -> matmul becomes one template
-                (passes/attention.py finds the chains in the exported graph first)
+                written out as matmul -> softmax -> matmul, and quantized linears and
+                convolutions, become one template each (passes/chains.py finds the chains
+                in the exported graph first)
     dce         drop buffers no output needs (passes/dce.py)
     fuse        inline pointwise producers into their consumers (scheduler/fusion.py)
     prepack     weights only GEMMs read are stored in the kernel's panel layout for the
@@ -46,7 +47,7 @@ from ..scheduler.loops import LoopPlan, format_loop_plan, plan_loops
 from ..scheduler.memory import MemoryPlan, plan_memory
 from ..scheduler.prepack import prepack_weights
 from ..target import Target
-from .attention import find_attention
+from .chains import find_chains
 from .dce import remove_dead_buffers
 
 perf = artifact_logger("perf")
@@ -97,12 +98,14 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
                     debug_dir: Path | None = None, header: str = "",
                     build: bool = True, metadata: dict[str, str] | None = None,
                     freezing: bool = False, precision: str = "fp32", num_threads: int = 0,
-                    user_metadata: dict[str, str] | None = None) -> Compiled:
+                    user_metadata: dict[str, str] | None = None,
+                    integer_products: bool = False) -> Compiled:
     """Run every stage in order (`build=False` stops after codegen: no compiler runs, no
     package files). `metadata` (string pairs) is compiled into the library, which reports it
     to loaders; `freezing` folds subgraphs that read only weights into constants at import;
     `precision` "bf16" packs GEMM weights as bfloat16 (scheduler/precision.py);
-    `num_threads` (the model's default thread count) and `user_metadata` go to metadata.json."""
+    `num_threads` (the model's default thread count) and `user_metadata` go to metadata.json;
+    `integer_products` lowers PT2E's quantized linears and convolutions onto the int8 GEMM."""
     from ..frontend.importer import import_program
 
     timings: dict[str, float] = {}
@@ -111,7 +114,8 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
     if graph_log.isEnabledFor(logging.INFO):
         graph_log.info("%s exported graph:\n%s", header or "program", ep.graph_module.code)
     stages = [
-        Stage("import", lambda: import_program(ep, freezing, find_attention(ep.graph)),
+        Stage("import", lambda: import_program(ep, freezing,
+                                                        find_chains(ep, integer_products)),
               format_program),
         Stage("dce", lambda: remove_dead_buffers(state["import"]), format_program),
         Stage("fuse", lambda: fuse_pointwise(state["dce"]), format_program),

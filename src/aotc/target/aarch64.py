@@ -31,7 +31,8 @@ def _level(isa: str, arch: str, features: frozenset[str]) -> Target:
     return Target(device="cpu", arch=arch, isa=isa, architecture=ARCHITECTURE, machines=MACHINES,
                   features=features, compiler=COMPILER, compiler_env=COMPILER_ENV,
                   arch_flags=(f"-march={arch}",), vector_bytes=16, gemm_nr=NR, gemm_kc=KC,
-                  bf16_feature=None, tune_isas=(isa,), loops=LOOPS)
+                  bf16_feature=None, int8_dot_features=frozenset(),  # no sdot path yet
+                  tune_isas=(isa,), loops=LOOPS)
 
 
 # lowest first; the arches are g++'s -march values, which the C++ loader parses

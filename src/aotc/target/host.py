@@ -37,6 +37,12 @@ def missing_features(target: Target) -> set[str]:
     return set(target.features) - set(cpu_flags())
 
 
+def has_int8_dot_products(target: Target) -> bool:
+    """Whether this machine runs `target` with the int8 GEMM's dot-product instructions (the
+    `int8_kernels` option's "auto")."""
+    return machine() in target.machines and bool(target.int8_dot_features & cpu_flags())
+
+
 def cache_dir() -> Path:
     """Where builds and extracted libraries live (callers create their sub-folders)."""
     root = os.environ.get("AOTC_CACHE_DIR") or os.path.join(

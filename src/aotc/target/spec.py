@@ -36,6 +36,10 @@ class Target:
     gemm_nr: int  # GEMM micro-kernel panel width: the layout of prepacked weights
     gemm_kc: int  # GEMM slice depth of that layout
     bf16_feature: str | None  # the CPU feature bf16 GEMMs need; None: the level has none
+    # CPU features any one of which gives the int8 GEMM (kernels/gemm_int8.cpp) dot-product
+    # instructions, which it picks at run time; without one, integer products are no faster
+    # than float32 ones (passes/quantized.py)
+    int8_dot_features: frozenset[str]
     tune_isas: tuple[str, ...]  # the levels max_autotune measures on a host of this level
     loops: Loops
 

@@ -8,6 +8,7 @@ ARCHITECTURE = "x86_64"
 MACHINES = frozenset({"x86_64", "AMD64"})
 COMPILER, COMPILER_ENV = "g++", "CXX"
 BF16_FEATURE = "avx512_bf16"  # vdpbf16ps (kernels/gemm_bf16.cpp), as /proc/cpuinfo spells it
+INT8_DOT_FEATURES = frozenset({"avx512_vnni", "avx_vnni"})  # vpdpbusd (kernels/gemm_int8.cpp)
 
 # The slice depth of every build and the panel width by level (AVX-512: 32, AVX2 and
 # portable: 16): NR/KC of kernels/gemm_microkernels.h, which picks them by __AVX512F__.
@@ -29,7 +30,8 @@ def _level(isa: str, arch: str, features: frozenset[str], vector_bytes: int, nr:
     return Target(device="cpu", arch=arch, isa=isa, architecture=ARCHITECTURE, machines=MACHINES,
                   features=features, compiler=COMPILER, compiler_env=COMPILER_ENV,
                   arch_flags=(f"-march={arch}",), vector_bytes=vector_bytes, gemm_nr=nr,
-                  gemm_kc=KC, bf16_feature=bf16, tune_isas=tune, loops=LOOPS)
+                  gemm_kc=KC, bf16_feature=bf16, int8_dot_features=INT8_DOT_FEATURES,
+                  tune_isas=tune, loops=LOOPS)
 
 
 # lowest first: the order package/schema.py names the known arches in. On an AVX-512 host

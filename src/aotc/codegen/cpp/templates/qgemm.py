@@ -24,4 +24,4 @@ def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]
         lines.append(f"aotc_qgemm_pack_b({k}, {n}, {b}, {sb_k}, {sb_n}, {workspace});")
         packed = workspace
     return lines + [f"aotc_qgemm_s32({m}, {n}, {k}, {a}, {c_index(op.a.strides[0])}, "
-                    f"{int(op.a_signed)}, 0, {packed}, {pointer_of(buf.name)}, {n});"]
+                    f"{int(op.a_signed)}, {op.a_zero}, {packed}, {pointer_of(buf.name)}, {n});"]

@@ -1,0 +1,160 @@
+"""Find the quantized products of PT2E graphs: `linear` or `conv2d` of a dequantized 8-bit
+activation and a dequantized int8 weight, as X86InductorQuantizer and XNNPACKQuantizer
+write them, so that import lowers each as an integer product (lowering/quantize.py).
+
+    x = dequantize_per_tensor(x_q, s_x, z_x, ...)              8-bit activation
+    w = dequantize_per_channel(w_q, s_w, z_w, axis 0, ...)     int8 weight (or per tensor)
+    y = linear(x, w, bias) | conv2d(x, w, bias, stride, padding, dilation, groups=1)
+
+matches when w_q and its scales are weights with zero points all 0 (symmetric weights), the
+activation's scale and zero point are numbers, and each dequantize has no other reader. y
+stays a float tensor: the requantize that usually follows is an ordinary pointwise op,
+which fusion runs in the same kernel as the product's epilogue.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import fx
+
+from ..frontend.freezing import weight_placeholders
+from ..lowering.quantize import lower_quantized_conv, lower_quantized_linear
+
+DQ_TENSOR = "quantized_decomposed.dequantize_per_tensor.default"
+DQ_CHANNEL = "quantized_decomposed.dequantize_per_channel.default"
+aten = torch.ops.aten
+PRODUCTS = (aten.linear.default, aten.conv2d.default)
+ACTIVATIONS = (torch.uint8, torch.int8)
+
+
+@dataclass(frozen=True)
+class QuantizedProduct:
+    """One quantized linear or convolution: `output` computed from these operands."""
+
+    output: fx.Node
+    x_q: fx.Node  # the 8-bit activation
+    x_scale: float
+    x_zero: int
+    w_q: fx.Node  # the int8 weight, [out, in] or [out, in, kh, kw]
+    w_scale: fx.Node | float  # per output channel (a weight), or one number
+    bias: fx.Node | None
+    conv: tuple | None  # (stride, padding, dilation) of a convolution
+    inner: tuple[fx.Node, ...]
+    keeps_weights = True  # the int8 weight reaches the kernel as it is, never dequantized
+
+    def lower(self, imp):
+        ctx = imp.context(self.output, self.output.target)
+        scale = self.w_scale if isinstance(self.w_scale, float) else imp.arg(self.w_scale)
+        bias = imp.arg(self.bias) if self.bias is not None else None
+        args = (ctx, imp.arg(self.x_q), imp.arg(self.w_q), scale, self.x_scale, self.x_zero,
+                bias)
+        if self.conv is None:
+            return lower_quantized_linear(*args)
+        return lower_quantized_conv(*args, *self.conv)
+
+
+def _val(node) -> torch.Tensor | None:
+    v = node.meta.get("val") if isinstance(node, fx.Node) else None
+    return v if isinstance(v, torch.Tensor) else None
+
+
+def _sole_reader(node: fx.Node, reader: fx.Node) -> bool:
+    return list(node.users) == [reader]
+
+
+def _activation(node, reader) -> tuple | None:
+    """(x_q, scale, zero point) of a per-tensor dequantize of an 8-bit activation."""
+    if not isinstance(node, fx.Node) or str(node.target) != DQ_TENSOR or \
+            not _sole_reader(node, reader) or node.kwargs.get("out_dtype") not in (None,
+                                                                                  torch.float32):
+        return None
+    x_q, scale, zero, _, _, dtype = node.args[:6]
+    val = _val(x_q)
+    if val is None or val.dtype != dtype or dtype not in ACTIVATIONS or \
+            not isinstance(scale, float) or not isinstance(zero, int):
+        return None
+    return x_q, scale, zero
+
+
+def _weight(node, reader, weights: dict) -> tuple | None:
+    """(w_q, scale) of a dequantized int8 weight with zero points all 0."""
+    if not isinstance(node, fx.Node) or not _sole_reader(node, reader) or \
+            node.kwargs.get("out_dtype") not in (None, torch.float32):
+        return None
+    target = str(node.target)
+    if target not in (DQ_TENSOR, DQ_CHANNEL):
+        return None
+    w_q = node.args[0]
+    if w_q not in weights or weights[w_q][0].dtype != torch.int8:
+        return None
+    if target == DQ_TENSOR:
+        _, scale, zero, _, _, dtype = node.args[:6]
+        ok = isinstance(scale, float) and zero == 0 and dtype == torch.int8
+        return (w_q, scale) if ok else None
+    _, scales, zeros, axis, _, _, dtype = node.args[:7]
+    if axis != 0 or dtype != torch.int8 or scales not in weights:
+        return None
+    if weights[scales][0].ndim != 1:
+        return None
+    if zeros is not None and (zeros not in weights or bool(weights[zeros][0].any())):
+        return None
+    return w_q, scales
+
+
+def _conv_args(node: fx.Node) -> tuple | None:
+    """(stride, padding, dilation) of a 2-d convolution with one group, else None."""
+    args = list(node.args) + [None] * (7 - len(node.args))
+    stride, padding, dilation, groups = (node.kwargs.get(k, a) for k, a in
+                                         zip(("stride", "padding", "dilation", "groups"),
+                                             args[3:7]))
+    if (groups or 1) != 1 or isinstance(padding, str):
+        return None
+    return tuple(tuple(v) if v is not None else d for v, d in
+                 ((stride, (1, 1)), (padding, (0, 0)), (dilation, (1, 1))))
+
+
+def _match(node: fx.Node, weights: dict) -> QuantizedProduct | None:
+    if node.target not in PRODUCTS or len(node.args) < 2:
+        return None
+    out = _val(node)
+    if out is None or out.dtype != torch.float32:
+        return None
+    act = _activation(node.args[0], node)
+    wt = _weight(node.args[1], node, weights)
+    if act is None or wt is None:
+        return None
+    bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
+    if bias is not None and (_val(bias) is None or _val(bias).dtype != torch.float32):
+        return None
+    conv = None
+    if node.target is aten.conv2d.default:
+        conv = _conv_args(node)
+        if conv is None or _val(node.args[0]).ndim != 4:
+            return None
+    return QuantizedProduct(node, act[0], act[1], act[2], wt[0], wt[1], bias, conv,
+                            (node.args[0], node.args[1]))
+
+
+def find_quantized(ep: torch.export.ExportedProgram) -> dict[fx.Node, QuantizedProduct]:
+    """Each quantized product of the program's graph, by output node."""
+    weights = weight_placeholders(ep)
+    found = {}
+    for node in ep.graph.nodes:
+        if node.op == "call_function":
+            chain = _match(node, weights)
+            if chain is not None:
+                found[node] = chain
+    return found
+
+
+def format_quantized(chains: dict[fx.Node, QuantizedProduct]) -> str:
+    """One line per product, for tests and dumps."""
+    lines = []
+    for c in chains.values():
+        kind = "linear" if c.conv is None else f"conv2d{c.conv}"
+        scale = c.w_scale if isinstance(c.w_scale, float) else c.w_scale.name
+        bias = f" + {c.bias.name}" if c.bias is not None else ""
+        lines.append(f"{c.output.name} = {kind}({c.x_q.name} (s {c.x_scale:g}, z {c.x_zero}), "
+                     f"{c.w_q.name} (s {scale})){bias}")
+    return "\n".join(lines) + ("\n" if lines else "")
