@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from model import Model as ReadmeModel  # examples/model.py: the README's example itself
 
-__all__ = ["ReadmeModel", "GeluMLP", "EncoderBlock", "ScaledLinear", "layer_norm"]
+__all__ = ["ReadmeModel", "GeluMLP", "EncoderBlock", "ScaledLinear", "TiedLM", "layer_norm"]
 
 
 class SDPA(torch.nn.Module):
@@ -85,3 +85,17 @@ class ScaledLinear(torch.nn.Module):
 
     def forward(self, x):
         return torch.nn.functional.linear(x, self.w * self.scale, self.b)
+
+
+class TiedLM(torch.nn.Module):
+    """A language model's shape in small: the head is the embedding's parameter (tied)."""
+
+    def __init__(self, vocab: int = 300, dim: int = 48):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, dim)
+        self.mix = torch.nn.Linear(dim, dim)
+        self.head = torch.nn.Linear(dim, vocab, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, tokens):
+        return self.head(torch.tanh(self.mix(self.embed(tokens))))

@@ -13,17 +13,46 @@ WEIGHT_ALIGN = 64
 
 
 def constant_layout(program: Program) -> list[tuple[int, int]]:
-    """(offset, nbytes) of each constant in weights.bin: in order, each 64-byte aligned; a
-    prepacked constant takes the size of its packed layout."""
-    layout, end = [], 0
+    """(offset, nbytes) of each constant in weights.bin, each 64-byte aligned; a prepacked
+    constant takes the size of its packed layout. Constants whose values share memory at
+    compile time (tied weights, views of one buffer) share bytes: one lying inside another
+    at a 64-byte multiple takes that range of it, so each storage is written once."""
+    sizes, spans = [], []
     for c in program.constants:
         buf = program.buffers[c.buffer]
-        nbytes = (c.packing.nbytes() if c.packing is not None
-                  else math.prod(int(s) for s in buf.sizes) * buf.dtype.itemsize)
-        offset = -(-end // WEIGHT_ALIGN) * WEIGHT_ALIGN
-        layout.append((offset, nbytes))
-        end = offset + nbytes
-    return layout
+        sizes.append(c.packing.nbytes() if c.packing is not None
+                     else math.prod(int(s) for s in buf.sizes) * buf.dtype.itemsize)
+        spans.append(_memory_span(c, sizes[-1]))
+    # the largest first, so that each constant finds the widest one holding it
+    host: dict[int, tuple[int, int]] = {}  # constant -> (constant holding it, byte delta)
+    holders: list[int] = []
+    for k in sorted(range(len(sizes)), key=lambda k: -sizes[k]):
+        span = spans[k]
+        found = None if span is None else next(
+            (h for h in holders if span[0] == spans[h][0] and spans[h][1] <= span[1]
+             and span[1] + sizes[k] <= spans[h][1] + sizes[h]
+             and (span[1] - spans[h][1]) % WEIGHT_ALIGN == 0), None)
+        if found is None and span is not None:
+            holders.append(k)
+        elif found is not None:
+            host[k] = (found, span[1] - spans[found][1])
+    offsets: dict[int, int] = {}
+    end = 0
+    for k in range(len(sizes)):
+        if k not in host:
+            offsets[k] = -(-end // WEIGHT_ALIGN) * WEIGHT_ALIGN
+            end = offsets[k] + sizes[k]
+    return [(offsets[host[k][0]] + host[k][1] if k in host else offsets[k], sizes[k])
+            for k in range(len(sizes))]
+
+
+def _memory_span(c, nbytes: int) -> tuple[int, int] | None:
+    """(storage, first byte address) of a constant stored as its own bytes, for sharing."""
+    t = c.data
+    if c.packing is not None or not nbytes or not hasattr(t, "untyped_storage") \
+            or not t.is_contiguous() or t.numel() * t.element_size() != nbytes:
+        return None
+    return t.untyped_storage().data_ptr(), t.data_ptr()
 
 
 def c_string(text: str) -> str:
