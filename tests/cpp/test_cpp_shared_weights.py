@@ -9,7 +9,7 @@ from raw_tensors import write_raw
 from test_cpp_runtime import run_model
 
 import aotc
-from models import TiedLM
+from models import ConvBN, TiedLM
 
 
 @pytest.fixture(scope="module")
@@ -34,3 +34,17 @@ def test_tied_weights_run_and_swap_as_in_python(test_programs, tied, tmp_path, n
     proc, outputs = run_model(test_programs, path, "model", [x.numpy()], tmp_path, *flags)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     np.testing.assert_allclose(outputs[0], model(x.numpy()), rtol=1e-5, atol=1e-5)
+
+
+def test_weights_folded_into_others_are_not_stored_and_run_as_in_python(test_programs, tmp_path):
+    torch.manual_seed(2)
+    m, x = ConvBN().eval(), torch.randn(2, 3, 9, 9)
+    with torch.no_grad():
+        ep = torch.export.export(m, (x,))
+        path = aotc.compile_and_package(ep, package_path=tmp_path / "cb.pt2")
+        want = m(x).numpy()
+    proc, outputs = run_model(test_programs, path, "model", [x.numpy()], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "constant conv.weight" in proc.stdout  # the name stays
+    np.testing.assert_allclose(outputs[0], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(outputs[0], aotc.load_package(path)(x.numpy()))

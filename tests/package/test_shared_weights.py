@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import aotc
-from models import TiedLM
+from models import ConvBN, ScaledLinear, TiedLM
 
 
 class Views(torch.nn.Module):
@@ -101,3 +101,41 @@ def test_one_name_of_a_tie_swaps_the_tie(tied):
     fresh = aotc.load_package(path)  # the package's bytes are untouched by the swaps
     with torch.no_grad():
         torch.testing.assert_close(fresh(x), m(x))
+
+
+@pytest.mark.parametrize("freezing", [False, True])
+def test_weights_folded_into_others_are_not_stored(tmp_path, freezing):
+    """A convolution's weights and its batch norm's, folded into one weight at compile
+    time, are not read by the run: they keep their names and take no bytes."""
+    torch.manual_seed(2)
+    m, x = ConvBN().eval(), torch.randn(2, 3, 9, 9)
+    with torch.no_grad():
+        ep = torch.export.export(m, (x,))
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "cb.pt2",
+                                    options={"freezing": freezing})
+    table, size = _table(path)
+    state = sum(t.numel() * t.element_size() for t in m.state_dict().values())
+    assert size <= 1.05 * state
+    by_name = {c["name"]: c for c in table}
+    for name in m.state_dict():
+        assert by_name[name]["stored"] is False and by_name[name]["nbytes"] == 0
+    model = aotc.load_package(path)
+    assert set(m.state_dict()) <= set(model.constant_names())
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), m(x))
+
+
+def test_a_weight_folded_by_freezing_is_not_stored_and_still_refused(tmp_path):
+    torch.manual_seed(3)
+    m, x = ScaledLinear().eval(), torch.randn(4, 8)
+    with torch.no_grad():
+        ep = torch.export.export(m, (x,))
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "s.pt2",
+                                    options={"freezing": True})
+    by_name = {c["name"]: c for c in _table(path)[0]}
+    assert by_name["w"].get("stored") is False and by_name["scale"].get("stored") is False
+    model = aotc.load_package(path)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), m(x))
+    with pytest.raises(aotc.InputError, match="folded into constants at compile time"):
+        model.load_constants({"w": m.w.detach().clone()}, check_full_update=False)

@@ -21,13 +21,17 @@ class Weights:
 def pack_weights(program: Program) -> Weights:
     """weights.bin and its table, laid out as the model library describes it: constants
     sharing memory at compile time share bytes (the layout gives them one range), written
-    once."""
+    once; a constant the run never reads (folded into others) is not stored: 0 bytes at
+    offset 0, "stored": false in its entry."""
     layout = constant_layout(program)
     blob = bytearray(max((o + n for o, n in layout), default=0))
     table, written = [], []  # written: (first byte, end) of each range already filled
     for c, (offset, nbytes) in zip(program.constants, layout):
         t = c.data
-        if c.packing is not None:  # in its kernel's layout (for the target)
+        dropped = nbytes == 0 and t.numel() > 0
+        if dropped:
+            raw = b""
+        elif c.packing is not None:  # in its kernel's layout (for the target)
             raw = packed_bytes(t.reshape(-1).numpy(), c.packing)
         else:
             raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
@@ -45,6 +49,8 @@ def pack_weights(program: Program) -> Weights:
                  "offset": offset, "nbytes": nbytes}
         if c.folded_from:
             entry["folded_from"] = list(c.folded_from)
+        if dropped:
+            entry["stored"] = False
         if c.packing is not None:  # what the bytes hold; a loader packs a swapped value alike
             entry["packing"] = {"layout": c.packing.LAYOUT, **asdict(c.packing)}
         table.append(entry)
@@ -57,6 +63,8 @@ def format_weights(weights: Weights) -> str:
     for e in weights.table:
         sizes = "x".join(map(str, e["sizes"])) or "scalar"
         extra = "".join([_packed(e["packing"]) if "packing" in e else "",
+                         ", not stored (the run never reads it)" if e.get("stored") is False
+                         else "",
                          f", folded from {', '.join(e['folded_from'])}" if "folded_from" in e
                          else ""])
         lines.append(f"{e['offset']:>10} +{e['nbytes']:<10} {e['name']}: {e['dtype']}[{sizes}]"
