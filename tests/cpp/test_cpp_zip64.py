@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from cpp_builds import example_input
 from test_cpp_runtime import run_model
+from zip64 import rewritten, with_zip64_directory
 
 import aotc
-from zip64 import rewritten, with_zip64_directory
 
 
 @pytest.fixture

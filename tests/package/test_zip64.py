@@ -10,11 +10,11 @@ import zipfile
 import numpy as np
 import pytest
 import torch
+from zip64 import rewritten, with_zip64_directory
 
 import aotc
 from aotc.package.format import PackageReader
 from models import ReadmeModel
-from zip64 import rewritten, with_zip64_directory
 
 
 @pytest.fixture(scope="module")

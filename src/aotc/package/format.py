@@ -4,8 +4,9 @@ weights.bin. Torch-free, so the runtime can read it with numpy alone.
 weights.bin and model.so are stored uncompressed with their data 64-byte aligned inside the
 archive, so a loader maps them straight from the .pt2 file without a zip library; each
 constant inside weights.bin is 64-byte aligned too. An entry over 1 GB is written with zip64
-headers (and an archive past 2 GB gets zip64 offsets), which both loaders read. Loading checks their chunked CRC-32s
-(checksum.py); their sha256 digests are checked by `verify_digests` (`aotc inspect --verify`).
+headers (and an archive past 2 GB gets zip64 offsets), which both loaders read. Loading
+checks their chunked CRC-32s (checksum.py); their sha256 digests are checked by
+`verify_digests` (`aotc inspect --verify`).
 """
 from __future__ import annotations
 
