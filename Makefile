@@ -4,7 +4,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test test-aarch64 venv lint bench bench-quick fuzz clean
+.PHONY: demo test test-aarch64 test-big venv lint bench bench-quick fuzz clean
 
 venv: $(STAMP)
 
@@ -41,6 +41,11 @@ test: $(STAMP)
 # Debian's g++-aarch64-linux-gnu and qemu-user, and skip without them
 test-aarch64: $(STAMP)
 	$(VPY) -m pytest -q tests/aarch64
+
+# a package over 4 GB (zip64) in both runtimes: mapped, shared by two processes; it needs
+# about 13 GB of available memory (skipped without it) and some minutes
+test-big: $(STAMP)
+	AOTC_BIG_PACKAGE=1 $(VPY) -m pytest -q tests/cpp/test_big_package.py
 
 # the damaged-package sweep at full size (make test runs 200 of these cases), and 5000 random
 # programs against eager, drawn by Hypothesis (make test runs 30; AOTC_FUZZ_SEED is its seed)

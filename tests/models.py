@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from model import Model as ReadmeModel  # examples/model.py: the README's example itself
 
-__all__ = ["ReadmeModel", "GeluMLP", "EncoderBlock", "ScaledLinear", "layer_norm"]
+__all__ = ["ReadmeModel", "GeluMLP", "EncoderBlock", "ScaledLinear", "TiedLM", "ConvBN", "layer_norm"]
 
 
 class SDPA(torch.nn.Module):
@@ -85,3 +85,32 @@ class ScaledLinear(torch.nn.Module):
 
     def forward(self, x):
         return torch.nn.functional.linear(x, self.w * self.scale, self.b)
+
+
+class TiedLM(torch.nn.Module):
+    """A language model's shape in small: the head is the embedding's parameter (tied)."""
+
+    def __init__(self, vocab: int = 300, dim: int = 48):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, dim)
+        self.mix = torch.nn.Linear(dim, dim)
+        self.head = torch.nn.Linear(dim, vocab, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, tokens):
+        return self.head(torch.tanh(self.mix(self.embed(tokens))))
+
+
+class ConvBN(torch.nn.Module):
+    """A convolution and the batch norm after it, which lowering folds into its weights."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3)
+        self.bn = torch.nn.BatchNorm2d(8)
+        with torch.no_grad():
+            self.bn.running_mean.normal_()
+            self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))

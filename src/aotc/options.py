@@ -40,7 +40,7 @@ INSTEAD = {
     "cpp.enable_kernel_profile": "AOTC_LOGS=perf logs stage timings; `aotc bench` times a package",
     "trace.enabled": "set debug_dir (or AOTC_DEBUG_DIR) to dump every stage, AOTC_LOGS to log them",
     "freezing_discard_parameters": "with freezing=True, weights read only by folded subgraphs "
-                                   "stay in the package but cannot be swapped",
+                                   "are not stored (their names stay) and cannot be swapped",
 }
 
 _PREFIX_INSTEAD = {

@@ -2,10 +2,12 @@
 // runtime. Tensors travel in a small raw format: a text line "dtype ndim size..." and the
 // bytes. Prints the specs, metadata and constant names.
 // usage: run_model package.pt2 model_name out_dir in0.raw [in1.raw ...] [--threads N] [--buffer]
-//        [--calls N]
+//        [--calls N] [--swap NAME value.raw]
 // --calls N (a model with state): N calls, then each state buffer to state<k>.raw; then
 // reset_buffers and one call (reset<j>.raw); then set_buffer of the saved values and one
 // call (restored<j>.raw).
+// --swap NAME value.raw: load_constants({NAME: value}) (a partial update) before the calls.
+// --memory: print the process's resident memory (/proc/self/status) after the calls.
 #include <aotc/aotc.hpp>
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include <iterator>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 namespace {
 
@@ -60,22 +63,31 @@ bool same(const std::vector<aotc::Tensor> &a, const std::vector<aotc::Tensor> &b
 int main(int argc, char **argv) {
   if (argc < 4) {
     std::cerr << "usage: run_model package.pt2 model_name out_dir inputs... [--threads N] [--buffer] "
-                 "[--calls N]\n";
+                 "[--calls N] [--swap NAME value.raw] [--memory]\n";
     return 2;
   }
   std::vector<aotc::Tensor> inputs;
   int threads = 0, calls = 1;
-  bool from_buffer = false;
+  bool from_buffer = false, memory = false;
+  std::unordered_map<std::string, aotc::Tensor> swaps;
   for (int k = 4; k < argc; ++k) {
     if (std::strcmp(argv[k], "--threads") == 0 && k + 1 < argc) threads = std::atoi(argv[++k]);
     else if (std::strcmp(argv[k], "--buffer") == 0) from_buffer = true;
+    else if (std::strcmp(argv[k], "--memory") == 0) memory = true;
     else if (std::strcmp(argv[k], "--calls") == 0 && k + 1 < argc) calls = std::atoi(argv[++k]);
+    else if (std::strcmp(argv[k], "--swap") == 0 && k + 2 < argc) {
+      const std::string name = argv[++k];
+      swaps.emplace(name, read_tensor(argv[++k]));
+    }
     else inputs.push_back(read_tensor(argv[k]));
   }
   try {
     const int runners = threads > 0 ? threads : 1;
-    std::ifstream file(argv[1], std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    std::string bytes;  // the package in memory, for --buffer only
+    if (from_buffer) {
+      std::ifstream file(argv[1], std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+    }
     aotc::ModelPackageLoader loader =
         from_buffer ? aotc::ModelPackageLoader::from_buffer(bytes.data(), bytes.size(), argv[2], runners)
                     : aotc::ModelPackageLoader(argv[1], argv[2], runners);
@@ -85,11 +97,17 @@ int main(int argc, char **argv) {
       std::cout << "symbol " << s.name << " [" << s.min << ", " << s.max << "]\n";
     for (const std::string &c : loader.constant_names()) std::cout << "constant " << c << "\n";
     std::cout << "model_name " << loader.metadata().at("model_name") << "\n";
+    if (!swaps.empty()) loader.load_constants(swaps, false);
     std::vector<aotc::Tensor> outputs = loader.run(inputs);
     for (int c = 1; c < calls; ++c) outputs = loader.run(inputs);
     const std::string dir = argv[3];
     for (size_t j = 0; j < outputs.size(); ++j)
       write_tensor(dir + "/out" + std::to_string(j) + ".raw", outputs[j]);
+    if (memory) {
+      std::ifstream status("/proc/self/status");
+      for (std::string line; std::getline(status, line);)
+        if (line.compare(0, 3, "Rss") == 0) std::cout << line << "\n";
+    }
     if (calls > 1) {  // the state after the calls; reset; set back
       const std::vector<std::string> names = loader.buffer_names();
       std::vector<aotc::Tensor> saved;

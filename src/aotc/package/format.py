@@ -3,8 +3,10 @@ weights.bin. Torch-free, so the runtime can read it with numpy alone.
 
 weights.bin and model.so are stored uncompressed with their data 64-byte aligned inside the
 archive, so a loader maps them straight from the .pt2 file without a zip library; each
-constant inside weights.bin is 64-byte aligned too. Loading checks their chunked CRC-32s
-(checksum.py); their sha256 digests are checked by `verify_digests` (`aotc inspect --verify`).
+constant inside weights.bin is 64-byte aligned too. An entry over 1 GB is written with zip64
+headers (and an archive past 2 GB gets zip64 offsets), which both loaders read. Loading
+checks their chunked CRC-32s (checksum.py); their sha256 digests are checked by
+`verify_digests` (`aotc inspect --verify`).
 """
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ ARCHIVE_FORMAT = "pt2"
 DEFAULT_MODEL = "model"
 ALIGN = 64
 _PAD_EXTRA_ID = 0xD935  # the zip extra field id used for alignment padding
+_ZIP64_EXTRA = 20  # the zip64 field a local header carries: id, length, two 8-byte sizes
+# entries from this size on get zip64 local headers (zipfile's own rule, size * 1.05 over
+# 2 GiB - 1, always lies above it, so the choice is ours and the padding can count it)
+ZIP64_ENTRY_BYTES = 1 << 30
 
 
 @dataclass
@@ -46,17 +52,31 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _aligned_info(zf: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
+def _write(zf: zipfile.ZipFile, name: str, data: bytes | str, *, aligned: bool = False,
+           compress: int = zipfile.ZIP_STORED, zip64: bool = False) -> None:
+    """One entry; `aligned`: stored, its data starting at a multiple of ALIGN in the file
+    (padding in an extra field of the local header, counting the zip64 field that follows
+    it there). `zip64` forces zip64 headers on an entry of any size."""
+    data = data.encode() if isinstance(data, str) else data
     info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-    info.compress_type = zipfile.ZIP_STORED
-    header_end = zf.fp.tell() + 30 + len(name.encode()) + 4
-    pad = (-header_end) % ALIGN
-    info.extra = struct.pack("<HH", _PAD_EXTRA_ID, pad) + b"\0" * pad
-    return info
+    info.compress_type = zipfile.ZIP_STORED if aligned else compress
+    info.file_size = len(data)
+    zip64 = zip64 or len(data) >= ZIP64_ENTRY_BYTES
+    if aligned:
+        header_end = zf.start_dir + 30 + len(name.encode()) + 4 + (_ZIP64_EXTRA if zip64 else 0)
+        pad = (-header_end) % ALIGN
+        info.extra = struct.pack("<HH", _PAD_EXTRA_ID, pad) + b"\0" * pad
+    with zf.open(info, "w", force_zip64=zip64) as f:
+        f.write(data)
+    if aligned and (info.header_offset + len(info.FileHeader(zip64))) % ALIGN:
+        raise PackageError(f"{name} was written unaligned in the archive; the zip writer's "
+                           "local header is not the one aotc expects")
 
 
-def write_package(path: str | os.PathLike, models: dict[str, ModelFiles]) -> str:
-    """Write the archive atomically; refuses to replace anything but an older .pt2."""
+def write_package(path: str | os.PathLike, models: dict[str, ModelFiles], *,
+                  zip64: bool = False) -> str:
+    """Write the archive atomically; refuses to replace anything but an older .pt2.
+    `zip64` writes every entry with zip64 headers, as entries over 1 GB always are."""
     path = Path(path)
     if path.is_dir():
         raise PackageError(f"{path} is a directory; give package_path a file name ending in .pt2")
@@ -67,8 +87,8 @@ def write_package(path: str | os.PathLike, models: dict[str, ModelFiles]) -> str
     os.close(fd)
     try:
         with zipfile.ZipFile(tmp, "w") as zf:
-            zf.writestr("archive_format", ARCHIVE_FORMAT)
-            zf.writestr("aotc/version", str(FORMAT_VERSION))
+            _write(zf, "archive_format", ARCHIVE_FORMAT, zip64=zip64)
+            _write(zf, "aotc/version", str(FORMAT_VERSION), zip64=zip64)
             for name, files in models.items():
                 meta = dict(files.metadata)
                 meta["sha256"] = {"model.so": sha256(files.library),
@@ -76,11 +96,11 @@ def write_package(path: str | os.PathLike, models: dict[str, ModelFiles]) -> str
                 meta["crc32"] = {"chunk_bytes": CHUNK_BYTES,
                                  "model.so": chunk_crcs(files.library),
                                  "weights.bin": chunk_crcs(files.weights)}
-                zf.writestr(_entry(name, "metadata.json"), json.dumps(meta, indent=1))
-                zf.writestr(_entry(name, "model.cpp"), files.source,
-                            compress_type=zipfile.ZIP_DEFLATED)
-                zf.writestr(_aligned_info(zf, _entry(name, "model.so")), files.library)
-                zf.writestr(_aligned_info(zf, _entry(name, "weights.bin")), files.weights)
+                _write(zf, _entry(name, "metadata.json"), json.dumps(meta, indent=1), zip64=zip64)
+                _write(zf, _entry(name, "model.cpp"), files.source,
+                       compress=zipfile.ZIP_DEFLATED, zip64=zip64)
+                _write(zf, _entry(name, "model.so"), files.library, aligned=True, zip64=zip64)
+                _write(zf, _entry(name, "weights.bin"), files.weights, aligned=True, zip64=zip64)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -1,4 +1,4 @@
-"""The schema of a model's metadata.json (format version 2), checked before the loader
+"""The schema of a model's metadata.json (format version 4), checked before the loader
 uses any field: types, ranges and the references between fields. A bad field raises
 PackageError naming its path (`inputs[0].sizes[1]`), what it holds and what was expected.
 
@@ -15,8 +15,10 @@ from ..errors import PackageError
 from ..target import architectures, known_arches
 
 # 2: chunked CRC-32s (field crc32) are what loading checks; 3: a constant's packing may be
-# the int8 kernel's layout (int8_dot_groups)
-FORMAT_VERSION = 3
+# the int8 kernel's layout (int8_dot_groups); 4: constants may share bytes of weights.bin
+# (one range: a tie, which load_constants swaps together), a constant the run never reads
+# (folded into others) is not stored (stored: false, nbytes 0), and the archive may be zip64
+FORMAT_VERSION = 4
 ARCHES = known_arches()
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
 # what sympy prints for a size expression: integer arithmetic, and the float literals of a
@@ -185,8 +187,13 @@ def _constants(value: Any) -> None:
         stored = numel * dtype.itemsize
         if "packing" in c:
             stored = _packing(c["packing"], f"{path}.packing", numel, dtype)
+        if "stored" in c and not isinstance(c["stored"], bool):
+            raise _Bad(f"{path}.stored", "true or false", c["stored"])
+        if c.get("stored") is False:  # the run never reads it: no bytes in weights.bin
+            stored = 0
         if nbytes != stored:
-            what = "its packed layout" if "packing" in c else f"{numel} {dtype.name} values"
+            what = ("nothing: it is not stored" if c.get("stored") is False
+                    else "its packed layout" if "packing" in c else f"{numel} {dtype.name} values")
             raise _Bad(f"{path}.nbytes", f"{stored} ({what})", nbytes)
 
 
@@ -227,7 +234,7 @@ def _packing(value: Any, path: str, numel: int, dtype) -> int:
 
 
 def validate(meta: Any) -> dict:
-    """`meta` if it is a valid version-2 metadata object; PackageError naming the bad field."""
+    """`meta` if it is a valid metadata object of this format version; PackageError naming the bad field."""
     try:
         _validate(meta)
     except _Bad as e:

@@ -43,6 +43,18 @@ def swappable_names(table: list[dict]) -> list[str]:
     return [c["name"] for c in table if not c["name"].startswith("_folded.")]
 
 
+def ties(table: list[dict]) -> dict[int, list[int]]:
+    """{constant: the other constants of its tie}: constants stored as one range of
+    weights.bin (same offset, size and dtype) held one value at compile time (tied weights,
+    a buffer registered twice), so an update of one name swaps the others with it."""
+    groups: dict[tuple, list[int]] = {}
+    for k, c in enumerate(table):
+        if c["nbytes"] and "packing" not in c:
+            groups.setdefault((c["offset"], c["nbytes"], c["dtype"]), []).append(k)
+    return {k: [j for j in group if j != k] for group in groups.values() if len(group) > 1
+            for k in group}
+
+
 def _aligned(nbytes: int) -> tuple[np.ndarray, int]:
     raw = np.empty(nbytes + ALIGN, np.uint8)
     return raw, raw.ctypes.data + (-raw.ctypes.data) % ALIGN
@@ -67,8 +79,11 @@ def prepare_update(table: list[dict], constants: dict, check_full_update: bool,
     if unknown:
         raise InputError(f"load_constants: the model has no constant(s) {unknown}; its constants "
                          f"are {names}")
+    tied = ties(table)
+    given = {index[n] for n in constants}
     if check_full_update:
-        missing = [n for n in names if n not in constants]
+        covered = given | {j for k in given for j in tied.get(k, ())}
+        missing = [n for n in names if index[n] not in covered]
         if missing:
             raise InputError(f"load_constants: constants {missing} are missing; give every "
                              "constant, or pass check_full_update=False to update some")
@@ -101,4 +116,8 @@ def prepare_update(table: list[dict], constants: dict, check_full_update: bool,
             owner_copy, address = _aligned(entry["nbytes"])
             pack(index[name], ptr, address)
             out[index[name]] = (owner_copy, address)
+    for k in sorted(given):
+        for j in tied.get(k, ()):
+            if j not in given and j not in out:
+                out[j] = out[k]
     return out

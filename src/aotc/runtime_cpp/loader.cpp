@@ -370,6 +370,7 @@ int aotc_loader_load_constants(aotc_loader *l, const char *const *names,
     l->idle.wait(lock, [&] { return l->free_runners.size() == l->all.size(); });
     std::map<std::string, Buffer> copies;
     std::vector<const void *> table = l->constant_ptrs;
+    std::vector<bool> given(size_t(l->n_constants), false);
     for (int64_t k = 0; k < n; ++k) {
       const std::string name = names[k] ? names[k] : "";
       int64_t index = -1;
@@ -389,10 +390,27 @@ int aotc_loader_load_constants(aotc_loader *l, const char *const *names,
       copies[name] = aligned_copy(nullptr, size_t(c.nbytes));
       l->check(l->abi.pack_constant(index, v.data, copies[name].get()));
       table[size_t(index)] = copies[name].get();
+      given[size_t(index)] = true;
     }
-    if (check_full_update && int64_t(copies.size()) != l->n_constants)
+    // constants stored as one range of weights.bin (same offset, size and dtype) held one
+    // value at compile time (tied weights): a name given swaps the others of its tie
+    std::vector<bool> covered = given;
+    for (int64_t k = 0; k < l->n_constants; ++k) {
+      const aotc_constant_info &a = l->constants[k];
+      if (!given[size_t(k)] || !a.nbytes) continue;
+      for (int64_t j = 0; j < l->n_constants; ++j) {
+        const aotc_constant_info &b = l->constants[j];
+        if (!covered[size_t(j)] && b.offset == a.offset && b.nbytes == a.nbytes &&
+            b.dtype == a.dtype) {
+          table[size_t(j)] = table[size_t(k)];
+          covered[size_t(j)] = true;
+        }
+      }
+    }
+    const int64_t n_covered = int64_t(std::count(covered.begin(), covered.end(), true));
+    if (check_full_update && n_covered != l->n_constants)
       fail(AOTC_ERR_INPUT, "load_constants: check_full_update needs all " +
-           std::to_string(l->n_constants) + " constants, got " + std::to_string(copies.size()));
+           std::to_string(l->n_constants) + " constants, got " + std::to_string(n_covered));
     std::vector<void *> fresh;  // new model objects first: on failure the old ones stay
     try {
       for (size_t k = 0; k < l->all.size(); ++k) fresh.push_back(l->new_runner(table));

@@ -25,7 +25,7 @@
 namespace aotc_rt {
 namespace {
 
-constexpr int kFormatVersion = 3;  // package/schema.py's FORMAT_VERSION
+constexpr int kFormatVersion = 4;  // package/schema.py's FORMAT_VERSION
 constexpr const char *kDefaultModel = "model";
 
 std::string entry(const std::string &model, const char *file) {

@@ -1,5 +1,5 @@
 // A reader of the package's own zip subset: the central directory, and the bytes of entries
-// stored without compression (every entry the C++ runtime reads). No inflate, no zip64.
+// stored without compression (every entry the C++ runtime reads), zip64 included. No inflate.
 #ifndef AOTC_RUNTIME_ZIP_READER_H
 #define AOTC_RUNTIME_ZIP_READER_H
 

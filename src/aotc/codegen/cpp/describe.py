@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import math
 
+from ...ir.compress import Count
+from ...ir.control import loop_buffers, predicate_buffers
+from ...ir.expr import loads
 from ...ir.nodes import Program
+from ...ir.queries import reads_of
 from .code import CodeBuffer
 from .kernels import symbol_order
 
@@ -13,17 +17,68 @@ WEIGHT_ALIGN = 64
 
 
 def constant_layout(program: Program) -> list[tuple[int, int]]:
-    """(offset, nbytes) of each constant in weights.bin: in order, each 64-byte aligned; a
-    prepacked constant takes the size of its packed layout."""
-    layout, end = [], 0
+    """(offset, nbytes) of each constant in weights.bin, each 64-byte aligned; a prepacked
+    constant takes the size of its packed layout. Constants whose values share memory at
+    compile time (tied weights, views of one buffer) share bytes: one lying inside another
+    at a 64-byte multiple takes that range of it, so each storage is written once. A
+    constant the run never reads (a weight folded at compile time into another, such as a
+    convolution's and its batch norm's) is not stored: 0 bytes at offset 0, and its pointer
+    may be null."""
+    sizes, spans = [], []
     for c in program.constants:
         buf = program.buffers[c.buffer]
-        nbytes = (c.packing.nbytes() if c.packing is not None
-                  else math.prod(int(s) for s in buf.sizes) * buf.dtype.itemsize)
-        offset = -(-end // WEIGHT_ALIGN) * WEIGHT_ALIGN
-        layout.append((offset, nbytes))
-        end = offset + nbytes
+        sizes.append(c.packing.nbytes() if c.packing is not None
+                     else math.prod(int(s) for s in buf.sizes) * buf.dtype.itemsize)
+        spans.append(_memory_span(c, sizes[-1]))
+    # the largest first, so that each constant finds the widest one holding it
+    host: dict[int, tuple[int, int]] = {}  # constant -> (constant holding it, byte delta)
+    holders: list[int] = []
+    for k in sorted(range(len(sizes)), key=lambda k: -sizes[k]):
+        span = spans[k]
+        found = None if span is None else next(
+            (h for h in holders if span[0] == spans[h][0] and spans[h][1] <= span[1]
+             and span[1] + sizes[k] <= spans[h][1] + sizes[h]
+             and (span[1] - spans[h][1]) % WEIGHT_ALIGN == 0), None)
+        if found is None and span is not None:
+            holders.append(k)
+        elif found is not None:
+            host[k] = (found, span[1] - spans[found][1])
+    # a range no read constant lies in is not stored
+    read = read_buffers(program)
+    kept = {host.get(k, (k, 0))[0] for k, c in enumerate(program.constants) if c.buffer in read}
+    offsets: dict[int, int] = {}
+    end = 0
+    for k in range(len(sizes)):
+        if k not in host and k in kept:
+            offsets[k] = -(-end // WEIGHT_ALIGN) * WEIGHT_ALIGN
+            end = offsets[k] + sizes[k]
+    layout = []
+    for k in range(len(sizes)):
+        holder, delta = host.get(k, (k, 0))
+        layout.append((offsets[holder] + delta, sizes[k]) if holder in kept else (0, 0))
     return layout
+
+
+def read_buffers(program: Program) -> set[str]:
+    """The buffers the run reads: by an op, as an output, an update, a guard's predicate, a
+    loop, or a data-dependent size."""
+    read = set(program.outputs) | set(program.updates) | set(program.updates.values())
+    read |= predicate_buffers(program.guards) | loop_buffers(program.loops)
+    for value in program.item_symbols.values():  # a Node, or a Count over a mask Node
+        node = value.mask if isinstance(value, Count) else value
+        read |= {ld.buffer for ld in loads(node)}
+    for buf in program.computed():
+        read |= reads_of(buf)
+    return read
+
+
+def _memory_span(c, nbytes: int) -> tuple[int, int] | None:
+    """(storage, first byte address) of a constant stored as its own bytes, for sharing."""
+    t = c.data
+    if c.packing is not None or not nbytes or not hasattr(t, "untyped_storage") \
+            or not t.is_contiguous() or t.numel() * t.element_size() != nbytes:
+        return None
+    return t.untyped_storage().data_ptr(), t.data_ptr()
 
 
 def c_string(text: str) -> str:
