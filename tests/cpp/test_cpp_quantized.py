@@ -43,3 +43,19 @@ def test_int4_weight_only_from_cpp(test_programs, tmp_path):
     proc, outs = run_model(test_programs, path, "model", [x.numpy()], tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     np.testing.assert_allclose(outs[0], want, rtol=0, atol=0.01 * np.abs(want).max())
+
+
+def test_pt2e_int8_conv_net_from_cpp(test_programs, tmp_path):
+    """PT2E static int8 (X86InductorQuantizer) on the int8 GEMM: a convolution with batch
+    norm and a residual block, run by the C++ runtime."""
+    pytest.importorskip("torchao")
+    from quantized_models import conv_net_int8
+
+    ep, batches = conv_net_int8()
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "pt2e.pt2",
+                                    options={"int8_kernels": "on"})
+    x = batches[-1]
+    want = ep.module()(x).detach().numpy()
+    proc, outs = run_model(test_programs, path, "model", [x.numpy()], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    np.testing.assert_allclose(outs[0], want, rtol=0, atol=0.01 * np.abs(want).max())

@@ -1,84 +1,26 @@
 """Quantized models against the quantized module run eagerly: PT2E static int8
-(X86InductorQuantizer) on a conv net and an encoder layer, torchao's quantize_ configs on an
+(X86InductorQuantizer, XNNPACKQuantizer) on a conv net and an encoder layer, on the int8
+GEMM and in their dequantized float form, torchao's quantize_ configs on an
 MLP, with and without freezing (folded, dequantized weights or the quantize ops compiled);
 a package of int4 weights run by the numpy-only runtime; quantized ops aotc has no rule for
 raise UnsupportedOperatorError naming them."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 import torch
+from quantized_models import (
+    MLP,
+    EncoderLayer,
+    assert_close_to_largest,
+    conv_net_int8,
+    pt2e_static_int8,
+)
 
 import aotc
 from aotc.errors import UnsupportedOperatorError
 
 torchao = pytest.importorskip("torchao")
-
-
-def assert_close_to_largest(got: torch.Tensor, want: torch.Tensor) -> None:
-    """Float outputs within 1% of the largest magnitude expected: a value on a rounding
-    boundary of a quantize step may land one quantum off, as float sums differ in order."""
-    atol = 0.01 * float(want.detach().abs().max())
-    torch.testing.assert_close(got, want, atol=atol, rtol=0)
-
-
-class ConvNet(torch.nn.Module):
-    """conv + batchnorm + relu, then a residual block whose add reads the quantized input."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.bn = torch.nn.BatchNorm2d(8)
-        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
-        self.head = torch.nn.Conv2d(8, 4, 1)
-
-    def forward(self, x):
-        y = torch.relu(self.bn(self.conv1(x)))
-        return self.head(torch.relu(self.conv2(y) + y))
-
-
-class EncoderLayer(torch.nn.Module):
-    """One attention head through explicit matmuls and softmax, then a ReLU MLP."""
-
-    def __init__(self, dim=32, hidden=64):
-        super().__init__()
-        self.q, self.k, self.v = (torch.nn.Linear(dim, dim) for _ in range(3))
-        self.out = torch.nn.Linear(dim, dim)
-        self.up, self.down = torch.nn.Linear(dim, hidden), torch.nn.Linear(hidden, dim)
-        self.scale = dim ** -0.5
-
-    def forward(self, x):
-        att = torch.softmax(self.q(x) @ self.k(x).transpose(-1, -2) * self.scale, dim=-1)
-        h = x + self.out(att @ self.v(x))
-        return h + self.down(torch.relu(self.up(h)))
-
-
-class MLP(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a, self.b = torch.nn.Linear(64, 128), torch.nn.Linear(128, 32)
-
-    def forward(self, x):
-        return self.b(torch.relu(self.a(x)))
-
-
-def pt2e_static_int8(module: torch.nn.Module, example: torch.Tensor,
-                     calibration: list[torch.Tensor]) -> torch.export.ExportedProgram:
-    """X86InductorQuantizer's default static int8 scheme, calibrated, exported again."""
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-    from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer as xiq
-
-    quantizer = xiq.X86InductorQuantizer()
-    quantizer.set_global(xiq.get_default_x86_inductor_quantization_config())
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        prepared = prepare_pt2e(torch.export.export(module.eval(), (example,)).module(),
-                                quantizer)
-        for batch in calibration:
-            prepared(batch)
-        return torch.export.export(convert_pt2e(prepared), (example,))
 
 
 def torchao_quantized(config) -> tuple[torch.export.ExportedProgram, torch.Tensor]:
@@ -92,10 +34,16 @@ def torchao_quantized(config) -> tuple[torch.export.ExportedProgram, torch.Tenso
         return torch.export.export(model, (x,)), x
 
 
-def compile_ep(ep, tmp_path, freezing: bool = True):
+def compile_ep(ep, tmp_path, freezing: bool = True, int8_kernels: str = "auto"):
     path = aotc.compile_and_package(ep, package_path=tmp_path / "q.pt2",
-                                    options={"freezing": freezing})
+                                    options={"freezing": freezing, "int8_kernels": int8_kernels,
+                                             "debug_dir": str(tmp_path / "dump")})
     return path, aotc.load_package(path)
+
+
+def integer_products(tmp_path) -> int:
+    """How many int8 GEMM calls the last compile_ep's model makes."""
+    return (tmp_path / "dump" / "model" / "07_codegen.cpp").read_text().count("aotc_qgemm_s32(")
 
 
 def quant_ops(ep) -> set[str]:
@@ -104,31 +52,78 @@ def quant_ops(ep) -> set[str]:
             and str(n.target).startswith(("quantized_decomposed.", "torchao.", "aten._int_mm"))}
 
 
-@pytest.mark.parametrize("freezing", [True, False])
-def test_pt2e_conv_net(tmp_path, freezing):
-    torch.manual_seed(0)
-    batches = [torch.randn(2, 3, 12, 12) for _ in range(3)]
-    model = ConvNet()
-    with torch.no_grad():  # batchnorm statistics of their own, not the identity
-        model.bn.running_mean.uniform_(-0.5, 0.5)
-        model.bn.running_var.uniform_(0.5, 2.0)
-    ep = pt2e_static_int8(model, batches[0], batches[:2])
+# int8_kernels "on": the products on the int8 GEMM (passes/quantized.py), "off": their
+# dequantized float form (what "auto" picks on a CPU without VNNI)
+@pytest.mark.parametrize("int8_kernels", ["on", "off"])
+@pytest.mark.parametrize("quantizer,freezing", [("x86", True), ("x86", False),
+                                                ("xnnpack", True)])
+def test_pt2e_conv_net(tmp_path, quantizer, freezing, int8_kernels):
+    ep, batches = conv_net_int8(quantizer)
     assert {"quantized_decomposed.quantize_per_tensor.default",
             "quantized_decomposed.dequantize_per_channel.default"} <= quant_ops(ep)
-    _, compiled = compile_ep(ep, tmp_path, freezing)
+    _, compiled = compile_ep(ep, tmp_path, freezing, int8_kernels)
+    assert integer_products(tmp_path) == (3 if int8_kernels == "on" else 0)
     for x in batches:
         assert_close_to_largest(compiled(x), ep.module()(x))
 
 
-def test_pt2e_encoder_layer(tmp_path):
+@pytest.mark.parametrize("int8_kernels", ["on", "off"])
+@pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])
+def test_pt2e_encoder_layer(tmp_path, quantizer, int8_kernels):
     torch.manual_seed(0)
     batches = [torch.randn(2, 10, 32) for _ in range(3)]
-    ep = pt2e_static_int8(EncoderLayer(), batches[0], batches[:2])
+    ep = pt2e_static_int8(EncoderLayer(), batches[0], batches[:2], quantizer)
     assert {"quantized_decomposed.quantize_per_tensor.default",
             "quantized_decomposed.dequantize_per_channel.default"} <= quant_ops(ep)
-    _, compiled = compile_ep(ep, tmp_path)
+    _, compiled = compile_ep(ep, tmp_path, int8_kernels=int8_kernels)
+    assert integer_products(tmp_path) == (6 if int8_kernels == "on" else 0)
     for x in batches:
         assert_close_to_largest(compiled(x), ep.module()(x))
+
+
+def test_pt2e_int8_weights_are_stored_int8(tmp_path):
+    """On the int8 GEMM a quantized weight stays int8 (packed for the kernel): no float copy
+    of it is stored in the package."""
+    import json
+    import zipfile
+
+    ep, _ = conv_net_int8()
+    path, _ = compile_ep(ep, tmp_path, int8_kernels="on")
+    with zipfile.ZipFile(path) as z:
+        meta = next(n for n in z.namelist() if n.endswith("metadata.json"))
+        constants = json.loads(z.read(meta))["constants"]
+    # the float parameters PT2E leaves unread beside their int8 form are not stored either
+    float_4d = [c["name"] for c in constants if c["dtype"] == "float32"
+                and len(c["sizes"]) == 4 and c["nbytes"]]
+    assert not float_4d
+    assert {c["dtype"] for c in constants if "frozen_param" in c["name"]} == {"int8"}
+
+
+def test_pt2e_int8_weights_swap(tmp_path):
+    """load_constants swaps a quantized weight and its scales under their names; the int8
+    GEMM's packed copy is packed again."""
+    ep, batches = conv_net_int8()
+    _, compiled = compile_ep(ep, tmp_path, freezing=False, int8_kernels="on")
+    g = torch.Generator().manual_seed(1)
+    module = ep.module()
+    new = {"_frozen_param1": torch.randint(-127, 128, (8, 8, 3, 3), dtype=torch.int8, generator=g),
+           "_scale_1": torch.rand(8, generator=g) * 0.01 + 0.001}
+    assert set(new) <= set(compiled.constant_names())
+    compiled.load_constants(new, check_full_update=False)
+    for name, value in new.items():
+        setattr(module, name, value)
+    for x in batches:
+        assert_close_to_largest(compiled(x), module(x))
+
+
+def test_pt2e_int8_package_runs_without_torch(tmp_path):
+    from numpy_only import run_without_torch
+
+    ep, batches = conv_net_int8("xnnpack")
+    path, _ = compile_ep(ep, tmp_path, int8_kernels="on")
+    results = run_without_torch(path, [[x.numpy()] for x in batches], tmp_path / "run")
+    for x, outs in zip(batches, results):
+        assert_close_to_largest(torch.from_numpy(np.asarray(outs[0])), ep.module()(x))
 
 
 def configs() -> dict:

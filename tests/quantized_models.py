@@ -1,0 +1,96 @@
+"""Quantized models shared by the tests: small networks, PT2E static int8 through
+X86InductorQuantizer or XNNPACKQuantizer, and the tolerance quantized outputs are held to."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+
+def assert_close_to_largest(got: torch.Tensor, want: torch.Tensor) -> None:
+    """Float outputs within 1% of the largest magnitude expected: a value on a rounding
+    boundary of a quantize step may land one quantum off, as float sums differ in order."""
+    atol = 0.01 * float(want.detach().abs().max())
+    torch.testing.assert_close(got, want, atol=atol, rtol=0)
+
+
+class ConvNet(torch.nn.Module):
+    """conv + batchnorm + relu, then a residual block whose add reads the quantized input."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.head = torch.nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.conv1(x)))
+        return self.head(torch.relu(self.conv2(y) + y))
+
+
+class EncoderLayer(torch.nn.Module):
+    """One attention head through explicit matmuls and softmax, then a ReLU MLP."""
+
+    def __init__(self, dim=32, hidden=64):
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(dim, dim) for _ in range(3))
+        self.out = torch.nn.Linear(dim, dim)
+        self.up, self.down = torch.nn.Linear(dim, hidden), torch.nn.Linear(hidden, dim)
+        self.scale = dim ** -0.5
+
+    def forward(self, x):
+        att = torch.softmax(self.q(x) @ self.k(x).transpose(-1, -2) * self.scale, dim=-1)
+        h = x + self.out(att @ self.v(x))
+        return h + self.down(torch.relu(self.up(h)))
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(64, 128), torch.nn.Linear(128, 32)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def quantizer_of(name: str):
+    """X86InductorQuantizer's default static int8 scheme (uint8 activations) or ExecuTorch's
+    XNNPACKQuantizer's symmetric per-channel one (int8 activations)."""
+    if name == "xnnpack":
+        xnn = pytest.importorskip("executorch.backends.xnnpack.quantizer.xnnpack_quantizer")
+        quantizer = xnn.XNNPACKQuantizer()
+        quantizer.set_global(xnn.get_symmetric_quantization_config(is_per_channel=True))
+        return quantizer
+    from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer as xiq
+
+    quantizer = xiq.X86InductorQuantizer()
+    quantizer.set_global(xiq.get_default_x86_inductor_quantization_config())
+    return quantizer
+
+
+def pt2e_static_int8(module: torch.nn.Module, example: torch.Tensor,
+                     calibration: list[torch.Tensor],
+                     quantizer: str = "x86") -> torch.export.ExportedProgram:
+    """A PT2E static int8 scheme (quantizer_of), calibrated, exported again."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    quantizer = quantizer_of(quantizer)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prepared = prepare_pt2e(torch.export.export(module.eval(), (example,)).module(),
+                                quantizer)
+        for batch in calibration:
+            prepared(batch)
+        return torch.export.export(convert_pt2e(prepared), (example,))
+
+
+def conv_net_int8(quantizer: str = "x86"):
+    torch.manual_seed(0)
+    batches = [torch.randn(2, 3, 12, 12) for _ in range(3)]
+    model = ConvNet()
+    with torch.no_grad():  # batchnorm statistics of their own, not the identity
+        model.bn.running_mean.uniform_(-0.5, 0.5)
+        model.bn.running_var.uniform_(0.5, 2.0)
+    return pt2e_static_int8(model, batches[0], batches[:2], quantizer), batches
