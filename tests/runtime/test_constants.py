@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import aotc
+from aotc.errors import InputError
 from models import ScaledLinear
 
 
@@ -205,3 +206,19 @@ def test_calls_release_the_gil(tmp_path):
             return
     raise AssertionError(f"Python paused {gaps.max() * 1e3:.1f} ms of a {(t1 - t0) * 1e3:.1f} ms "
                          "call: the call held the GIL")
+
+
+def test_batch_norm_folded_into_a_convolution_refuses_its_swap(tmp_path):
+    """Lowering folds an inference batch norm into the convolution before it: the folded
+    weights name their sources, so swapping the convolution's weight is refused (it could
+    not reach the results), and the folded constants are not listed as the user's."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8)).eval()
+    x = torch.randn(1, 3, 10, 10)
+    ep = torch.export.export(model, (x,))
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "bn.pt2",
+                                    options={"freezing": False})
+    compiled = aotc.load_package(path)
+    assert not [n for n in compiled.constant_names() if "folded" in n]
+    with pytest.raises(InputError, match="folded"):
+        compiled.load_constants({"0.weight": torch.zeros(8, 3, 3, 3)}, check_full_update=False)
+    torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)

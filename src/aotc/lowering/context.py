@@ -116,15 +116,19 @@ class LoweringContext:
         sizes = self.out_sizes if sizes is None else sizes
         return self.emit(Pointwise(body), sizes, body.dtype, hint)
 
-    def constant(self, data, hint: str) -> TensorValue:
+    def constant(self, data, hint: str, folded_from: tuple[str, ...] = ()) -> TensorValue:
         """A new constant buffer holding `data` (a torch tensor computed at compile time:
-        folded weights, index tables), stored in the package's weights."""
+        folded weights, index tables), stored in the package's weights. A value computed
+        from weights names them in `folded_from`: the runtime then refuses to swap them, as
+        the swap would not reach it, and the constant is named `_folded.*` like freezing's."""
         name = self.fresh_name(f"c_{self.node_name}_{hint}")
         dtype = DType.from_name(str(data.dtype))
         buf = Buffer(name, dtype, tuple(sympy.Integer(s) for s in data.shape), BufferKind.CONSTANT)
         self.program.add(buf)
-        self.program.constants.append(ConstantSpec(f"{self.node_name}.{hint}", name,
-                                                   data.detach().contiguous()))
+        fqn = f"{self.node_name}.{hint}"
+        self.program.constants.append(ConstantSpec(f"_folded.{fqn}" if folded_from else fqn,
+                                                   name, data.detach().contiguous(),
+                                                   tuple(sorted(set(folded_from)))))
         return buffer_value(buf)
 
     def realize(self, value: TensorValue) -> TensorValue:

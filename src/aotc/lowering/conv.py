@@ -128,6 +128,15 @@ def _constant_data(ctx: LoweringContext, v: TensorValue | None):
     return next(c.data for c in ctx.program.constants if c.buffer == name)
 
 
+def _weights_of(ctx: LoweringContext, buffers) -> tuple[str, ...]:
+    """The user's weights constant buffers hold: their names, or those they were folded from."""
+    found: list[str] = []
+    for c in ctx.program.constants:
+        if c.buffer in buffers:
+            found += c.folded_from or (c.fqn,)
+    return tuple(found)
+
+
 def _name(v: TensorValue) -> str:
     name = v.buffer_name()
     assert name is not None
@@ -160,8 +169,11 @@ def fold_batch_norm(ctx: LoweringContext, x: TensorValue, weight, bias, mean, va
     shape = (-1,) + (1,) * (w.ndim - 1)
     w2 = (w.double() * scale.reshape(shape)).float()
     b2 = ((b.double() if b is not None else torch.zeros_like(m)) - m) * scale + beta
-    folded = Conv(conv.x, _name(ctx.constant(w2, "folded_weight")),
-                  _name(ctx.constant(b2.float(), "folded_bias")), conv.batch, conv.in_channels,
+    sources = _weights_of(ctx, [conv.weight, conv.bias] + [
+        v.buffer_name() for v in (weight, bias, mean, var) if v is not None])
+    folded = Conv(conv.x, _name(ctx.constant(w2, "folded_weight", sources)),
+                  _name(ctx.constant(b2.float(), "folded_bias", sources)), conv.batch,
+                  conv.in_channels,
                   conv.out_channels, conv.groups, conv.in_size, conv.out_size, conv.kernel,
                   conv.stride, conv.padding, conv.dilation)
     return ctx.emit(folded, buf.sizes, DType.float32)
