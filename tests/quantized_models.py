@@ -94,3 +94,33 @@ def conv_net_int8(quantizer: str = "x86"):
         model.bn.running_mean.uniform_(-0.5, 0.5)
         model.bn.running_var.uniform_(0.5, 2.0)
     return pt2e_static_int8(model, batches[0], batches[:2], quantizer), batches
+
+
+class DecoderLayer(torch.nn.Module):
+    """A LLaMA-style decoder layer: RMSNorm, causal attention with two KV heads for four
+    query heads, SwiGLU MLP, residuals; every projection a Linear without bias."""
+
+    def __init__(self, dim: int = 64, heads: int = 4, kv_heads: int = 2, hidden: int = 128):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, dim // heads
+        self.q = torch.nn.Linear(dim, dim, bias=False)
+        self.k = torch.nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.v = torch.nn.Linear(dim, kv_heads * self.head_dim, bias=False)
+        self.o = torch.nn.Linear(dim, dim, bias=False)
+        self.gate = torch.nn.Linear(dim, hidden, bias=False)
+        self.up = torch.nn.Linear(dim, hidden, bias=False)
+        self.down = torch.nn.Linear(hidden, dim, bias=False)
+        self.norm1 = torch.nn.RMSNorm(dim, eps=1e-6)
+        self.norm2 = torch.nn.RMSNorm(dim, eps=1e-6)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.norm1(x)
+        q = self.q(h).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k(h).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v(h).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        att = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                               enable_gqa=True)
+        x = x + self.o(att.transpose(1, 2).reshape(b, t, d))
+        h = self.norm2(x)
+        return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))

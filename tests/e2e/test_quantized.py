@@ -11,6 +11,7 @@ import pytest
 import torch
 from quantized_models import (
     MLP,
+    DecoderLayer,
     EncoderLayer,
     assert_close_to_largest,
     conv_net_int8,
@@ -23,13 +24,14 @@ from aotc.errors import UnsupportedOperatorError
 torchao = pytest.importorskip("torchao")
 
 
-def torchao_quantized(config) -> tuple[torch.export.ExportedProgram, torch.Tensor]:
+def torchao_quantized(config, model=None,
+                      shape=(4, 64)) -> tuple[torch.export.ExportedProgram, torch.Tensor]:
     from torchao.quantization import quantize_
 
     torch.manual_seed(0)
-    model = MLP().eval()
+    model = (model or MLP()).eval()
     quantize_(model, config)
-    x = torch.randn(4, 64)
+    x = torch.randn(*shape)
     with torch.no_grad():
         return torch.export.export(model, (x,)), x
 
@@ -152,6 +154,17 @@ def test_torchao_config(tmp_path, name, freezing):
     for k in range(3):
         assert_close_to_largest(compiled(x), ep.module()(x))
         x = torch.randn(4, 64) * (k + 2)
+
+
+@pytest.mark.parametrize("name", ["int8_dynamic", "int8_weight_only", "int4_weight_only"])
+def test_torchao_decoder_layer(tmp_path, name):
+    """A LLaMA-style decoder layer (GQA attention, SwiGLU) with every projection quantized."""
+    torch.manual_seed(0)
+    ep, x = torchao_quantized(configs()[name][0], DecoderLayer(), (1, 12, 64))
+    _, compiled = compile_ep(ep, tmp_path)
+    for k in range(2):
+        assert_close_to_largest(compiled(x), ep.module()(x))
+        x = torch.randn(1, 12, 64) * (k + 2)
 
 
 def test_subclass_weights_are_stored_flat(tmp_path):
