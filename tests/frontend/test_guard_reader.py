@@ -50,3 +50,44 @@ def test_trivial_conditions_are_dropped_and_false_ones_refused():
     assert p.assertions == []
     with pytest.raises(CompileError, match="can never hold"):
         add_assertion(p, sympy.false, "a check")
+
+
+def test_strict_exports_flattened_argument_names():
+    """strict export names the user inputs L['flat_args'][i], in order."""
+    p, (s0, s1, n) = _program()
+    import_input_guards(p, ["L['flat_args'][0].size()[0] == L['flat_args'][1].size()[0]",
+                            "L['flat_args'][2] >= 1"], ("x", "y_0", "n"))
+    assert [c for c, _ in p.assertions] == [sympy.Eq(s0, s1), n >= 1]
+
+
+def test_names_placeholders_could_not_hold():
+    """A dict input's key with a dot ('x_torch.float32') is the placeholder x_torch_float32."""
+    p, (s0, s1, _) = _program()
+    p.add(Buffer("in_d", DType.float32, (s0,), BufferKind.INPUT))
+    p.inputs.append(InputSpec("inputs_x_torch_float32", "in_d"))
+    import_input_guards(p, ["L['inputs']['x_torch.float32'].size()[0] <= 2 * L['x'].size()[1]"])
+    assert [c for c, _ in p.assertions] == [s0 <= 2 * s1]
+
+
+def test_strict_export_with_kwargs_compiles_and_checks(tmp_path):
+    """transformers' export passes input_ids and cache_position as kwargs with strict=True:
+    the guard relating their lengths is read, not refused."""
+    import torch
+
+    import aotc
+
+    class Step(torch.nn.Module):
+        def forward(self, input_ids, cache_position):
+            return input_ids.float().sum(0) + cache_position.float()
+
+    seq = torch.export.Dim("seq", max=64)
+    kwargs = {"input_ids": torch.zeros(1, 5, dtype=torch.long), "cache_position": torch.arange(5)}
+    ep = torch.export.export(Step(), (), kwargs, strict=True,
+                             dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}})
+    assert any("flat_args" in g for g in ep._guards_code)
+    compiled = aotc.load_package(aotc.compile_and_package(ep, package_path=tmp_path / "s.pt2"))
+    ids, pos = torch.ones(1, 7, dtype=torch.long), torch.arange(7)
+    torch.testing.assert_close(compiled(input_ids=ids, cache_position=pos),
+                               ep.module()(input_ids=ids, cache_position=pos))
+    with pytest.raises(aotc.InputError):
+        compiled(input_ids=ids, cache_position=torch.arange(6))

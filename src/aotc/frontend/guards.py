@@ -5,6 +5,7 @@ each a sympy condition in `Program.assertions`, a failed one an input error."""
 from __future__ import annotations
 
 import ast
+import re
 
 import sympy
 
@@ -23,12 +24,16 @@ def add_assertion(program: Program, condition, what: str) -> None:
     program.assertions.append((condition, what))
 
 
-def import_input_guards(program: Program, guards: list[str]) -> None:
-    """Each guard of `ep._guards_code` (Python over L['x'].size()[d] and int inputs)."""
+def import_input_guards(program: Program, guards: list[str],
+                        user_inputs: tuple[str, ...] = ()) -> None:
+    """Each guard of `ep._guards_code` (Python over L['x'].size()[d] and int inputs);
+    `user_inputs`: the user inputs' placeholder names in order, which strict export's
+    guards name as L['flat_args'][i]."""
     for code in guards:
         text = code.replace("L['", "").replace("']", "")
         try:
-            condition = _Guard(program, code).value(ast.parse(code, mode="eval").body)
+            condition = _Guard(program, code, user_inputs).value(
+                ast.parse(code, mode="eval").body)
         except (SyntaxError, _Unsupported) as e:
             raise CompileError(f"export recorded the input guard {text!r}, which aotc cannot "
                                f"check at run time ({e})") from None
@@ -48,8 +53,8 @@ _ARITH = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
 class _Guard:
     """A guard's Python expression as a sympy condition over the program's symbols."""
 
-    def __init__(self, program: Program, code: str):
-        self.program, self.code = program, code
+    def __init__(self, program: Program, code: str, user_inputs: tuple[str, ...] = ()):
+        self.program, self.code, self.user_inputs = program, code, user_inputs
 
     def value(self, node: ast.expr):
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, bool)):
@@ -100,11 +105,22 @@ class _Guard:
             node = node.value
         if not (isinstance(node, ast.Name) and node.id == "L" and path):
             raise _Unsupported(ast.unparse(node))
-        name = "_".join(path)
-        spec = next((s for s in self.program.inputs if s.name == name), None)
-        if spec is None:
-            raise _Unsupported(f"no input named {name}")
-        return spec.buffer
+        for name in self._names(path):
+            spec = next((s for s in self.program.inputs if s.name == name), None)
+            if spec is not None:
+                return spec.buffer
+        raise _Unsupported(f"no input named {'_'.join(path)}")
+
+    def _names(self, path: list[str]) -> list[str]:
+        """The placeholder names L[path] may be: strict export's flattened arguments
+        (L['flat_args'][i], the i-th user input), the path's parts joined by '_' (a nested
+        input), and that with the characters a placeholder name cannot hold as '_' (an
+        input named `x_torch.float32`)."""
+        if len(path) == 2 and path[0] == "flat_args" and path[1].isdigit() \
+                and int(path[1]) < len(self.user_inputs):
+            return [self.user_inputs[int(path[1])]]
+        joined = "_".join(path)
+        return [joined, re.sub(r"[^0-9A-Za-z_]", "_", joined)]
 
 
 def _is_size_call(node: ast.expr) -> bool:

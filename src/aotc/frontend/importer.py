@@ -509,7 +509,8 @@ def import_program(ep: torch.export.ExportedProgram, freezing: bool = False,
         imp.weights[imp.env[node].buffer_name()] = weight
     import_graph(imp, ep.graph, weights)
     imp.import_outputs()
-    import_input_guards(imp.program, list(getattr(ep, "_guards_code", None) or ()))
+    import_input_guards(imp.program, list(getattr(ep, "_guards_code", None) or ()),
+                        tuple(ep.graph_signature.user_inputs))
     return imp.program
 
 
