@@ -215,3 +215,31 @@ def test_freezing_never_folds_state(tmp_path):
     ep, path = _package(CountCalls(), (torch.randn(3),), tmp_path, functional=True)
     meta = aotc.load_package(path).package_metadata
     assert not any(c.get("folded_from") for c in meta["constants"])
+
+
+class CacheLength(torch.nn.Module):
+    """transformers' static cache keeps counters as plain tensor attributes (not registered
+    buffers), which non-strict export lifts as constants and updates in place."""
+
+    def __init__(self):
+        super().__init__()
+        self.length = torch.zeros((), dtype=torch.long)
+        self.scale = torch.tensor(2.0)  # a lifted constant nothing updates
+
+    def forward(self, x, pos):
+        self.length.copy_(self.length + pos.shape[0])
+        return x * self.scale + self.length
+
+
+def test_lifted_constant_updated_in_place_is_state(tmp_path):
+    ep = torch.export.export(CacheLength(), (torch.randn(4), torch.arange(3)), strict=False)
+    assert {s.kind.name for s in ep.graph_signature.input_specs} >= {"CONSTANT_TENSOR"}
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "lifted.pt2")
+    model, eager = aotc.load_package(path), ep.module()
+    assert model.buffer_names() == ["length"]
+    for _ in range(3):
+        x, pos = torch.randn(4), torch.arange(3)
+        torch.testing.assert_close(model(x, pos), eager(x, pos))
+    assert int(model.get_buffer("length")) == 9
+    model.reset_buffers()
+    assert int(model.get_buffer("length")) == 0

@@ -107,7 +107,7 @@ class Importer:
         self.ep = ep
         self.program = Program()
         self.env: dict[torch.fx.Node, Any] = {}
-        self.buffer_targets: dict[str, str] = {}  # constant buffer -> registered buffer name
+        self.buffer_targets: dict[str, str] = {}  # constant buffer -> buffer or lifted constant
         self.freezing = freezing
         self.chains = chains or {}  # templates found in the graph (passes/chains.py), by output
         # constant buffers that hold weights -> (value, the weights' names): what folds
@@ -152,14 +152,15 @@ class Importer:
                 buf = self._placeholder_buffer(node, data, BufferKind.CONSTANT)
                 host = data.detach().contiguous().cpu()
                 self.program.constants.append(ConstantSpec(spec.target, buf.name, host))
-                if spec.kind is InputKind.BUFFER:
+                if spec.kind in (InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
                     self.buffer_targets[buf.name] = spec.target
             else:
                 raise CompileError(f"input {node.name}: {spec.kind.name} inputs are not supported")
             self.env[node] = buffer_value(buf)
 
     def _state_origin(self, buffer: str) -> str | None:
-        """The registered buffer's name if constant `buffer` is one (it may become state)."""
+        """The registered buffer's or lifted constant's name if constant `buffer` is one: updated
+        in place, it becomes state."""
         return self.buffer_targets.get(buffer)
 
     def _constant_data(self, spec) -> torch.Tensor:
