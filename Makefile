@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(VPY) -m pip install -q --upgrade pip
 	# torch first, pinned to the CPU build this project is tested with
 	$(VPY) -m pip install -q torch==2.13.0
-	$(VPY) -m pip install -q -e '.[dev,serve,quant]' -c constraints.txt
+	$(VPY) -m pip install -q -e '.[dev,serve,quant,llm]' -c constraints.txt
 	# build aotc's hand-written kernels for this machine once, as part of the install
 	$(VENV)/bin/aotc prepare
 	touch $(STAMP)
