@@ -4,12 +4,18 @@ length, strict and not; one package serves the prefill and every decode step, an
 decoding gives eager's tokens exactly."""
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import pytest
 import torch
+from numpy_only import BLOCK_TORCH
 
 import aotc
+from aotc.runtime.generate import cache_length, generate
 
 transformers = pytest.importorskip("transformers")
 
@@ -61,3 +67,44 @@ def test_prefill_and_decode_give_eagers_tokens(tmp_path, strict):
         assert tokens == greedy(ep.module())
     compiled.reset_buffers()  # a new sequence on the same loaded model starts afresh
     assert greedy(compiled, 6) == tokens[:6]
+
+
+@pytest.fixture(scope="module")
+def llama_package(tmp_path_factory):
+    ep = llama_export(strict=False)
+    path = aotc.compile_and_package(ep, package_path=tmp_path_factory.mktemp("llm") / "l.pt2")
+    with torch.no_grad():
+        return path, greedy(ep.module())
+
+
+def test_generate_greedy_stop_and_budget(llama_package):
+    path, want = llama_package
+    model = aotc.load_package(path)
+    assert cache_length(model) == 64
+    assert generate(model, PROMPT, 24) == want
+    assert generate(model, PROMPT, 24, eos_token_id=want[3]) == want[:want.index(want[3]) + 1]
+    with pytest.raises(aotc.InputError, match="need a cache of 67 positions"):
+        generate(model, PROMPT, 60)
+    with pytest.raises(aotc.InputError, match="prompt is empty"):
+        generate(model, [], 4)
+
+
+def test_generate_sampling_is_reproducible(llama_package):
+    model = aotc.load_package(llama_package[0])
+    runs = [generate(model, PROMPT, 12, temperature=0.9, top_k=50, seed=s) for s in (7, 7, 8)]
+    assert runs[0] == runs[1]
+    assert all(0 <= t < 512 for t in runs[2])
+
+
+def test_generate_without_torch(llama_package):
+    path, want = llama_package
+    script = BLOCK_TORCH + textwrap.dedent(f"""
+        from aotc.runtime import load_package
+        from aotc.runtime.generate import generate
+        model = load_package(sys.argv[1])
+        print(json.dumps([generate(model, {PROMPT}, 24), "torch" in sys.modules]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [want, False]
