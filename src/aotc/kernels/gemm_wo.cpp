@@ -3,13 +3,17 @@
 // contract is in aotc_kernels.h):
 //     out[m, n] = sum_k x[m, k] * ((q[n, k] - zp[n, k / G]) * scale[n, k / G]) + bias[n]
 //
-// Decode (M of 1 to 8) is a GEMV bound by the weight's bytes, so each weight byte is read
-// once per block of up to MR rows of x: a vector of bytes of one weight row is widened to
-// int32, its group's zero point subtracted (exact, as torchao's dequantize_affine), turned
-// to float and scaled, then multiplied into every row of the block with an FMA. Accumulators
-// run along K over all groups and are summed across lanes once per output. Paths: AVX-512
-// (16 lanes), AVX2 + FMA (8 lanes), and a portable loop; the K left over in a group past the
-// last whole vector takes the scalar form. OpenMP splits N.
+// Decode (M of 1 to 8) is a GEMV, so each weight byte is read once per block of up to MR rows
+// of x and the work per weight is kept to the least: a vector of bytes of one weight row is
+// widened to float (exact) and multiplied into every row of the block with an FMA. The
+// scale and zero point of a long group (per channel: the whole row) are applied once per
+// group, not per weight:
+//     sum over the group of x * (q - zp) * s  =  s * (sum x * q  -  zp * sum x)
+// with the sums of x over the group kept alongside (only where there are zero points); a
+// short group (int4's 32) dequantizes each weight vector with one FMA, q * s - zp * s.
+// Accumulators run along K over all groups and are summed across lanes once per output.
+// Paths: AVX-512 (16 lanes), AVX2 + FMA (8 lanes), and a portable loop; the K left over in a
+// group past the last whole vector takes the scalar form. OpenMP splits N.
 
 #include "aotc_kernels.h"
 
@@ -24,6 +28,9 @@ namespace {
 
 constexpr int64_t MR = 4;  // rows of x per block
 constexpr int64_t NR = 2;  // weight rows per block (4 when the block has one row of x)
+// groups of fewer vectors than this dequantize each weight vector (the per-group sums
+// would cost more than they save)
+constexpr int64_t FACTOR_VECTORS = 8;
 
 struct Problem {
     int64_t K, group, groups;
@@ -56,14 +63,14 @@ inline float vsum(Vec v) {
     _mm512_store_ps(lanes, v);
     return sum8(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8)));
 }
-// 16 weight bytes, their zero point taken off, scaled
-inline Vec dequant(const int8_t *q, __m512i zero, Vec scale) {
+inline Vec vadd(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+inline Vec vfnma(Vec a, Vec b, Vec c) { return _mm512_fnmadd_ps(a, b, c); }
+// 16 weight bytes as floats
+inline Vec widen(const int8_t *q) {
     const __m512i w = _mm512_maskz_cvtepi8_epi32(
         __mmask16(0xFFFF), _mm_loadu_si128(reinterpret_cast<const __m128i *>(q)));
-    return _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), _mm512_sub_epi32(w, zero)),
-                         scale);
+    return _mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), w);
 }
-inline __m512i vzp(int32_t z) { return _mm512_set1_epi32(z); }
 inline Vec vset(float s) { return _mm512_set1_ps(s); }
 #elif defined(__AVX2__) && defined(__FMA__)
 constexpr int64_t VL = 8;
@@ -72,18 +79,22 @@ inline Vec vzero() { return _mm256_setzero_ps(); }
 inline Vec vload(const float *p) { return _mm256_loadu_ps(p); }
 inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
 inline float vsum(Vec v) { return sum8(v); }
-// 8 weight bytes, their zero point taken off, scaled
-inline Vec dequant(const int8_t *q, __m256i zero, Vec scale) {
-    const __m256i w = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(q)));
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(w, zero)), scale);
+inline Vec vadd(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+inline Vec vfnma(Vec a, Vec b, Vec c) { return _mm256_fnmadd_ps(a, b, c); }
+// 8 weight bytes as floats
+inline Vec widen(const int8_t *q) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(q))));
 }
-inline __m256i vzp(int32_t z) { return _mm256_set1_epi32(z); }
 inline Vec vset(float s) { return _mm256_set1_ps(s); }
+#else
+constexpr int64_t VL = 1;  // the portable loop: every K is its scalar form
 #endif
 
 // out rows [m0, m0 + R) x columns [n0, n0 + C) with R <= MR, C <= NR (fixed at compile
-// time, so the accumulators stay in registers); `sums[r][c]` gets the products.
-template <int R, int C>
+// time, so the accumulators stay in registers); `sums[r][c]` gets the products. With
+// `Zero`, the group's zero points are taken off through the sums of x.
+template <int R, int C, bool Zero, bool Factor>
 void block(const Problem &p, int64_t m0, int64_t n0, float sums[MR][4]) {
     float tail[R][C] = {};
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
@@ -93,34 +104,64 @@ void block(const Problem &p, int64_t m0, int64_t n0, float sums[MR][4]) {
 #endif
     for (int64_t g = 0; g < p.groups; ++g) {
         const int64_t k0 = g * p.group, k1 = std::min(k0 + p.group, p.K);
-        float s[C];
-        int32_t z[C];
+        float s[C], z[C];
         for (int c = 0; c < C; ++c) {
             s[c] = p.scale[(n0 + c) * p.groups + g];
-            z[c] = p.zero ? p.zero[(n0 + c) * p.groups + g] : 0;
+            z[c] = Zero ? float(p.zero[(n0 + c) * p.groups + g]) : 0.0f;
         }
         int64_t k = k0;
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
-        decltype(vzp(0)) zv[C];
-        Vec sv[C];
-        for (int c = 0; c < C; ++c) {
-            zv[c] = vzp(z[c]);
-            sv[c] = vset(s[c]);
-        }
-        for (; k + VL <= k1; k += VL) {
-            Vec w[C];
-            for (int c = 0; c < C; ++c) w[c] = dequant(p.q + (n0 + c) * p.K + k, zv[c], sv[c]);
+        if (!Factor && k + VL <= k1) {
+            // a short group: each weight vector dequantized, q * s - zp * s in one FMA
+            Vec sv[C], zs[C];
+            for (int c = 0; c < C; ++c) {
+                sv[c] = vset(s[c]);
+                zs[c] = vset(-z[c] * s[c]);
+            }
+            for (; k + VL <= k1; k += VL) {
+                Vec w[C];
+                for (int c = 0; c < C; ++c)
+                    w[c] = vfma(widen(p.q + (n0 + c) * p.K + k), sv[c], zs[c]);
+                for (int r = 0; r < R; ++r) {
+                    const Vec xv = vload(p.x + (m0 + r) * p.ldx + k);
+                    for (int c = 0; c < C; ++c) acc[r][c] = vfma(xv, w[c], acc[r][c]);
+                }
+            }
+        } else if (Factor && k + VL <= k1) {
+            Vec part[R][C], xsum[R];
             for (int r = 0; r < R; ++r) {
-                const Vec xv = vload(p.x + (m0 + r) * p.ldx + k);
-                for (int c = 0; c < C; ++c) acc[r][c] = vfma(xv, w[c], acc[r][c]);
+                xsum[r] = vzero();
+                for (int c = 0; c < C; ++c) part[r][c] = vzero();
+            }
+            for (; k + VL <= k1; k += VL) {
+                Vec w[C];
+                for (int c = 0; c < C; ++c) w[c] = widen(p.q + (n0 + c) * p.K + k);
+                for (int r = 0; r < R; ++r) {
+                    const Vec xv = vload(p.x + (m0 + r) * p.ldx + k);
+                    if (Zero) xsum[r] = vadd(xsum[r], xv);
+                    for (int c = 0; c < C; ++c) part[r][c] = vfma(xv, w[c], part[r][c]);
+                }
+            }
+            for (int c = 0; c < C; ++c) {
+                const Vec sv = vset(s[c]), zv = vset(z[c]);
+                for (int r = 0; r < R; ++r) {
+                    const Vec t = Zero ? vfnma(zv, xsum[r], part[r][c]) : part[r][c];
+                    acc[r][c] = vfma(t, sv, acc[r][c]);
+                }
             }
         }
 #endif
-        for (; k < k1; ++k)
-            for (int c = 0; c < C; ++c) {
-                const float w = float(int32_t(p.q[(n0 + c) * p.K + k]) - z[c]) * s[c];
-                for (int r = 0; r < R; ++r) tail[r][c] += p.x[(m0 + r) * p.ldx + k] * w;
-            }
+        if (k < k1) {
+            float part[R][C] = {}, xsum[R] = {};
+            for (; k < k1; ++k)
+                for (int r = 0; r < R; ++r) {
+                    const float xv = p.x[(m0 + r) * p.ldx + k];
+                    xsum[r] += xv;
+                    for (int c = 0; c < C; ++c) part[r][c] += xv * float(p.q[(n0 + c) * p.K + k]);
+                }
+            for (int r = 0; r < R; ++r)
+                for (int c = 0; c < C; ++c) tail[r][c] += s[c] * (part[r][c] - z[c] * xsum[r]);
+        }
     }
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c) {
@@ -132,14 +173,25 @@ void block(const Problem &p, int64_t m0, int64_t n0, float sums[MR][4]) {
         }
 }
 
-template <int C>
+template <int C, bool Zero, bool Factor>
 void rows_block(const Problem &p, int64_t m0, int64_t rows, int64_t n0, float sums[MR][4]) {
     switch (rows) {
-        case 1: return block<1, C>(p, m0, n0, sums);
-        case 2: return block<2, C>(p, m0, n0, sums);
-        case 3: return block<3, C>(p, m0, n0, sums);
-        default: return block<4, C>(p, m0, n0, sums);
+        case 1: return block<1, C, Zero, Factor>(p, m0, n0, sums);
+        case 2: return block<2, C, Zero, Factor>(p, m0, n0, sums);
+        case 3: return block<3, C, Zero, Factor>(p, m0, n0, sums);
+        default: return block<4, C, Zero, Factor>(p, m0, n0, sums);
     }
+}
+
+// the path for the problem's groups, and whether it has zero points
+template <int C>
+void rows_block(const Problem &p, int64_t m0, int64_t rows, int64_t n0, float sums[MR][4]) {
+    const bool factor = p.group >= FACTOR_VECTORS * VL;
+    if (p.zero != nullptr)
+        return factor ? rows_block<C, true, true>(p, m0, rows, n0, sums)
+                      : rows_block<C, true, false>(p, m0, rows, n0, sums);
+    return factor ? rows_block<C, false, true>(p, m0, rows, n0, sums)
+                  : rows_block<C, false, false>(p, m0, rows, n0, sums);
 }
 
 }  // namespace
