@@ -6,11 +6,12 @@
 // Decode (M of 1 to 8) is a GEMV, so each weight byte is read once per block of up to MR rows
 // of x and the work per weight is kept to the least: a vector of bytes of one weight row is
 // widened to float (exact) and multiplied into every row of the block with an FMA. The
-// scale and zero point of a long group (per channel: the whole row) are applied once per
-// group, not per weight:
+// scale and zero point of a group (per channel: the whole row) are applied once per group,
+// not per weight:
 //     sum over the group of x * (q - zp) * s  =  s * (sum x * q  -  zp * sum x)
-// with the sums of x over the group kept alongside (only where there are zero points); a
-// short group (int4's 32) dequantizes each weight vector with one FMA, q * s - zp * s.
+// with the sums of x over the group kept alongside (only where there are zero points). On
+// this AVX2 CPU that beat dequantizing each vector with an FMA (q * s - zp * s) at M = 1 even
+// for int4's groups of 32 (4 vectors), by about 15%.
 // Accumulators run along K over all groups and are summed across lanes once per output.
 // Paths: AVX-512 (16 lanes), AVX2 + FMA (8 lanes), and a portable loop; the K left over in a
 // group past the last whole vector takes the scalar form. OpenMP splits N.
@@ -28,9 +29,6 @@ namespace {
 
 constexpr int64_t MR = 4;  // rows of x per block
 constexpr int64_t NR = 2;  // weight rows per block (4 when the block has one row of x)
-// groups of fewer vectors than this dequantize each weight vector (the per-group sums
-// would cost more than they save)
-constexpr int64_t FACTOR_VECTORS = 8;
 
 struct Problem {
     int64_t K, group, groups;
@@ -87,14 +85,12 @@ inline Vec widen(const int8_t *q) {
         _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(q))));
 }
 inline Vec vset(float s) { return _mm256_set1_ps(s); }
-#else
-constexpr int64_t VL = 1;  // the portable loop: every K is its scalar form
 #endif
 
 // out rows [m0, m0 + R) x columns [n0, n0 + C) with R <= MR, C <= NR (fixed at compile
 // time, so the accumulators stay in registers); `sums[r][c]` gets the products. With
 // `Zero`, the group's zero points are taken off through the sums of x.
-template <int R, int C, bool Zero, bool Factor>
+template <int R, int C, bool Zero>
 void block(const Problem &p, int64_t m0, int64_t n0, float sums[MR][4]) {
     float tail[R][C] = {};
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
@@ -111,23 +107,7 @@ void block(const Problem &p, int64_t m0, int64_t n0, float sums[MR][4]) {
         }
         int64_t k = k0;
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
-        if (!Factor && k + VL <= k1) {
-            // a short group: each weight vector dequantized, q * s - zp * s in one FMA
-            Vec sv[C], zs[C];
-            for (int c = 0; c < C; ++c) {
-                sv[c] = vset(s[c]);
-                zs[c] = vset(-z[c] * s[c]);
-            }
-            for (; k + VL <= k1; k += VL) {
-                Vec w[C];
-                for (int c = 0; c < C; ++c)
-                    w[c] = vfma(widen(p.q + (n0 + c) * p.K + k), sv[c], zs[c]);
-                for (int r = 0; r < R; ++r) {
-                    const Vec xv = vload(p.x + (m0 + r) * p.ldx + k);
-                    for (int c = 0; c < C; ++c) acc[r][c] = vfma(xv, w[c], acc[r][c]);
-                }
-            }
-        } else if (Factor && k + VL <= k1) {
+        if (k + VL <= k1) {
             Vec part[R][C], xsum[R];
             for (int r = 0; r < R; ++r) {
                 xsum[r] = vzero();
@@ -173,25 +153,21 @@ void block(const Problem &p, int64_t m0, int64_t n0, float sums[MR][4]) {
         }
 }
 
-template <int C, bool Zero, bool Factor>
+template <int C, bool Zero>
 void rows_block(const Problem &p, int64_t m0, int64_t rows, int64_t n0, float sums[MR][4]) {
     switch (rows) {
-        case 1: return block<1, C, Zero, Factor>(p, m0, n0, sums);
-        case 2: return block<2, C, Zero, Factor>(p, m0, n0, sums);
-        case 3: return block<3, C, Zero, Factor>(p, m0, n0, sums);
-        default: return block<4, C, Zero, Factor>(p, m0, n0, sums);
+        case 1: return block<1, C, Zero>(p, m0, n0, sums);
+        case 2: return block<2, C, Zero>(p, m0, n0, sums);
+        case 3: return block<3, C, Zero>(p, m0, n0, sums);
+        default: return block<4, C, Zero>(p, m0, n0, sums);
     }
 }
 
-// the path for the problem's groups, and whether it has zero points
+// with zero points or without (then no sums of x are kept)
 template <int C>
 void rows_block(const Problem &p, int64_t m0, int64_t rows, int64_t n0, float sums[MR][4]) {
-    const bool factor = p.group >= FACTOR_VECTORS * VL;
-    if (p.zero != nullptr)
-        return factor ? rows_block<C, true, true>(p, m0, rows, n0, sums)
-                      : rows_block<C, true, false>(p, m0, rows, n0, sums);
-    return factor ? rows_block<C, false, true>(p, m0, rows, n0, sums)
-                  : rows_block<C, false, false>(p, m0, rows, n0, sums);
+    if (p.zero != nullptr) return rows_block<C, true>(p, m0, rows, n0, sums);
+    return rows_block<C, false>(p, m0, rows, n0, sums);
 }
 
 }  // namespace
