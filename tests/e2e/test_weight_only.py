@@ -2,7 +2,7 @@
 compiled onto kernels/gemm_wo.cpp: the generated C++ calls it for every linear and no weight
 is stored dequantized, with freezing or without; a decoder-shaped block on a [1, T, K] input
 against eager; its int4 package run by the numpy-only runtime; the int8 weight swapped by
-load_constants as it is stored."""
+load_constants as it is stored; a dynamic batch; row-strided and transposed inputs."""
 from __future__ import annotations
 
 import json
@@ -43,7 +43,8 @@ class Decoder(torch.nn.Module):
         return h + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
 
 
-def quantized(module: torch.nn.Module, name: str, x: torch.Tensor):
+def quantized(module: torch.nn.Module, name: str, x, dynamic_shapes=None):
+    """`module` quantized by torchao's `name` config, exported on x (a tensor or a tuple)."""
     from torchao.quantization import quantize_
 
     torch.manual_seed(0)
@@ -51,7 +52,8 @@ def quantized(module: torch.nn.Module, name: str, x: torch.Tensor):
         warnings.simplefilter("ignore")
         quantize_(module.eval(), configs()[name])
     with torch.no_grad():
-        return torch.export.export(module, (x,))
+        return torch.export.export(module, x if isinstance(x, tuple) else (x,),
+                                   dynamic_shapes=dynamic_shapes)
 
 
 def compiled(ep, tmp_path, freezing=True):
@@ -129,3 +131,35 @@ def test_swapped_int8_weight_is_read_as_stored(tmp_path):
     w.qdata.copy_(flipped)  # the eager model reads the same new values
     assert_close_to_largest(model(x), ep.module()(x))
     assert not torch.allclose(model(x), before)  # the swap reached the kernel
+
+
+@pytest.mark.parametrize("name", ["int8", "int4"])
+def test_dynamic_batch(tmp_path, name):
+    torch.manual_seed(4)
+    ep = quantized(Decoder(), name, torch.randn(3, 96), ({0: torch.export.Dim("b")},))
+    _, model, code, _ = compiled(ep, tmp_path)
+    assert code.count("aotc_gemm_wo_f32(") == 7
+    for batch in (1, 5, 3):
+        x = torch.randn(batch, 96)
+        assert_close_to_largest(model(x), ep.module()(x))
+
+
+class Views(torch.nn.Module):
+    """Linears of a row-strided slice and of a transposed view of the input."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(64, 33), torch.nn.Linear(64, 33)
+
+    def forward(self, x, y):
+        return self.a(x[:, 3:67]) + self.b(y.t())
+
+
+@pytest.mark.parametrize("name", ["int8", "int4"])
+def test_strided_and_transposed_inputs(tmp_path, name):
+    torch.manual_seed(5)
+    args = (torch.randn(5, 70), torch.randn(64, 5))
+    ep = quantized(Views(), name, args)
+    _, model, code, _ = compiled(ep, tmp_path)
+    assert code.count("aotc_gemm_wo_f32(") == 2
+    assert_close_to_largest(model(*args), ep.module()(*args))
