@@ -3,12 +3,14 @@ against aotc's float32 package of the same MLP and against eager float32.
 
     python benchmarks/int8_linear.py                 # prints a markdown table
     python benchmarks/int8_linear.py --threads 1,2 --reps 11
+    python benchmarks/int8_linear.py --threads 1 --batches 1,8   # decode sizes only
 
 The MLP is Linear(1024, 4096) -> ReLU -> Linear(4096, 1024) with random weights, at
 batches 1, 8 and 64. Configs: fp32; torchao Int8DynamicActivationInt8WeightConfig
 (activations quantized per token at run time, aten._int_mm on kernels/gemm_int8.cpp with the
-weight prepacked); Int8WeightOnlyConfig and IntxWeightOnlyConfig(int4, group 32) (today
-dequantized into the float32 GEMM: no integer kernel yet). Each thread count runs in its own
+weight prepacked); Int8WeightOnlyConfig and IntxWeightOnlyConfig(int4, group 32) on
+kernels/gemm_wo.cpp (the int8 weight read as stored, each group's zero point and scale
+applied in registers; int4 values are held one per byte). Each thread count runs in its own
 process (OMP_NUM_THREADS and torch.set_num_threads set before the first call); within it,
 reps alternate the implementations in a rotating order, each rep one batch of about 40 ms of
 back-to-back calls; cells are medians over reps of the per-call time. Needs the quant extra.
@@ -48,7 +50,7 @@ def _quantized(model, name: str):
     return model
 
 
-def worker(threads: int, reps: int) -> dict:
+def worker(threads: int, reps: int, batches=BATCHES) -> dict:
     import torch
 
     import aotc
@@ -59,7 +61,7 @@ def worker(threads: int, reps: int) -> dict:
                                torch.nn.Linear(4096, 1024)).eval()
     out: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for batch in BATCHES:
+        for batch in batches:
             x = torch.randn(batch, 1024)
             calls = {"eager fp32": lambda m=base, x=x: m(x)}
             for name in CONFIGS:
@@ -99,20 +101,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=11)
+    ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    batches = tuple(int(b) for b in args.batches.split(","))
     if args.worker:
-        print(json.dumps(worker(args.worker, args.reps)))
+        print(json.dumps(worker(args.worker, args.reps, batches)))
         return
     print(f"- command: `python benchmarks/int8_linear.py --threads {args.threads} "
-          f"--reps {args.reps}`")
+          f"--reps {args.reps} --batches {args.batches}`")
     print(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average at "
           f"start {os.getloadavg()[0]:.2f}")
     for threads in (int(t) for t in args.threads.split(",")):
         env = dict(os.environ, OMP_NUM_THREADS=str(threads))
         proc = subprocess.run([sys.executable, __file__, "--worker", str(threads), "--reps",
-                               str(args.reps)], env=env, capture_output=True, text=True,
-                              check=True)
+                               str(args.reps), "--batches", args.batches], env=env,
+                              capture_output=True, text=True, check=True)
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         names = list(next(iter(result.values())))
         print(f"\n{threads} thread(s), ms per call (ratio: aotc fp32 / this)\n")

@@ -201,6 +201,17 @@ void aotc_qgemm_pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int6
 void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, int a_signed,
                     int32_t a_zero, const void *packed_b, int32_t *C, int64_t ldc);
 
+/* Weight-only quantized linear (gemm_wo.cpp), the dequantization in registers:
+     out[m, n] = sum_k x[m, k] * ((q[n, k] - zero[n, k / group]) * scale[n, k / group])
+                 + bias[n]
+   for x [M, K] float32 with row stride ldx, q [N, K] int8 contiguous (int4 values are held
+   one per byte), scale and zero [N, ceil(K / group)] contiguous (zero may be null: all 0;
+   a group of K or more, or 0, is one group per row), bias [N] or null, out rows of stride
+   ldo. Multi-threaded over N with OpenMP. */
+void aotc_gemm_wo_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
+                      const int8_t *q, int64_t group, const float *scale, const int8_t *zero,
+                      const float *bias, float *out, int64_t ldo);
+
 /* Scaled dot-product attention, single precision, without the [q_len, kv_len] score matrix:
      out[b, h, i, :] = sum_j softmax_j(s[i, :]) * v[b, h / group, j, :]
      s[i, j] = scale * (q[b, h, i, :] . k[b, h / group, j, :]), then the mask:

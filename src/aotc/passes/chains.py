@@ -17,6 +17,7 @@ import torch
 
 from .attention import find_attention
 from .quantized import find_quantized
+from .weight_only import find_weight_only
 
 
 def find_chains(ep: torch.export.ExportedProgram, integer_products: bool = False) -> dict:
@@ -26,4 +27,5 @@ def find_chains(ep: torch.export.ExportedProgram, integer_products: bool = False
     chains = dict(find_attention(ep.graph))
     for node, chain in (find_quantized(ep) if integer_products else {}).items():
         chains.setdefault(node, chain)
+    chains.update({n: c for n, c in find_weight_only(ep).items() if n not in chains})
     return chains
