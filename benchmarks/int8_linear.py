@@ -112,21 +112,28 @@ def main() -> None:
           f"--reps {args.reps} --batches {args.batches}`")
     print(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average at "
           f"start {os.getloadavg()[0]:.2f}")
-    for threads in (int(t) for t in args.threads.split(",")):
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-        proc = subprocess.run([sys.executable, __file__, "--worker", str(threads), "--reps",
-                               str(args.reps), "--batches", args.batches], env=env,
-                              capture_output=True, text=True, check=True)
+    print_tables(__file__, args.threads, ["--reps", str(args.reps), "--batches", args.batches],
+                 "batch", "--:", ".3f")
+
+
+def print_tables(script: str, threads: str, worker_args: list[str], row: str, align: str,
+                 cell: str) -> None:
+    """Run `script --worker T` in its own process per thread count T (OMP_NUM_THREADS set
+    before torch loads), and print its {row: {runtime: seconds}} as a markdown table of
+    milliseconds with each cell's ratio to aotc fp32."""
+    for t in (int(n) for n in threads.split(",")):
+        env = dict(os.environ, OMP_NUM_THREADS=str(t))
+        proc = subprocess.run([sys.executable, script, "--worker", str(t), *worker_args],
+                              env=env, capture_output=True, text=True, check=True)
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         names = list(next(iter(result.values())))
-        print(f"\n{threads} thread(s), ms per call (ratio: aotc fp32 / this)\n")
-        print("| batch | " + " | ".join(names) + " |")
-        print("|--:|" + "--:|" * len(names))
-        for batch, cells in result.items():
+        print(f"\n{t} thread(s), ms per call (ratio: aotc fp32 / this)\n")
+        print(f"| {row} | " + " | ".join(names) + " |")
+        print(f"|{align}|" + "--:|" * len(names))
+        for key, cells in result.items():
             fp32 = cells["aotc fp32"]
-            row = [f"{cells[n] * 1e3:.3f} ({fp32 / cells[n]:.2f}×)" for n in names]
-            print(f"| {batch} | " + " | ".join(row) + " |")
-
+            row_cells = [f"{cells[n] * 1e3:{cell}} ({fp32 / cells[n]:.2f}×)" for n in names]
+            print(f"| {key} | " + " | ".join(row_cells) + " |")
 
 if __name__ == "__main__":
     main()

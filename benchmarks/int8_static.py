@@ -17,21 +17,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 import warnings
 from pathlib import Path
 
-from int8_linear import _time
+from int8_linear import _time, print_tables
 
 MODELS = ("resnet18", "bert_layer")
 
 
 def _model(name: str):
     import torch
-
     from cnn_models import ResNet18
     from transformer_models import BertLayer
 
@@ -94,21 +91,7 @@ def main() -> None:
           f"--reps {args.reps}`")
     print(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average at "
           f"start {os.getloadavg()[0]:.2f}")
-    for threads in (int(t) for t in args.threads.split(",")):
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-        proc = subprocess.run([sys.executable, __file__, "--worker", str(threads), "--reps",
-                               str(args.reps)], env=env, capture_output=True, text=True,
-                              check=True)
-        result = json.loads(proc.stdout.strip().splitlines()[-1])
-        names = list(next(iter(result.values())))
-        print(f"\n{threads} thread(s), ms per call (ratio: aotc fp32 / this)\n")
-        print("| model | " + " | ".join(names) + " |")
-        print("|---|" + "--:|" * len(names))
-        for model, cells in result.items():
-            fp32 = cells["aotc fp32"]
-            row = [f"{cells[n] * 1e3:.2f} ({fp32 / cells[n]:.2f}×)" for n in names]
-            print(f"| {model} | " + " | ".join(row) + " |")
-
+    print_tables(__file__, args.threads, ["--reps", str(args.reps)], "model", "---", ".2f")
 
 if __name__ == "__main__":
     main()

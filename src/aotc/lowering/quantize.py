@@ -65,13 +65,14 @@ def _product(ctx, a: Operand, b: Operand, m, n, k, a_signed: bool, a_zero: int,
 def _rows(ctx, x: TensorValue, m, k) -> Operand:
     """x read as a [m, k] matrix with unit column stride (the kernel reads rows of A in
     place); a whole buffer is read as it is, anything else copied when it must be."""
-    if x.buffer_name() is not None:
-        return Operand(x.buffer_name(), sympy.Integer(0), (k, sympy.Integer(1)))
-    a = _rows_cols(operand(ctx, remap(x, (m, k), reshape_index(x.sizes, (m, k))), 0))
-    if a.strides[1] != 1:
-        x = ctx.pointwise(x.body, x.sizes, hint=f"{ctx.node_name}_rows")
-        return Operand(x.buffer_name(), sympy.Integer(0), (k, sympy.Integer(1)))
-    return a
+    name = x.buffer_name()
+    if name is None:
+        a = _rows_cols(operand(ctx, remap(x, (m, k), reshape_index(x.sizes, (m, k))), 0))
+        if a.strides[1] == 1:
+            return a
+        name = ctx.pointwise(x.body, x.sizes, hint=f"{ctx.node_name}_rows").buffer_name()
+    assert name is not None
+    return Operand(name, sympy.Integer(0), (k, sympy.Integer(1)))
 
 
 def _columns(ctx, w: TensorValue, n, k) -> Operand:
