@@ -1,6 +1,8 @@
 // The int8 GEMM (gemm_int8.cpp) against a naive int64 loop: uint8 and int8 A with zero
 // points, odd and tail sizes, strided A and C, a transposed B, extreme values, several
-// threads. Every product is exact, so the comparison is equality.
+// threads; the implicit-GEMM convolution (aotc_qconv_s32) against a direct loop, with
+// padding, strides, dilation and a batch. Every product is exact, so the comparison is
+// equality.
 #include <omp.h>
 
 #include <cstdint>
@@ -45,6 +47,43 @@ void one(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t zero, bool b_t,
                           " threads " + std::to_string(threads));
 }
 
+// geometry {c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw}
+void conv(int64_t batch, int64_t oc, const int64_t (&g)[13], bool a_signed, int32_t zero) {
+    const int64_t c = g[0], h = g[1], w = g[2], kh = g[3], kw = g[4], oh = g[5], ow = g[6];
+    const int64_t K = c * kh * kw;
+    uint32_t s = uint32_t(c * 7 + h * 3 + kh);
+    std::vector<uint8_t> X(size_t(batch * c * h * w));
+    for (auto &v : X) v = uint8_t(next(s) >> 24);
+    std::vector<int8_t> W(size_t(oc * K));  // [oc, c, kh, kw] = B transposed
+    for (auto &v : W) v = int8_t(next(s) >> 24);
+    std::vector<uint8_t> packed(size_t(aotc_qgemm_packed_bytes(K, oc)));
+    aotc_qgemm_pack_b(K, oc, W.data(), 1, K, packed.data());
+    std::vector<int32_t> C(size_t(batch * oc * oh * ow), -7);
+    aotc_qconv_s32(batch * oh * ow, oc, X.data(), g, a_signed, zero, packed.data(), C.data());
+    bool ok = true;
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t o = 0; o < oc; ++o)
+            for (int64_t oy = 0; oy < oh; ++oy)
+                for (int64_t ox = 0; ox < ow; ++ox) {
+                    int64_t want = 0;
+                    for (int64_t ci = 0; ci < c; ++ci)
+                        for (int64_t ky = 0; ky < kh; ++ky)
+                            for (int64_t kx = 0; kx < kw; ++kx) {
+                                const int64_t y = oy * g[7] - g[9] + ky * g[11];
+                                const int64_t x = ox * g[8] - g[10] + kx * g[12];
+                                if (y < 0 || y >= h || x < 0 || x >= w) continue;
+                                const uint8_t raw = X[size_t(((b * c + ci) * h + y) * w + x)];
+                                const int64_t a = a_signed ? int64_t(int8_t(raw)) : raw;
+                                const size_t tap = size_t(((o * c + ci) * kh + ky) * kw + kx);
+                                want += (a - zero) * W[tap];
+                            }
+                    ok = ok && C[size_t(((b * oc + o) * oh + oy) * ow + ox)] == int32_t(want);
+                }
+    check::expect(ok, "qconv c " + std::to_string(c) + " " + std::to_string(h) + "x" +
+                          std::to_string(w) + " k " + std::to_string(kh) + "x" +
+                          std::to_string(kw) + (a_signed ? " s8" : " u8"));
+}
+
 }  // namespace
 
 int main() {
@@ -62,5 +101,11 @@ int main() {
     bool ok = true;
     for (int32_t c : C) ok = ok && c == 64 * 255 * -128;
     check::expect(ok, "qgemm extremes do not saturate");
+    // a 7x7 stride-2 stem with 3 channels; a batch of 3x3s; stride 2 and dilation 2 on
+    // rows of 5; taps mostly outside the input
+    conv(1, 9, {3, 17, 19, 7, 7, 9, 10, 2, 2, 3, 3, 1, 1}, false, 128);
+    conv(2, 20, {8, 9, 9, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1}, true, -3);
+    conv(1, 5, {16, 70, 5, 3, 1, 34, 3, 2, 2, 1, 0, 2, 1}, false, 7);
+    conv(1, 4, {4, 3, 3, 5, 5, 3, 3, 1, 1, 2, 2, 1, 1}, true, 0);
     return check::finish();
 }

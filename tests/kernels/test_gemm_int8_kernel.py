@@ -3,7 +3,9 @@ with each of its paths forced in turn (vpdpbusd on 512 bits where the CPU has av
 on 256 bits where it has avx_vnni, and the widened vpmaddwd path or the portable loop
 otherwise): int32 products exactly equal to numpy's int64 product of the operands, for
 uint8 and int8 A with zero points, odd shapes, strided and transposed operands, the extreme
-values (where vpmaddubsw would saturate), and every thread count alike."""
+values (where vpmaddubsw would saturate), and every thread count alike; and convolutions
+read as products of their patches (aotc_qconv_s32), equal to numpy's sum over the taps with
+the zero point outside the input."""
 from __future__ import annotations
 
 import ctypes
@@ -50,6 +52,8 @@ def lib(request, tmp_path_factory):
     out.aotc_qgemm_pack_b.argtypes = [i64, i64, ptr, i64, i64, ptr]
     out.aotc_qgemm_s32.restype = None
     out.aotc_qgemm_s32.argtypes = [i64, i64, i64, ptr, i64, ctypes.c_int, i32, ptr, ptr, i64]
+    out.aotc_qconv_s32.restype = None
+    out.aotc_qconv_s32.argtypes = [i64, i64, ptr, ptr, ctypes.c_int, i32, ptr, ptr]
     return out
 
 
@@ -152,3 +156,47 @@ def test_layout_matches_the_compilers_packer(lib, k, n, transposed):
     b = np.lib.stride_tricks.as_strided(flat[3:], shape=(k, n), strides=(sb_k, sb_n))
     expected = pack_int8_groups(flat, PackedInt8B(k, n, 3, sb_k, sb_n))
     np.testing.assert_array_equal(_pack(lib, b), expected)
+
+
+def _conv_expected(x, zero, w, stride, padding, dilation):
+    """sum over ci, ky, kx of (x - zero)[b, ci, oy*s - p + ky*d, ...] * w[o, ci, ky, kx], the
+    zero point outside x (so nothing added there)."""
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    n, c, h, wd = x.shape
+    oc, _, kh, kw = w.shape
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    xp = np.pad(x.astype(np.int64) - zero, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    out = np.zeros((n, oc, oh, ow), np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            ys, xs = ky * dh, kx * dw
+            tap = xp[:, :, ys:ys + sh * (oh - 1) + 1:sh, xs:xs + sw * (ow - 1) + 1:sw]
+            out += np.einsum("bchw,oc->bohw", tap, w[:, :, ky, kx].astype(np.int64))
+    return out.astype(np.int32), oh, ow
+
+
+@pytest.mark.parametrize("shape,kernel,stride,padding,dilation", [
+    ((1, 3, 17, 19), (7, 7), (2, 2), (3, 3), (1, 1)),    # a stem: 3 channels, K not 4-aligned
+    ((2, 8, 9, 9), (3, 3), (1, 1), (1, 1), (1, 1)),      # batch 2, blocks across images
+    ((1, 16, 70, 5), (3, 1), (1, 2), (1, 0), (2, 1)),    # rows of 5, stride 2, dilation 2
+    ((1, 20, 6, 6), (1, 1), (1, 1), (0, 0), (1, 1)),     # 1x1: a plain product
+    ((1, 4, 3, 3), (5, 5), (1, 1), (2, 2), (1, 1)),      # taps mostly outside the input
+    ((1, 6, 11, 80), (2, 3), (3, 1), (0, 4), (1, 3)),    # rows longer than a block
+])
+@pytest.mark.parametrize("signed", [False, True])
+def test_convolutions_are_exact(lib, shape, kernel, stride, padding, dilation, signed):
+    rng = np.random.default_rng(sum(shape) + sum(kernel) + signed)
+    dt, lo, hi, zero = (np.int8, -128, 128, -5) if signed else (np.uint8, 0, 256, 131)
+    x = rng.integers(lo, hi, shape).astype(dt)
+    oc = 37
+    w = rng.integers(-128, 128, (oc, shape[1], *kernel)).astype(np.int8)
+    expected, oh, ow = _conv_expected(x, zero, w, stride, padding, dilation)
+    k = shape[1] * kernel[0] * kernel[1]
+    packed = _pack(lib, w.reshape(oc, k).T)
+    geometry = np.array([shape[1], *shape[2:], *kernel, oh, ow, *stride, *padding, *dilation],
+                        np.int64)
+    c = np.full(expected.shape, -7, np.int32)
+    lib.aotc_qconv_s32(shape[0] * oh * ow, oc, x.ctypes.data, geometry.ctypes.data,
+                       int(signed), zero, packed.ctypes.data, c.ctypes.data)
+    np.testing.assert_array_equal(c, expected)

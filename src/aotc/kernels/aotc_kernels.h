@@ -200,6 +200,14 @@ void aotc_qgemm_pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int6
                        void *packed);
 void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, int a_signed,
                     int32_t a_zero, const void *packed_b, int32_t *C, int64_t ldc);
+/* The same product for a convolution (one group), its A the patches of an 8-bit input X
+   [batch, c, h, w] read in place: row m = (b, oy, ox) of the [batch, oh, ow] output, column
+   k = (ci * kh + ky) * kw + kx, reading X[b, ci, oy*sh - ph + ky*dh, ox*sw - pw + kx*dw]
+   (a_zero outside X); its B the weight [N, c, kh, kw] packed as [K, N] (sb_k 1, sb_n K),
+   K = c*kh*kw, and C written channels first, [batch, N, oh, ow].
+   geometry = {c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw}. */
+void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry, int a_signed,
+                    int32_t a_zero, const void *packed_b, int32_t *C);
 
 /* Weight-only quantized linear (gemm_wo.cpp), the dequantization in registers:
      out[m, n] = sum_k x[m, k] * ((q[n, k] - zero[n, k / group]) * scale[n, k / group])

@@ -1,20 +1,24 @@
 // int8 GEMM with int32 accumulation against a prepacked int8 weight: the integer core of
-// quantized linear layers and of aten._int_mm (the contract is in aotc_kernels.h).
+// quantized linear layers and convolutions and of aten._int_mm (the contract is in
+// aotc_kernels.h).
 //
 // B (int8, K x N) is packed once into the dot-product layout: K in groups of four rows
 // (zero padded), N in panels of 16 columns (zero padded), each panel group-major with a
 // column's four bytes adjacent:
 //     packed[q][g][j][t] = B(4g + t, 16q + j)
 // followed by the int32 column sums of B (16-padded). A (uint8, or int8 taken as
-// uint8 + 128) is packed per block of rows to the same four-byte groups. An unsigned-times-
-// signed dot product of four bytes (vpdpbusd) then multiplies a row's group into 16
-// columns at once, and the zero point of A (and the +128 of a signed A) is taken off at
-// the end with the column sums, exactly: every sum is an int32, as in torch.
+// uint8 + 128) is packed per block of MB rows to the same four-byte groups, group-major:
+//     apack[g][r][t] = A(m0 + r, 4g + t)
+// so that the rows of a micro-tile lie side by side. An unsigned-times-signed dot product
+// of four bytes (vpdpbusd) then multiplies a row's group into 16 columns at once, and the
+// zero point of A (and the +128 of a signed A) is taken off at the end with the column
+// sums, exactly: every sum is an int32, as in torch. A convolution's A is its patches,
+// gathered straight from the input into the packed block (no patch matrix in memory).
 //
 // Paths, chosen at run time where the CPU has the feature (no x86 level includes it):
-// AVX-512 VNNI (vpdpbusd on 512 bits, avx512_vnni), AVX-VNNI (the same on 256 bits,
-// avx_vnni); else AVX-512BW and AVX2 (bytes widened to int16, vpmaddwd: exact, where
-// vpmaddubsw would saturate); and a portable loop.
+// AVX-512 VNNI (vpdpbusd on 512 bits, avx512_vnni: micro-tiles of 4 rows x 64 columns),
+// AVX-VNNI (the same on 256 bits, avx_vnni); else AVX-512BW and AVX2 (bytes widened to
+// int16, vpmaddwd: exact, where vpmaddubsw would saturate); and a portable loop.
 
 #include "aotc_kernels.h"
 
@@ -34,8 +38,10 @@
 namespace {
 
 constexpr int64_t NP = 16;   // columns per panel
+constexpr int64_t PG = 4;    // panels per micro-tile
 constexpr int64_t MB = 64;   // rows per packed block of A
 constexpr int64_t MR = 4;    // rows per micro-tile
+constexpr int64_t GS = MB * 4;  // bytes from one group of a packed block to the next
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -56,95 +62,220 @@ Packed view(int64_t K, int64_t N, const void *packed) {
     return p;
 }
 
-// Rows [m0, m0 + rows) of A as uint8 four-byte groups, zero padded: dst[r][4g + t].
-void pack_a(const uint8_t *A, int64_t lda, bool a_signed, int64_t m0, int64_t rows,
-            int64_t K, int64_t groups, uint8_t *dst) {
-    const uint8_t flip = a_signed ? 0x80 : 0;
+// The accumulators of one micro-tile: MR rows of up to PG panels.
+using Tile = int32_t[MR][PG * NP];
+
+// Rows [m0, m0 + rows) of a row-major A as a packed block (each byte xor `flip`: 0x80
+// takes a signed A to uint8 + 128; the K padding zero).
+void pack_a(const uint8_t *A, int64_t lda, uint8_t flip, int64_t m0, int64_t rows, int64_t K,
+            int64_t groups, uint8_t *dst) {
     for (int64_t r = 0; r < rows; ++r) {
         const uint8_t *src = A + (m0 + r) * lda;
-        uint8_t *out = dst + r * groups * 4;
-        for (int64_t k = 0; k < K; ++k) out[k] = static_cast<uint8_t>(src[k] ^ flip);
-        for (int64_t k = K; k < groups * 4; ++k) out[k] = 0;
-    }
-}
-
-#if !defined(__AVX2__)
-// acc[r][j] += sum over groups of a[r] . panel column j (uint8 x int8), for `rows` <= MR
-// rows and one panel; the portable form of the paths below.
-void tile_portable(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t rows,
-                   int32_t acc[MR][NP]) {
-    for (int64_t r = 0; r < rows; ++r) {
-        const uint8_t *ar = a + r * groups * 4;
         for (int64_t g = 0; g < groups; ++g) {
-            const int8_t *b = panel + g * NP * 4;
-            for (int64_t j = 0; j < NP; ++j) {
-                int32_t s = 0;
-                for (int t = 0; t < 4; ++t) s += int32_t(ar[4 * g + t]) * int32_t(b[4 * j + t]);
-                acc[r][j] += s;
+            uint8_t *out = dst + g * GS + 4 * r;
+            for (int64_t t = 0; t < 4; ++t) {
+                const int64_t k = 4 * g + t;
+                out[t] = k < K ? static_cast<uint8_t>(src[k] ^ flip) : 0;
             }
         }
     }
 }
+
+// A convolution read as a product (aotc_qconv_s32): row m is output position (b, oy, ox),
+// column k = (ci * kh + ky) * kw + kx reads x[b, ci, oy*sh - ph + ky*dh, ox*sw - pw + kx*dw]
+// of the input (channels first), a tap outside it the zero point.
+struct Patches {
+    int64_t c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+    uint8_t flip, pad;  // the xor that makes bytes unsigned; the zero point so made
+};
+
+Patches patches(const int64_t *g, bool a_signed, int32_t a_zero) {
+    Patches p;
+    p.c = g[0], p.h = g[1], p.w = g[2], p.kh = g[3], p.kw = g[4], p.oh = g[5], p.ow = g[6];
+    p.sh = g[7], p.sw = g[8], p.ph = g[9], p.pw = g[10], p.dh = g[11], p.dw = g[12];
+    p.flip = a_signed ? 0x80 : 0;
+    p.pad = static_cast<uint8_t>(static_cast<uint8_t>(a_zero) ^ p.flip);
+    return p;
+}
+
+// A block's rows in pieces along one output row: rows [r0, r0 + len) are positions
+// (b, oy, ox0 ...) of the output.
+struct Run {
+    int64_t b, oy, ox0, len, r0;
+};
+
+// Where a run reads along the input row for one kx: its taps [lo, hi) fall inside the
+// input, tap j at ix = first + j * sw.
+struct Span {
+    int64_t lo, hi, first;
+};
+
+// Four columns of the patches, one byte per row of the block, as four-byte groups.
+void interleave(const uint8_t (*col)[MB], int64_t rows, uint8_t *out) {
+    for (int64_t r = 0; r < rows; ++r) {
+        out[4 * r] = col[0][r];
+        out[4 * r + 1] = col[1][r];
+        out[4 * r + 2] = col[2][r];
+        out[4 * r + 3] = col[3][r];
+    }
+}
+
+void pack_patches(const Patches &p, const uint8_t *x, int64_t m0, int64_t rows, uint8_t *dst) {
+    Run runs[MB];
+    int64_t n_runs = 0;
+    for (int64_t r = 0; r < rows;) {
+        const int64_t m = m0 + r, ox = m % p.ow, oy = (m / p.ow) % p.oh, b = m / (p.ow * p.oh);
+        const int64_t len = std::min(p.ow - ox, rows - r);
+        runs[n_runs++] = Run{b, oy, ox, len, r};
+        r += len;
+    }
+    std::vector<Span> spans(size_t(n_runs * p.kw));  // [run][kx]
+    for (int64_t i = 0; i < n_runs; ++i)
+        for (int64_t kx = 0; kx < p.kw; ++kx) {
+            const int64_t first = runs[i].ox0 * p.sw - p.pw + kx * p.dw, len = runs[i].len;
+            int64_t lo = first >= 0 ? 0 : ceil_div(-first, p.sw);
+            int64_t hi = first >= p.w ? 0 : ceil_div(p.w - first, p.sw);
+            lo = std::min(lo, len);
+            hi = std::max(lo, std::min(hi, len));
+            spans[size_t(i * p.kw + kx)] = Span{lo, hi, first};
+        }
+    alignas(64) uint8_t col[4][MB];
+    int64_t t = 0, g = 0;
+    for (int64_t ci = 0; ci < p.c; ++ci)
+        for (int64_t ky = 0; ky < p.kh; ++ky)
+            for (int64_t kx = 0; kx < p.kw; ++kx) {
+                uint8_t *column = col[t];
+                for (int64_t i = 0; i < n_runs; ++i) {
+                    const Run &run = runs[i];
+                    uint8_t *v = column + run.r0;
+                    const int64_t iy = run.oy * p.sh - p.ph + ky * p.dh;
+                    if (iy < 0 || iy >= p.h) {
+                        std::memset(v, p.pad, size_t(run.len));
+                        continue;
+                    }
+                    const Span &s = spans[size_t(i * p.kw + kx)];
+                    const uint8_t *src = x + ((run.b * p.c + ci) * p.h + iy) * p.w + s.first;
+                    std::memset(v, p.pad, size_t(s.lo));
+                    if (p.sw == 1) {
+                        std::memcpy(v + s.lo, src + s.lo, size_t(s.hi - s.lo));
+                        if (p.flip)
+                            for (int64_t j = s.lo; j < s.hi; ++j) v[j] ^= p.flip;
+                    } else {
+                        for (int64_t j = s.lo; j < s.hi; ++j) v[j] = src[j * p.sw] ^ p.flip;
+                    }
+                    std::memset(v + s.hi, p.pad, size_t(run.len - s.hi));
+                }
+                if (++t == 4) {
+                    interleave(col, rows, dst + g * GS);
+                    t = 0;
+                    ++g;
+                }
+            }
+    if (t) {  // the last group's padding: B's rows there are zero
+        for (; t < 4; ++t) std::memset(col[t], 0, size_t(rows));
+        interleave(col, rows, dst + g * GS);
+    }
+}
+
+#if !defined(__AVX2__)
+// acc[r][16i + j] += sum over groups of row r . column j of panel i (uint8 x int8), for
+// `rows` <= MR rows of the packed block at `a` and `panels` <= PG panels `pstride` bytes
+// apart; the portable form of the paths below.
+void tile_portable(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride,
+                   int64_t panels, int64_t rows, Tile &acc) {
+    for (int64_t i = 0; i < panels; ++i)
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t g = 0; g < groups; ++g) {
+                const uint8_t *ar = a + g * GS + 4 * r;
+                const int8_t *b = panel + i * pstride + g * NP * 4;
+                for (int64_t j = 0; j < NP; ++j) {
+                    int32_t s = 0;
+                    for (int t = 0; t < 4; ++t) s += int32_t(ar[t]) * int32_t(b[4 * j + t]);
+                    acc[r][i * NP + j] += s;
+                }
+            }
+}
 #endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// R rows x P panels in R * P registers: per group, P panel loads and R broadcasts feed
+// R * P dot products.
+template <int R, int P>
 __attribute__((target("avx512f,avx512bw,avx512vnni")))
-void tile_vnni(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t rows,
-               int32_t acc[MR][NP]) {
-    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
-    const int64_t stride = groups * 4;
+void tile_vnni_rp(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride,
+                  Tile &acc) {
+    __m512i c[R][P];
+    for (int r = 0; r < R; ++r)
+        for (int i = 0; i < P; ++i) c[r][i] = _mm512_setzero_si512();
     for (int64_t g = 0; g < groups; ++g) {
-        const __m512i b = _mm512_loadu_si512(panel + g * NP * 4);
-        int32_t w;
-        std::memcpy(&w, a + 4 * g, 4);
-        c0 = _mm512_dpbusd_epi32(c0, _mm512_set1_epi32(w), b);
-        if (rows > 1) {
-            std::memcpy(&w, a + stride + 4 * g, 4);
-            c1 = _mm512_dpbusd_epi32(c1, _mm512_set1_epi32(w), b);
-        }
-        if (rows > 2) {
-            std::memcpy(&w, a + 2 * stride + 4 * g, 4);
-            c2 = _mm512_dpbusd_epi32(c2, _mm512_set1_epi32(w), b);
-        }
-        if (rows > 3) {
-            std::memcpy(&w, a + 3 * stride + 4 * g, 4);
-            c3 = _mm512_dpbusd_epi32(c3, _mm512_set1_epi32(w), b);
+        __m512i b[P];
+        for (int i = 0; i < P; ++i) b[i] = _mm512_loadu_si512(panel + i * pstride + g * NP * 4);
+        const uint8_t *ag = a + g * GS;
+        for (int r = 0; r < R; ++r) {
+            int32_t w;
+            std::memcpy(&w, ag + 4 * r, 4);
+            const __m512i av = _mm512_set1_epi32(w);
+            for (int i = 0; i < P; ++i) c[r][i] = _mm512_dpbusd_epi32(c[r][i], av, b[i]);
         }
     }
-    const __m512i c[MR] = {c0, c1, c2, c3};
-    for (int64_t r = 0; r < rows; ++r) {
-        __m512i sum = _mm512_add_epi32(_mm512_loadu_si512(acc[r]), c[r]);
-        _mm512_storeu_si512(acc[r], sum);
+    for (int r = 0; r < R; ++r)
+        for (int i = 0; i < P; ++i) {
+            int32_t *dst = acc[r] + i * NP;
+            _mm512_storeu_si512(dst, _mm512_add_epi32(_mm512_loadu_si512(dst), c[r][i]));
+        }
+}
+
+template <int R>
+void tile_vnni_r(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride,
+                 int64_t panels, Tile &acc) {
+    switch (panels) {
+        case 4: return tile_vnni_rp<R, 4>(a, groups, panel, pstride, acc);
+        case 3: return tile_vnni_rp<R, 3>(a, groups, panel, pstride, acc);
+        case 2: return tile_vnni_rp<R, 2>(a, groups, panel, pstride, acc);
+        default: return tile_vnni_rp<R, 1>(a, groups, panel, pstride, acc);
+    }
+}
+
+void tile_vnni(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride,
+               int64_t panels, int64_t rows, Tile &acc) {
+    switch (rows) {
+        case 4: return tile_vnni_r<4>(a, groups, panel, pstride, panels, acc);
+        case 3: return tile_vnni_r<3>(a, groups, panel, pstride, panels, acc);
+        case 2: return tile_vnni_r<2>(a, groups, panel, pstride, panels, acc);
+        default: return tile_vnni_r<1>(a, groups, panel, pstride, panels, acc);
     }
 }
 
 // AVX-VNNI: the same vpdpbusd on 256-bit registers (Intel's client and recent server
-// cores, AMD Zen 5), for builds below AVX-512 or processors without avx512_vnni: the
-// panel's 16 columns as two halves of 8.
+// cores, AMD Zen 5), for builds below AVX-512 or processors without avx512_vnni: a
+// panel's 16 columns as two halves of 8, one panel at a time.
 __attribute__((target("avx2,avxvnni")))
-void tile_avx_vnni(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t rows,
-                   int32_t acc[MR][NP]) {
-    __m256i c[MR][2];
-    for (auto &row : c) row[0] = row[1] = _mm256_setzero_si256();
-    const int64_t stride = groups * 4;
-    for (int64_t g = 0; g < groups; ++g) {
-        const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(panel + g * NP * 4));
-        const __m256i b1 =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(panel + g * NP * 4 + 32));
-        for (int64_t r = 0; r < MR; ++r) {
-            if (r >= rows) break;
-            int32_t w;
-            std::memcpy(&w, a + r * stride + 4 * g, 4);
-            const __m256i av = _mm256_set1_epi32(w);
-            c[r][0] = _mm256_dpbusd_avx_epi32(c[r][0], av, b0);
-            c[r][1] = _mm256_dpbusd_avx_epi32(c[r][1], av, b1);
+void tile_avx_vnni(const uint8_t *a, int64_t groups, const int8_t *panel0, int64_t pstride,
+                   int64_t panels, int64_t rows, Tile &acc) {
+    for (int64_t i = 0; i < panels; ++i) {
+        const int8_t *panel = panel0 + i * pstride;
+        __m256i c[MR][2];
+        for (auto &row : c) row[0] = row[1] = _mm256_setzero_si256();
+        for (int64_t g = 0; g < groups; ++g) {
+            const __m256i b0 =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i *>(panel + g * NP * 4));
+            const __m256i b1 =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i *>(panel + g * NP * 4 + 32));
+            for (int64_t r = 0; r < MR; ++r) {
+                if (r >= rows) break;
+                int32_t w;
+                std::memcpy(&w, a + g * GS + 4 * r, 4);
+                const __m256i av = _mm256_set1_epi32(w);
+                c[r][0] = _mm256_dpbusd_avx_epi32(c[r][0], av, b0);
+                c[r][1] = _mm256_dpbusd_avx_epi32(c[r][1], av, b1);
+            }
         }
+        for (int64_t r = 0; r < rows; ++r)
+            for (int h = 0; h < 2; ++h) {
+                __m256i *dst = reinterpret_cast<__m256i *>(acc[r] + i * NP + 8 * h);
+                _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), c[r][h]));
+            }
     }
-    for (int64_t r = 0; r < rows; ++r)
-        for (int h = 0; h < 2; ++h) {
-            __m256i *dst = reinterpret_cast<__m256i *>(acc[r] + 8 * h);
-            _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), c[r][h]));
-        }
 }
 
 // AOTC_QGEMM_NO_VNNI builds the other paths only, AOTC_QGEMM_NO_AVX512_VNNI all but the
@@ -172,62 +303,56 @@ bool has_avx_vnni() {
 // Four columns at a time: their 16 bytes widened to int16, times the row's group
 // broadcast as four int16 (vpmaddwd sums pairs exactly into int32); the two pair sums of
 // a column are added at the end.
-void tile_avx2(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t rows,
-               int32_t acc[MR][NP]) {
-    const int64_t stride = groups * 4;
-    for (int64_t r = 0; r < rows; ++r) {
-        const uint8_t *ar = a + r * stride;
-        __m256i s[NP / 4];
-        for (auto &v : s) v = _mm256_setzero_si256();
-        for (int64_t g = 0; g < groups; ++g) {
-            int32_t w;
-            std::memcpy(&w, ar + 4 * g, 4);
-            const __m128i bytes = _mm_cvtsi32_si128(w);
-            const __m256i av = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(bytes));
-            const int8_t *b = panel + g * NP * 4;
-            for (int q = 0; q < NP / 4; ++q) {
-                const __m256i bv = _mm256_cvtepi8_epi16(
-                    _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + 16 * q)));
-                s[q] = _mm256_add_epi32(s[q], _mm256_madd_epi16(av, bv));
+void tile_avx2(const uint8_t *a, int64_t groups, const int8_t *panel0, int64_t pstride,
+               int64_t panels, int64_t rows, Tile &acc) {
+    for (int64_t i = 0; i < panels; ++i) {
+        const int8_t *panel = panel0 + i * pstride;
+        for (int64_t r = 0; r < rows; ++r) {
+            __m256i s[NP / 4];
+            for (auto &v : s) v = _mm256_setzero_si256();
+            for (int64_t g = 0; g < groups; ++g) {
+                int32_t w;
+                std::memcpy(&w, a + g * GS + 4 * r, 4);
+                const __m128i bytes = _mm_cvtsi32_si128(w);
+                const __m256i av = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(bytes));
+                const int8_t *b = panel + g * NP * 4;
+                for (int q = 0; q < NP / 4; ++q) {
+                    const __m256i bv = _mm256_cvtepi8_epi16(
+                        _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + 16 * q)));
+                    s[q] = _mm256_add_epi32(s[q], _mm256_madd_epi16(av, bv));
+                }
             }
-        }
-        // s[q] holds, per column j of the four, the sums of groups' pairs (t 0-1, t 2-3)
-        for (int q = 0; q < NP / 4; ++q) {
-            alignas(32) int32_t pairs[8];
-            _mm256_store_si256(reinterpret_cast<__m256i *>(pairs), s[q]);
-            for (int j = 0; j < 4; ++j) acc[r][4 * q + j] += pairs[2 * j] + pairs[2 * j + 1];
+            // s[q] holds, per column j of the four, the sums of groups' pairs (t 0-1, t 2-3)
+            for (int q = 0; q < NP / 4; ++q) {
+                alignas(32) int32_t pairs[8];
+                _mm256_store_si256(reinterpret_cast<__m256i *>(pairs), s[q]);
+                for (int j = 0; j < 4; ++j)
+                    acc[r][i * NP + 4 * q + j] += pairs[2 * j] + pairs[2 * j + 1];
+            }
         }
     }
 }
 #endif
 
-void tile(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t rows,
-          int32_t acc[MR][NP]) {
+void tile(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride,
+          int64_t panels, int64_t rows, Tile &acc) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (has_vnni()) return tile_vnni(a, groups, panel, rows, acc);
-    if (has_avx_vnni()) return tile_avx_vnni(a, groups, panel, rows, acc);
+    if (has_vnni()) return tile_vnni(a, groups, panel, pstride, panels, rows, acc);
+    if (has_avx_vnni()) return tile_avx_vnni(a, groups, panel, pstride, panels, rows, acc);
 #endif
 #if defined(__AVX2__)
-    return tile_avx2(a, groups, panel, rows, acc);
+    return tile_avx2(a, groups, panel, pstride, panels, rows, acc);
 #else
-    return tile_portable(a, groups, panel, rows, acc);
+    return tile_portable(a, groups, panel, pstride, panels, rows, acc);
 #endif
 }
 
-}  // namespace
-
-extern "C" {
-
-int64_t aotc_qgemm_packed_bytes(int64_t K, int64_t N) {
-    const int64_t panels = ceil_div(N, NP);
-    return panels * ceil_div(K, 4) * NP * 4 + panels * NP * int64_t(sizeof(int32_t));
-}
-
-void aotc_qgemm_pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int64_t sb_n,
-                       void *packed) {
+// B [K, N] (element (k, n) = B[k * sb_k + n * sb_n]) in the dot-product layout, then its
+// column sums.
+void pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int64_t sb_n, void *packed) {
     const int64_t groups = ceil_div(K, 4), panels = ceil_div(N, NP);
     int8_t *out = static_cast<int8_t *>(packed);
-    std::memset(out, 0, size_t(aotc_qgemm_packed_bytes(K, N)));
+    std::memset(out, 0, size_t(panels * groups * NP * 4 + panels * NP * int64_t(sizeof(int32_t))));
     int32_t *colsum = reinterpret_cast<int32_t *>(out + panels * groups * NP * 4);
     for (int64_t q = 0; q < panels; ++q)
         for (int64_t j = 0; j < NP && q * NP + j < N; ++j) {
@@ -242,41 +367,90 @@ void aotc_qgemm_pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int6
         }
 }
 
-void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, int a_signed,
-                    int32_t a_zero, const void *packed_b, int32_t *C, int64_t ldc) {
+// Where C[m, n] goes: m = b * plane + p at C + b * sb + p * sp + n * sn (a row-major C:
+// plane M, sp = ldc, sn = 1; a convolution's channels-first output: sp = 1, sn = plane).
+struct Out {
+    int32_t *c;
+    int64_t plane, sb, sp, sn;
+};
+
+// C = (A - a_zero) B for an A whose blocks of rows `pack(m0, rows, groups, dst)` writes
+// packed (a signed A as uint8 + 128).
+template <class PackA>
+void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
+             const void *packed_b, const Out &out, PackA pack) {
     if (M <= 0 || N <= 0) return;
     const Packed p = view(K, N, packed_b);
     // A - a_zero == A_u8 - zero_u8: a signed A is read as uint8 + 128
     const int32_t zero = a_signed ? a_zero + 128 : a_zero;
-    const int64_t blocks = ceil_div(M, MB);
-    const int64_t units = blocks * p.panels;
+    const int64_t blocks = ceil_div(M, MB), strips = ceil_div(p.panels, PG);
+    const int64_t units = blocks * strips;
+    const int64_t pstride = p.groups * NP * 4;
 #pragma omp parallel if (M * N * std::max<int64_t>(K, 1) >= (int64_t(1) << 16))
     {
-        std::vector<uint8_t> apack(size_t(MB * p.groups * 4));
+        std::vector<uint8_t> apack(size_t(GS * p.groups));
         int64_t packed_block = -1;
 #pragma omp for schedule(static)
         for (int64_t u = 0; u < units; ++u) {
-            const int64_t blk = u / p.panels, q = u % p.panels;
+            const int64_t blk = u / strips, q0 = (u % strips) * PG;
             const int64_t m0 = blk * MB, rows = std::min<int64_t>(MB, M - m0);
             if (packed_block != blk) {  // consecutive units of a thread share the block
-                pack_a(static_cast<const uint8_t *>(A), lda, a_signed != 0, m0, rows, K,
-                       p.groups, apack.data());
+                pack(m0, rows, p.groups, apack.data());
                 packed_block = blk;
             }
-            const int8_t *panel = p.data + q * p.groups * NP * 4;
-            const int64_t cols = std::min<int64_t>(NP, N - q * NP);
+            const int64_t panels = std::min<int64_t>(PG, p.panels - q0);
+            const int64_t cols = std::min<int64_t>(PG * NP, N - q0 * NP);
+            const int8_t *panel = p.data + q0 * pstride;
             for (int64_t r0 = 0; r0 < rows; r0 += MR) {
                 const int64_t n_rows = std::min<int64_t>(MR, rows - r0);
-                int32_t acc[MR][NP] = {};
-                tile(apack.data() + r0 * p.groups * 4, p.groups, panel, n_rows, acc);
+                alignas(64) Tile acc = {};
+                tile(apack.data() + 4 * r0, p.groups, panel, pstride, panels, n_rows, acc);
                 for (int64_t r = 0; r < n_rows; ++r) {
-                    int32_t *c = C + (m0 + r0 + r) * ldc + q * NP;
-                    for (int64_t j = 0; j < cols; ++j)
-                        c[j] = acc[r][j] - zero * p.colsum[q * NP + j];
+                    const int64_t m = m0 + r0 + r;
+                    int32_t *c = out.c + (m / out.plane) * out.sb + (m % out.plane) * out.sp
+                                 + q0 * NP * out.sn;
+                    const int32_t *sums = p.colsum + q0 * NP;
+                    for (int64_t j = 0; j < cols; ++j) c[j * out.sn] = acc[r][j] - zero * sums[j];
                 }
             }
         }
     }
+}
+
+}  // namespace
+
+extern "C" {
+
+int64_t aotc_qgemm_packed_bytes(int64_t K, int64_t N) {
+    const int64_t panels = ceil_div(N, NP);
+    return panels * ceil_div(K, 4) * NP * 4 + panels * NP * int64_t(sizeof(int32_t));
+}
+
+void aotc_qgemm_pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int64_t sb_n,
+                       void *packed) {
+    pack_b(K, N, B, sb_k, sb_n, packed);
+}
+
+void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, int a_signed,
+                    int32_t a_zero, const void *packed_b, int32_t *C, int64_t ldc) {
+    const uint8_t *a = static_cast<const uint8_t *>(A);
+    const uint8_t flip = a_signed ? 0x80 : 0;
+    product(M, N, K, a_signed != 0, a_zero, packed_b, Out{C, std::max<int64_t>(M, 1), 0, ldc, 1},
+            [=](int64_t m0, int64_t rows, int64_t groups, uint8_t *dst) {
+                pack_a(a, lda, flip, m0, rows, K, groups, dst);
+            });
+}
+
+void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry, int a_signed,
+                    int32_t a_zero, const void *packed_b, int32_t *C) {
+    const Patches p = patches(geometry, a_signed != 0, a_zero);
+    const uint8_t *x = static_cast<const uint8_t *>(X);
+    const int64_t plane = p.oh * p.ow;
+    product(M, N, p.c * p.kh * p.kw, a_signed != 0, a_zero, packed_b,
+            Out{C, std::max<int64_t>(plane, 1), N * plane, 1, plane},
+            [&p, x](int64_t m0, int64_t rows, int64_t, uint8_t *dst) {
+                pack_patches(p, x, m0, rows, dst);
+            });
 }
 
 }  // extern "C"
