@@ -44,8 +44,10 @@ def compile_ep(ep, tmp_path, freezing: bool = True, int8_kernels: str = "auto"):
 
 
 def integer_products(tmp_path) -> int:
-    """How many int8 GEMM calls the last compile_ep's model makes."""
-    return (tmp_path / "dump" / "model" / "07_codegen.cpp").read_text().count("aotc_qgemm_s32(")
+    """How many int8 GEMM and implicit-GEMM convolution calls the last compile_ep's model
+    makes."""
+    code = (tmp_path / "dump" / "model" / "07_codegen.cpp").read_text()
+    return code.count("aotc_qgemm_s32(") + code.count("aotc_qconv_s32(")
 
 
 def quant_ops(ep) -> set[str]:

@@ -27,6 +27,10 @@ class IntMatmul(Template):
     a_signed: bool
     b_packed: bool = False
     a_zero: int = 0  # subtracted from every element of a (a quantized activation's zero point)
+    # A convolution's product (aotc_qconv_s32): `a` names its input [batch, c, h, w], read
+    # as its patches with this geometry (c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw),
+    # and out is [batch, n, oh, ow] (channels first); b is the weight as [c*kh*kw, n].
+    patches: tuple[int, ...] | None = None
 
     def reads(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.a.buffer, self.b.buffer)))
@@ -43,5 +47,9 @@ class IntMatmul(Template):
         kind = "s8" if self.a_signed else "u8"
         packed = " (packed)" if self.b_packed else ""
         zero = f" - {self.a_zero}" if self.a_zero else ""
+        if self.patches is not None:
+            c, h, w, kh, kw = self.patches[:5]
+            return (f"int conv ({kind} {self.a.buffer}{zero}) [.., {c}, {h}, {w}] x s8 "
+                    f"{self.b.buffer}{packed} {kh}x{kw} -> s32 [.., {self.n}, ..]")
         return (f"int matmul ({kind} {self.a.buffer}{zero}) x s8 {self.b.buffer}{packed} "
                 f"[{self.m}, {self.k}] x [{self.k}, {self.n}] -> s32")

@@ -100,8 +100,35 @@ def lower_quantized_conv(ctx: LoweringContext, x_q: TensorValue, w_q: TensorValu
                          x_scale: float, x_zero: int, bias, stride, padding,
                          dilation) -> TensorValue:
     """conv2d(dequantize(x_q), dequantize(w_q), bias) with one group as an integer product:
-    the activation's patches as rows [N*OH*OW, C*KH*KW] (outside the input: the zero
-    point, which the product subtracts to 0), times the weight read as [OC, C*KH*KW]."""
+    the activation's patches as rows [N*OH*OW, C*KH*KW] (outside the input: the zero point,
+    which the product subtracts to 0), times the weight read as [C*KH*KW, OC]. The kernel
+    gathers the patches from the activation itself and writes the sums channels first;
+    with spatial sizes known only at run time, the patches are copied out first."""
+    n, c = x_q.sizes[:2]
+    oc, _, kh, kw = w_q.sizes
+    oh, ow = ctx.out_sizes[2:]
+    k = c * kh * kw
+    geometry = tuple(sympy.sympify(g) for g in (c, *x_q.sizes[2:], kh, kw, oh, ow, *stride,
+                                                 *padding, *dilation))
+    b, o, y, x = index_vars(4)
+    if all(g.is_Integer for g in geometry):
+        rows = ctx.realize(x_q).buffer_name()
+        assert rows is not None
+        mm = IntMatmul(Operand(rows, sympy.Integer(0), (k, sympy.Integer(1))),
+                       _columns(ctx, w_q, oc, k), n * oh * ow, oc, k, x_q.dtype is DType.int8,
+                       a_zero=x_zero, patches=tuple(int(g) for g in geometry))
+        acc = ctx.emit(mm, (n, oc, oh, ow), DType.int32, hint=f"{ctx.node_name}_acc")
+        total = acc.load((b, o, y, x))
+    else:
+        acc = _explicit_patches(ctx, x_q, w_q, x_zero, stride, padding, dilation)
+        total = acc.load(((b * oh + y) * ow + x, o))
+    return ctx.pointwise(_scaled(ctx, total, o, w_scale, x_scale, bias), ctx.out_sizes)
+
+
+def _explicit_patches(ctx: LoweringContext, x_q: TensorValue, w_q: TensorValue, x_zero: int,
+                      stride, padding, dilation) -> TensorValue:
+    """The int32 product of a convolution through a buffer of its patches [N, OH, OW, C, KH,
+    KW] (the form for spatial sizes known only at run time)."""
     n, c = x_q.sizes[:2]
     oc, _, kh, kw = w_q.sizes
     oh, ow = ctx.out_sizes[2:]
@@ -118,8 +145,5 @@ def lower_quantized_conv(ctx: LoweringContext, x_q: TensorValue, w_q: TensorValu
         patch = Where(valid, patch, constant(x_zero, x_q.dtype), x_q.dtype)
     patches = ctx.pointwise(patch, (n, oh, ow, c, kh, kw), hint=f"{ctx.node_name}_patches")
     m, k = n * oh * ow, c * kh * kw
-    acc = _product(ctx, _rows(ctx, patches, m, k), _columns(ctx, w_q, oc, k), m, oc, k,
-                   x_q.dtype is DType.int8, x_zero)
-    b, o, y, x = index_vars(4)
-    return ctx.pointwise(_scaled(ctx, acc.load(((b * oh + y) * ow + x, o)), o, w_scale,
-                                 x_scale, bias), ctx.out_sizes)
+    return _product(ctx, _rows(ctx, patches, m, k), _columns(ctx, w_q, oc, k), m, oc, k,
+                    x_q.dtype is DType.int8, x_zero)

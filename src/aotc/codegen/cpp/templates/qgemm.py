@@ -1,6 +1,6 @@
 """The call into the shipped int8 GEMM (kernels/gemm_int8.cpp): B packed into the
 dot-product layout in the workspace (unless it is a constant stored packed), then the exact
-int32 product."""
+int32 product, of a matrix or of a convolution's patches."""
 from __future__ import annotations
 
 from ....ir.integer import IntMatmul
@@ -23,5 +23,14 @@ def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]
         sb_k, sb_n = (c_index(s) for s in op.b.strides)
         lines.append(f"aotc_qgemm_pack_b({k}, {n}, {b}, {sb_k}, {sb_n}, {workspace});")
         packed = workspace
+    if op.patches is not None:  # a convolution: its patches read from the input in place
+        names = "c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw"
+        geometry = ", ".join(str(g) for g in op.patches)
+        return lines + [
+            "{",
+            f"  static const int64_t geometry[13] = {{{geometry}}};  // {names}",
+            f"  aotc_qconv_s32({m}, {n}, {a}, geometry, {int(op.a_signed)}, {op.a_zero}, "
+            f"{packed}, {pointer_of(buf.name)});",
+            "}"]
     return lines + [f"aotc_qgemm_s32({m}, {n}, {k}, {a}, {c_index(op.a.strides[0])}, "
                     f"{int(op.a_signed)}, {op.a_zero}, {packed}, {pointer_of(buf.name)}, {n});"]
