@@ -2,7 +2,9 @@
 
 Lowering makes every op a buffer; here a pointwise buffer read by exactly one load (or a
 cheap one, such as a scale, read by several) disappears into its readers' bodies, so a
-chain such as add -> relu -> mul, or exp feeding a sum, runs as one loop nest. Then a
+chain such as add -> relu -> mul, or exp feeding a sum, runs as one loop nest, unless that
+one load runs more often than the buffer has elements (a pooling window, a convolution's
+patches: each element read once per tap would be computed once per tap). Then a
 pointwise buffer that is the only reader of a template's result, element for element,
 becomes that template's epilogue (bias + GELU, a residual add after a GEMM), if the
 template takes one (Template.with_epilogue).
@@ -30,7 +32,7 @@ from ..ir.expr import (
 )
 from ..ir.nodes import Origin, Pointwise, Program, Reduction, Template
 from ..ir.queries import body_of
-from ..ir.symbols import index_vars, reduction_var
+from ..ir.symbols import index_vars, numel, reduction_var
 
 
 def count_reads(program: Program) -> tuple[Counter, set[str]]:
@@ -97,6 +99,32 @@ def cheap_to_recompute(body: Node) -> bool:
         isinstance(e, IndirectLoad) for e in seen)
 
 
+# a reader's loop nest this many times larger than the buffer it reads recomputes it
+AMPLIFIED = 1.25
+
+
+def amplified_reads(program: Program) -> set[str]:
+    """Pointwise buffers that a reader's loop nest (its sizes times its reduction ranges)
+    loads more often than they have elements, both counts known at compile time."""
+    out: set[str] = set()
+    for buf in program.computed():
+        body = body_of(buf.op)
+        if body is None:
+            continue
+        domain = numel(buf.sizes)
+        if isinstance(buf.op, Reduction):
+            domain = domain * numel(tuple(sympy.sympify(r) for r in buf.op.ranges))
+        domain = sympy.sympify(domain)
+        for ld in loads(body):
+            src = program.buffers.get(ld.buffer)
+            if src is None or not isinstance(src.op, Pointwise):
+                continue
+            size = sympy.sympify(numel(src.sizes))
+            if domain.is_Integer and size.is_Integer and domain > AMPLIFIED * size:
+                out.add(src.name)
+    return out
+
+
 def _guard_boundaries(program: Program) -> set[str]:
     """Buffers of a torch.cond branch read outside it: inlined there they would run
     whichever branch is taken (and fail on what the branch not taken would fail on)."""
@@ -120,6 +148,7 @@ def fuse_pointwise(program: Program) -> Program:
     program = program.with_own_buffers()
     uses, pinned = count_reads(program)
     pinned |= _guard_boundaries(program)
+    amplified = amplified_reads(program)
     inlined: dict[str, Node] = {}
     origins: dict[str, Origin | None] = {}
 
@@ -145,7 +174,8 @@ def fuse_pointwise(program: Program) -> Program:
                 op = buf.op = Reduction(op.reduce_type, op.ranges, body)
             buf.origin = merge_origins(*used, buf.origin)
             if (isinstance(op, Pointwise) and buf.name not in pinned
-                    and (uses[buf.name] <= 1 or cheap_to_recompute(op.body))):
+                    and ((uses[buf.name] <= 1 and buf.name not in amplified)
+                         or cheap_to_recompute(op.body))):
                 inlined[buf.name] = op.body
                 origins[buf.name] = buf.origin
     for name in inlined:
