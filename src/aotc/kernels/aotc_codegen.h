@@ -124,16 +124,18 @@ inline int64_t guard_imod(int64_t a, int64_t b, bool &zero) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+// NaN-propagating, as selects rather than branches: a loop of them vectorizes, and a ReLU
+// on data of either sign does not mispredict.
 template <typename T> inline T maximum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a) || std::isnan(b)) return a + b;
+    return a != a ? a : (a > b ? a : b);
   }
   return a > b ? a : b;
 }
 
 template <typename T> inline T minimum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a) || std::isnan(b)) return a + b;
+    return a != a ? a : (a < b ? a : b);
   }
   return a < b ? a : b;
 }
