@@ -1,9 +1,10 @@
 """Compile generated model code and the shipped kernels, with a content-addressed cache.
 
 Hand-written kernels (kernels/*.cpp) are compiled once per (source, flags, compiler) -- a
-target's flags and compiler, a cross compiler for another architecture -- into objects that
-every model of the target links; a model's own translation unit is cached by the
-hash of its source, flags and those objects, so compiling the same program again is free.
+target's flags and compiler, a cross compiler for another architecture -- into objects,
+built on first use; a model links those its source needs (kernel_set.py). A model's own
+translation unit is cached by the hash of its source, flags and those objects, so compiling
+the same program again is free.
 """
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import hashlib
 import os
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from ..errors import BuildError
 from ..target import Target
 from ..target.host import cache_dir
+from .kernel_set import needed_sources
 from .toolchain import INCLUDE_DIR, KERNELS_DIR, compiler, compiler_version, cxx_flags
 
 
@@ -62,40 +66,61 @@ def kernel_headers() -> list[Path]:
                                               runtime / "crc32.cpp"]
 
 
-def build_kernels(target: Target) -> list[Path]:
-    """Objects of every shipped kernel source for `target`, compiled at most once."""
+def _kernel_object(src: Path, target: Target, headers: bytes) -> Path:
+    """Where the object of kernel `src` for `target` lives in the cache."""
     cxx = compiler(target)
-    flags = cxx_flags(target)
+    # the compiler's path and version: two compilers may print the same version line
+    key = _digest(src.read_bytes(), headers, " ".join(cxx_flags(target)), cxx,
+                  compiler_version(cxx))[:24]
+    return cache_dir() / "kernels" / f"{src.stem}-{key}.o"
+
+
+def _build_kernel(src: Path, target: Target, headers: bytes) -> Path:
+    obj = _kernel_object(src, target, headers)
+    if not obj.exists():
+        cxx = compiler(target)
+        tmp = _atomic_output(obj)
+        try:
+            _run([cxx, *cxx_flags(target), *include_flags(), "-c", str(src), "-o", str(tmp)],
+                 obj.with_suffix(".log"), f"compiling kernel {src.name}")
+            os.replace(tmp, obj)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return obj
+
+
+def _in_parallel(jobs: list) -> list:
+    """Run the zero-argument callables `jobs` on up to one thread a core (each waits on a
+    compiler process); results in order, the first failure raised."""
+    if len(jobs) == 1:
+        return [jobs[0]()]
+    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+        futures = [pool.submit(job) for job in jobs]
+        return [f.result() for f in futures]
+
+
+def build_kernels(target: Target, sources: list[Path] | None = None) -> list[Path]:
+    """Objects of the shipped kernel `sources` (all of them by default) for `target`, each
+    compiled at most once, in parallel."""
     headers = b"".join(p.read_bytes() for p in kernel_headers())
-    out_dir = cache_dir() / "kernels"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    objects = []
-    for src in kernel_sources():
-        # the compiler's path and version: two compilers may print the same version line
-        key = _digest(src.read_bytes(), headers, " ".join(flags), cxx,
-                      compiler_version(cxx))[:24]
-        obj = out_dir / f"{src.stem}-{key}.o"
-        if not obj.exists():
-            tmp = _atomic_output(obj)
-            try:
-                _run([cxx, *flags, *include_flags(), "-c", str(src), "-o", str(tmp)],
-                     out_dir / f"{src.stem}-{key}.log", f"compiling kernel {src.name}")
-                os.replace(tmp, obj)
-            finally:
-                tmp.unlink(missing_ok=True)
-        objects.append(obj)
-    return objects
+    (cache_dir() / "kernels").mkdir(parents=True, exist_ok=True)
+    return _in_parallel([partial(_build_kernel, src, target, headers)
+                         for src in (kernel_sources() if sources is None else sources)])
 
 
 def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Path, bool]:
-    """(path of the model's shared library, whether it came from the cache)."""
+    """(path of the model's shared library, whether it came from the cache). The library
+    links the kernel objects its source needs (kernel_set.needed_sources); those and the
+    model's own object compile in parallel."""
     cxx = compiler(target)
-    objects = build_kernels(target)
+    sources = needed_sources(source, kernel_sources())
+    headers = b"".join(p.read_bytes() for p in kernel_headers())
     flags = cxx_flags(target, opt_level)
     key = _digest(source, " ".join(flags), cxx, compiler_version(cxx),
-                  *(o.name for o in objects))[:32]
+                  *(_kernel_object(s, target, headers).name for s in sources))[:32]
     out_dir = cache_dir() / "models"
     out_dir.mkdir(parents=True, exist_ok=True)
+    (cache_dir() / "kernels").mkdir(parents=True, exist_ok=True)
     so = out_dir / f"{key}.so"
     if so.exists():
         return so, True
@@ -106,11 +131,21 @@ def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Pa
     tmp_cpp = _atomic_output(cpp)
     tmp_cpp.write_text(source)
     os.replace(tmp_cpp, cpp)
+    tmp_obj = _atomic_output(out_dir / f"{key}.o")
     tmp = _atomic_output(so)
     try:
-        _run([cxx, *flags, "-shared", *include_flags(), str(cpp), *map(str, objects),
-              "-o", str(tmp)], out_dir / f"{key}.log", "compiling the generated model")
+        def model_object() -> Path:
+            _run([cxx, *flags, *include_flags(), "-c", str(cpp), "-o", str(tmp_obj)],
+                 out_dir / f"{key}.log", "compiling the generated model")
+            return tmp_obj
+
+        *objects, _ = _in_parallel([*(partial(_build_kernel, s, target, headers)
+                                      for s in sources), model_object])
+        # -z defs: a symbol no linked object defines fails here, not when the library loads
+        _run([cxx, *flags, "-shared", "-Wl,-z,defs", str(tmp_obj), *map(str, objects),
+              "-o", str(tmp)], out_dir / f"{key}.link.log", "linking the generated model")
         os.replace(tmp, so)
     finally:
         tmp.unlink(missing_ok=True)
+        tmp_obj.unlink(missing_ok=True)
     return so, False
