@@ -75,10 +75,11 @@ def _kernel_object(src: Path, target: Target, headers: bytes) -> Path:
     return cache_dir() / "kernels" / f"{src.stem}-{key}.o"
 
 
-def _build_kernel(src: Path, target: Target, headers: bytes) -> Path:
-    obj = _kernel_object(src, target, headers)
+def _build_kernel(src: Path, obj: Path, target: Target) -> Path:
+    """Kernel `src` compiled into its cache object `obj` (_kernel_object), unless there."""
     if not obj.exists():
         cxx = compiler(target)
+        obj.parent.mkdir(parents=True, exist_ok=True)
         tmp = _atomic_output(obj)
         try:
             _run([cxx, *cxx_flags(target), *include_flags(), "-c", str(src), "-o", str(tmp)],
@@ -103,8 +104,7 @@ def build_kernels(target: Target, sources: list[Path] | None = None) -> list[Pat
     """Objects of the shipped kernel `sources` (all of them by default) for `target`, each
     compiled at most once, in parallel."""
     headers = b"".join(p.read_bytes() for p in kernel_headers())
-    (cache_dir() / "kernels").mkdir(parents=True, exist_ok=True)
-    return _in_parallel([partial(_build_kernel, src, target, headers)
+    return _in_parallel([partial(_build_kernel, src, _kernel_object(src, target, headers), target)
                          for src in (kernel_sources() if sources is None else sources)])
 
 
@@ -115,12 +115,12 @@ def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Pa
     cxx = compiler(target)
     sources = needed_sources(source, kernel_sources())
     headers = b"".join(p.read_bytes() for p in kernel_headers())
+    kernels = [(s, _kernel_object(s, target, headers)) for s in sources]
     flags = cxx_flags(target, opt_level)
     key = _digest(source, " ".join(flags), cxx, compiler_version(cxx),
-                  *(_kernel_object(s, target, headers).name for s in sources))[:32]
+                  *(obj.name for _, obj in kernels))[:32]
     out_dir = cache_dir() / "models"
     out_dir.mkdir(parents=True, exist_ok=True)
-    (cache_dir() / "kernels").mkdir(parents=True, exist_ok=True)
     so = out_dir / f"{key}.so"
     if so.exists():
         return so, True
@@ -139,8 +139,8 @@ def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Pa
                  out_dir / f"{key}.log", "compiling the generated model")
             return tmp_obj
 
-        *objects, _ = _in_parallel([*(partial(_build_kernel, s, target, headers)
-                                      for s in sources), model_object])
+        *objects, _ = _in_parallel([*(partial(_build_kernel, s, obj, target)
+                                      for s, obj in kernels), model_object])
         # -z defs: a symbol no linked object defines fails here, not when the library loads
         _run([cxx, *flags, "-shared", "-Wl,-z,defs", str(tmp_obj), *map(str, objects),
               "-o", str(tmp)], out_dir / f"{key}.link.log", "linking the generated model")
