@@ -55,7 +55,7 @@ fuzz: $(STAMP)
 	AOTC_FUZZ_PROGRAMS=$(AOTC_FUZZ_PROGRAMS) $(VPY) -m pytest -q tests/e2e/test_fuzz_programs.py
 
 lint: $(STAMP)
-	$(VPY) -m ruff check src tests benchmarks examples
+	$(VPY) -m ruff check src tests benchmarks examples setup.py
 
 # the peers (ONNX Runtime, OpenVINO, the ONNX exporter) come with the bench extra
 BENCH_STAMP := $(VENV)/.bench-installed

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import aotc
+from aotc.cxx import prebuilt
 from aotc.cxx.compiler import build_kernels, kernel_sources
 from aotc.cxx.kernel_set import ALWAYS, EXPORTS, needed_sources
 from aotc.target import host_target
@@ -44,6 +45,7 @@ def test_callees_come_with_their_callers():
 
 def test_cold_build_compiles_only_the_kernels_the_model_uses(tmp_path, monkeypatch):
     monkeypatch.setenv("AOTC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(prebuilt, "PREBUILT_DIR", tmp_path / "no-install")  # as if none
     torch.manual_seed(0)
     model = ReadmeModel().eval()
     x = torch.randn(5, 10)

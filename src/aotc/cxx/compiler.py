@@ -2,7 +2,8 @@
 
 Hand-written kernels (kernels/*.cpp) are compiled once per (source, flags, compiler) -- a
 target's flags and compiler, a cross compiler for another architecture -- into objects,
-built on first use; a model links those its source needs (kernel_set.py). A model's own
+built at install (prebuilt.py) or on first use; a model links those its source needs
+(kernel_set.py). A model's own
 translation unit is cached by the hash of its source, flags and those objects, so compiling
 the same program again is free.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 from ..errors import BuildError
 from ..target import Target
 from ..target.host import cache_dir
+from . import prebuilt
 from .kernel_set import needed_sources
 from .toolchain import INCLUDE_DIR, KERNELS_DIR, compiler, compiler_version, cxx_flags
 
@@ -66,13 +68,17 @@ def kernel_headers() -> list[Path]:
                                               runtime / "crc32.cpp"]
 
 
-def _kernel_object(src: Path, target: Target, headers: bytes) -> Path:
-    """Where the object of kernel `src` for `target` lives in the cache."""
+def _kernel_object(src: Path, target: Target, headers: bytes, root: Path | None = None) -> Path:
+    """Where the object of kernel `src` for `target` lives: in `root`, or by default the one
+    installed with aotc (prebuilt.py) where it is there, else in the cache."""
     cxx = compiler(target)
     # the compiler's path and version: two compilers may print the same version line
     key = _digest(src.read_bytes(), headers, " ".join(cxx_flags(target)), cxx,
                   compiler_version(cxx))[:24]
-    return cache_dir() / "kernels" / f"{src.stem}-{key}.o"
+    name = f"{src.stem}-{key}.o"
+    if root is not None:
+        return root / name
+    return prebuilt.find(name) or cache_dir() / "kernels" / name
 
 
 def _build_kernel(src: Path, obj: Path, target: Target) -> Path:
@@ -90,7 +96,7 @@ def _build_kernel(src: Path, obj: Path, target: Target) -> Path:
     return obj
 
 
-def _in_parallel(jobs: list) -> list:
+def run_in_parallel(jobs: list) -> list:
     """Run the zero-argument callables `jobs` on up to one thread a core (each waits on a
     compiler process); results in order, the first failure raised."""
     if len(jobs) == 1:
@@ -100,12 +106,20 @@ def _in_parallel(jobs: list) -> list:
         return [f.result() for f in futures]
 
 
-def build_kernels(target: Target, sources: list[Path] | None = None) -> list[Path]:
-    """Objects of the shipped kernel `sources` (all of them by default) for `target`, each
-    compiled at most once, in parallel."""
+def kernel_jobs(target: Target, sources: list[Path] | None = None,
+                root: Path | None = None) -> list:
+    """One zero-argument build (returning the object's path) per shipped kernel source
+    (all of them by default) for `target`, into `root` (by default: _kernel_object's)."""
     headers = b"".join(p.read_bytes() for p in kernel_headers())
-    return _in_parallel([partial(_build_kernel, src, _kernel_object(src, target, headers), target)
-                         for src in (kernel_sources() if sources is None else sources)])
+    return [partial(_build_kernel, src, _kernel_object(src, target, headers, root), target)
+            for src in (kernel_sources() if sources is None else sources)]
+
+
+def build_kernels(target: Target, sources: list[Path] | None = None,
+                  root: Path | None = None) -> list[Path]:
+    """Objects of the shipped kernel `sources` for `target` (kernel_jobs), each compiled at
+    most once, in parallel."""
+    return run_in_parallel(kernel_jobs(target, sources, root))
 
 
 def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Path, bool]:
@@ -139,7 +153,7 @@ def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Pa
                  out_dir / f"{key}.log", "compiling the generated model")
             return tmp_obj
 
-        *objects, _ = _in_parallel([*(partial(_build_kernel, s, obj, target)
+        *objects, _ = run_in_parallel([*(partial(_build_kernel, s, obj, target)
                                       for s, obj in kernels), model_object])
         # -z defs: a symbol no linked object defines fails here, not when the library loads
         _run([cxx, *flags, "-shared", "-Wl,-z,defs", str(tmp_obj), *map(str, objects),
