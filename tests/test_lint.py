@@ -20,7 +20,7 @@ def _tool(name: str) -> str:
 
 
 def test_ruff():
-    proc = subprocess.run([_tool("ruff"), "check", "src", "tests", "examples", "benchmarks"],
+    proc = subprocess.run([_tool("ruff"), "check", "src", "tests", "examples", "benchmarks", "setup.py"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -63,17 +63,18 @@ bool same(const std::vector<aotc::Tensor> &a, const std::vector<aotc::Tensor> &b
 int main(int argc, char **argv) {
   if (argc < 4) {
     std::cerr << "usage: run_model package.pt2 model_name out_dir inputs... [--threads N] [--buffer] "
-                 "[--calls N] [--swap NAME value.raw] [--memory]\n";
+                 "[--calls N] [--swap NAME value.raw] [--memory] [--profile]\n";
     return 2;
   }
   std::vector<aotc::Tensor> inputs;
   int threads = 0, calls = 1;
-  bool from_buffer = false, memory = false;
+  bool from_buffer = false, memory = false, profile = false;
   std::unordered_map<std::string, aotc::Tensor> swaps;
   for (int k = 4; k < argc; ++k) {
     if (std::strcmp(argv[k], "--threads") == 0 && k + 1 < argc) threads = std::atoi(argv[++k]);
     else if (std::strcmp(argv[k], "--buffer") == 0) from_buffer = true;
     else if (std::strcmp(argv[k], "--memory") == 0) memory = true;
+    else if (std::strcmp(argv[k], "--profile") == 0) profile = true;
     else if (std::strcmp(argv[k], "--calls") == 0 && k + 1 < argc) calls = std::atoi(argv[++k]);
     else if (std::strcmp(argv[k], "--swap") == 0 && k + 2 < argc) {
       const std::string name = argv[++k];
@@ -98,8 +99,18 @@ int main(int argc, char **argv) {
     for (const std::string &c : loader.constant_names()) std::cout << "constant " << c << "\n";
     std::cout << "model_name " << loader.metadata().at("model_name") << "\n";
     if (!swaps.empty()) loader.load_constants(swaps, false);
+    if (profile) loader.profile(true);
     std::vector<aotc::Tensor> outputs = loader.run(inputs);
     for (int c = 1; c < calls; ++c) outputs = loader.run(inputs);
+    if (profile) {  // each step: its kernel, how often it ran, and its latest run's figures
+      loader.profile(false);
+      for (const aotc::ProfileStep &p : loader.profile_read(true))
+        std::cout << "profile " << p.kernel << " runs " << p.counts.runs << " ns "
+                  << p.counts.total_ns << " flops " << p.counts.last_flops << " bytes "
+                  << p.counts.last_bytes << "\n";
+      for (const aotc::ProfileStep &p : loader.profile_read())
+        if (p.counts.runs != 0) std::cout << "profile not reset\n";
+    }
     const std::string dir = argv[3];
     for (size_t j = 0; j < outputs.size(); ++j)
       write_tensor(dir + "/out" + std::to_string(j) + ".raw", outputs[j]);

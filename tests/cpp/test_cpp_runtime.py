@@ -317,3 +317,22 @@ def test_wait_policy_as_the_python_runtime(test_programs, plain_example, tmp_pat
                           timeout=120, env={**clean, **env, "OMP_DISPLAY_ENV": "verbose"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(rf"^\s*GOMP_SPINCOUNT = '{spin}'", proc.stderr, re.MULTILINE), proc.stderr
+
+
+def test_profile_from_cpp(test_programs, tmp_path):
+    """The C++ loader's profile switch and counts: every step of every call, named as the
+    library's own table names them, and zeroed after a reading that resets."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 10)
+    ep = torch.export.export(ReadmeModel().eval(), (x,))
+    package = aotc.compile_and_package(ep, package_path=tmp_path / "p.pt2")
+    proc, outs = run_model(test_programs, package, "model", [x.numpy()], tmp_path, "--calls", "4",
+                           "--profile")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    np.testing.assert_allclose(outs[0], ep.module()(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    lines = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("profile ")]
+    steps = aotc.load_package(package).profiler().steps
+    assert [ln[1] for ln in lines] == [s.kernel for s in steps]
+    assert all(ln[3] == "4" and int(ln[5]) > 0 for ln in lines)  # runs, total ns
+    assert float(lines[0][7]) == 2 * 3 * 16 * 10  # fc1's flops at batch 3
+    assert "profile not reset" not in proc.stdout

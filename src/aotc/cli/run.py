@@ -120,6 +120,10 @@ def cmd_bench(args) -> int:
     import aotc
 
     out = console()
+    if args.profile is not None:
+        from .profile import cmd_profile
+
+        return cmd_profile(args, out)
     threads = [int(t) for t in str(args.threads).split(",") if t.strip()]
     results = []
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
@@ -177,4 +181,7 @@ def add_run_commands(sub) -> None:
     p.add_argument("--threads", default="1", help="thread counts, comma-separated (1,2,4)")
     p.add_argument("--iters", type=int, default=200)
     p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--profile", nargs="?", const="", default=None, metavar="TRACE.json",
+                   help="time every kernel of each call: a table of their shares and a "
+                   "Chrome-trace JSON for Perfetto (default PACKAGE.trace.json here)")
     p.set_defaults(fn=cmd_bench)

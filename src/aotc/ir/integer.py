@@ -35,6 +35,9 @@ class IntMatmul(Template):
     def reads(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.a.buffer, self.b.buffer)))
 
+    def flops(self) -> sympy.Expr:
+        return 2 * self.m * self.n * self.k  # integer operations
+
     def workspace(self) -> sympy.Expr:
         """A bound on aotc_qgemm_packed_bytes(k, n): k rounded up to groups of 4 and n to
         panels of 16 bytes of int8, then 16-padded int32 column sums; none for a packed B."""

@@ -70,6 +70,8 @@ class Template:
       - `workspace()`: bytes of scratch it needs while it runs (the memory plan gives it an
         arena slot that is free again as soon as the kernel returns);
       - `describe()`: its one-line text form for IR dumps;
+      - `flops()`: the arithmetic one run does (two per multiply-add), for the profile's
+        GFLOP/s; 0 (the default) for a kernel that moves or orders data;
       - `with_epilogue(source, body)`: the template with a pointwise consumer of its result
         applied to each value as the kernel finishes it (fusion offers every such
         consumer; a template that cannot apply one returns None);
@@ -85,6 +87,9 @@ class Template:
 
     def describe(self) -> str:
         raise NotImplementedError
+
+    def flops(self) -> sympy.Expr:
+        return sympy.Integer(0)
 
     def with_epilogue(self, source: str, body: Node) -> Template | None:
         """This template followed by `body`, a pointwise body over its output's index that
@@ -129,6 +134,9 @@ class Gemm(Template):
             names += [ld.buffer for ld in loads(self.epilogue)
                       if ld.buffer != self.epilogue_source]
         return tuple(dict.fromkeys(names))
+
+    def flops(self) -> sympy.Expr:
+        return 2 * self.batch * self.m * self.n * self.k
 
     def with_epilogue(self, source: str, body: Node) -> Gemm | None:
         """A float32 body without data-dependent loads, after any epilogue already fused."""
@@ -203,6 +211,16 @@ class Conv(Template):
     def reads(self) -> tuple[str, ...]:
         return (self.x, self.weight) + ((self.bias,) if self.bias else ()) + (
             (self.residual,) if self.residual else ())
+
+    def flops(self) -> sympy.Expr:
+        """Per output element (per input element, transposed): a multiply-add per weight tap
+        of its group's channels."""
+        taps = _product(self.kernel)
+        if self.transposed:
+            return 2 * self.batch * self.in_channels * _product(self.in_size) * taps \
+                * self.out_channels / self.groups
+        return 2 * self.batch * self.out_channels * _product(self.out_size) * taps \
+            * self.in_channels / self.groups
 
     def workspace(self) -> sympy.Expr:
         """The scratch of the kernel's path (aotc_sconv_workspace in kernels/aotc_kernels.h)."""
@@ -388,6 +406,11 @@ class Attention(Template):
 
     def reads(self) -> tuple[str, ...]:
         return tuple(o.buffer for o in (self.q, self.k, self.v, self.mask) if o is not None)
+
+    def flops(self) -> sympy.Expr:
+        """The scores and the weighted values, every key counted (causal or not)."""
+        return 2 * self.batch * self.heads * self.q_len * self.kv_len * (self.head_dim
+                                                                          + self.v_dim)
 
     def describe(self) -> str:
         extras = [f"scale={self.scale:g}"]

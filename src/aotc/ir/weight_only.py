@@ -35,6 +35,9 @@ class WeightOnlyMatmul(Template):
         names = (self.x.buffer, self.q, self.scale, self.zero, self.bias)
         return tuple(dict.fromkeys(b for b in names if b is not None))
 
+    def flops(self) -> sympy.Expr:
+        return 2 * self.m * self.n * self.k
+
     def describe(self) -> str:
         zero = f" - {self.zero}" if self.zero else ""
         bias = f" + {self.bias}" if self.bias else ""

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "aotc_abi.h"
+#include "aotc_profile.h"
 #include "aotc_special.h"
 
 #if defined(__aarch64__) && !defined(__clang__) && __GNUC__ < 13

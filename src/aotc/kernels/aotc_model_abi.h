@@ -5,7 +5,8 @@
 //               kNumState, kStateConstant[], kNumLateStages (arenas sized during the run),
 //               kOutputSizesNeedRun (output sizes depend on values the kernels compute),
 //               and the description tables kInputs, kOutputs, kSymbols, kConstants,
-//               kKeys, kValues, kNumMetadata
+//               kKeys, kValues, kNumMetadata, kNumProfileSteps and kProfileSteps[]
+//   the profile  g_profiling (its switch) and g_profile[] (a ProfileSlot per step)
 //   struct Model  constants, state, shared_state, arena, late_arena[], num_threads
 //   functions   bind_inputs(in, n_in, sym)          binds the shape symbols, checks inputs
 //               output_sizes(sym, sizes)            n_out x kMaxRank sizes from the symbols
@@ -191,6 +192,27 @@ int aotc_pack_constant(int64_t k, const void *src, void *dst) {
   if (kConstantBytes[k] == 0) return AOTC_OK;
   if (!src || !dst) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: null argument");
   if (!pack_constant(k, src, dst)) __builtin_memcpy(dst, src, size_t(kConstantBytes[k]));
+  return AOTC_OK;
+}
+
+// version 7: the run timed step by step
+int aotc_describe_profile(const aotc_profile_step **steps, int64_t *n) {
+  if (!steps || !n) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_describe_profile: null argument");
+  *steps = kProfileSteps;
+  *n = kNumProfileSteps;
+  return AOTC_OK;
+}
+
+int aotc_profile_enable(int32_t on) {
+  return g_profiling.exchange(on != 0, std::memory_order_relaxed) ? 1 : 0;
+}
+
+int aotc_profile_read(aotc_profile_count *counts, int64_t n, int32_t reset) {
+  if (n < 0 || n > kNumProfileSteps)
+    return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_profile_read: %lld counts asked, the run has %lld "
+                      "steps", (long long)n, (long long)kNumProfileSteps);
+  if (n > 0 && !counts) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_profile_read: null counts");
+  for (int64_t k = 0; k < n; ++k) counts[k] = g_profile[k].read(reset != 0);
   return AOTC_OK;
 }
 

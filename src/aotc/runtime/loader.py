@@ -29,6 +29,7 @@ from .describe import describe_library
 from .fixed_call import FixedFrame, FixedSignature, known_shapes
 from .mutation import check_writable, write_back
 from .pool import RunnerPool
+from .profile import Profiler
 from .scalars import as_number, int_input
 from .state import SharedState, as_state_value, state_table
 from .tensors import Frame, as_input, empty, is_torch_tensor
@@ -164,6 +165,7 @@ class CompiledModel:
         self._fixed = self._fixed_signature()
         self._run_by_address = abi.run_by_address(self._lib)
         self._fixed_frames: dict[int, FixedFrame] = {}
+        self._profiler: Profiler | None = None
         try:
             first = self._new_handle(weights)
         except RuntimeFailure as e:  # the library refused what the metadata describes
@@ -172,6 +174,13 @@ class CompiledModel:
         self._pool = RunnerPool(num_runners, first, weights)
         clock.stage("create")
         self.load_seconds = clock.seconds  # per stage, for benchmarks/load.py
+
+    def profiler(self) -> Profiler:
+        """The per-kernel counters of this model's library (off until enabled): its steps in
+        run order and what each call added to them (aotc bench --profile)."""
+        if self._profiler is None:
+            self._profiler = Profiler(self._lib)
+        return self._profiler
 
     @property
     def num_runners(self) -> int:

@@ -155,6 +155,9 @@ Library::Library(const uint8_t *data, size_t size, const std::string &label) {
     bind(handle_, "aotc_describe_state", &abi_.describe_state, label);
     bind(handle_, "aotc_share_state", &abi_.share_state, label);
     bind(handle_, "aotc_pack_constant", &abi_.pack_constant, label);
+    bind(handle_, "aotc_describe_profile", &abi_.describe_profile, label);
+    bind(handle_, "aotc_profile_enable", &abi_.profile_enable, label);
+    bind(handle_, "aotc_profile_read", &abi_.profile_read, label);
   } catch (...) {
     dlclose(handle_);
     if (fd_ >= 0) ::close(fd_);

@@ -27,6 +27,9 @@ struct ModelAbi {
   int (*describe_state)(const int64_t **, int64_t *);
   int (*share_state)(void *, int64_t, void *);
   int (*pack_constant)(int64_t, const void *, void *);
+  int (*describe_profile)(const aotc_profile_step **, int64_t *);
+  int (*profile_enable)(int32_t);
+  int (*profile_read)(aotc_profile_count *, int64_t, int32_t);
 };
 
 class Library {

@@ -470,4 +470,29 @@ int aotc_loader_reset_state(aotc_loader *l, aotc_error *error) {
   });
 }
 
+int aotc_loader_profile_steps(const aotc_loader *l, const aotc_profile_step **steps, int64_t *n,
+                              aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_profile_steps");
+    if (!steps || !n) fail(AOTC_ERR_ARGUMENT, "aotc_loader_profile_steps: null argument");
+    l->check(l->abi.describe_profile(steps, n));
+  });
+}
+
+int aotc_loader_profile(aotc_loader *l, int32_t on, int32_t *was_on, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_profile");
+    const int32_t before = l->abi.profile_enable(on);
+    if (was_on) *was_on = before;
+  });
+}
+
+int aotc_loader_profile_read(aotc_loader *l, aotc_profile_count *counts, int64_t n, int32_t reset,
+                             aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_profile_read");
+    l->check(l->abi.profile_read(counts, n, reset));
+  });
+}
+
 }  // extern "C"

@@ -35,6 +35,7 @@ from .exprs import c_index, symbol_ranges
 from .kernels import Kernel, describe, emit_kernel, program_symbol_index, symbol_order
 from .late import emit_bind, emit_stage_start, emit_symbol_locals, slot_pointer
 from .packing import emit_packing
+from .profile import emit_profile_slots, emit_profile_table, step_begin, step_end, step_entry
 from .rows import emit_row_group
 from .sharing import KernelSharing
 from .state import emit_state_tables, state_index, storage_of
@@ -87,6 +88,7 @@ def _emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled], l
         "};",
         "",
     ])
+    emit_profile_slots(code, len(schedule))
     kernels = {}
     in_place = in_place_updates(program, schedule)
     ctx = EmitContext(loops.nests, frozenset(in_place))
@@ -107,7 +109,8 @@ def _emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled], l
         kernels[item.name] = sharing.share(code, start, kernel, computes)
     _emit_bind_inputs(code, program)
     _emit_output_sizes(code, program, max_rank)
-    _emit_run(code, program, plan, schedule, kernels, in_place)
+    steps = _emit_run(code, program, plan, schedule, kernels, in_place)
+    emit_profile_table(code, steps)
     emit_description(code, program, metadata or {})
     emit_packing(code, program)
     code.line("}  // namespace")
@@ -209,7 +212,8 @@ def _emit_output_sizes(code: CodeBuffer, program: Program, max_rank: int) -> Non
 
 
 def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: list[Scheduled],
-              kernels: dict, in_place: dict[str, str]) -> None:
+              kernels: dict, in_place: dict[str, str]) -> list[tuple[str, str, str]]:
+    """The run function; returns each step's (kernel, ops, source) for the profile table."""
     const_index = {c.buffer: k for k, c in enumerate(program.constants)}
     states = state_index(program)
     input_index = {s.buffer: k for k, s in enumerate(program.inputs)}
@@ -269,6 +273,7 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
                           f"slot{plan.slot_of[name]});")
         code.lines_of(guard_locals(program))
         open_loops: list[str] = []
+        steps: list[tuple[str, str, str]] = []
 
         def close_loop() -> None:
             code.lines_of(["  " + s for s in loop_close(
@@ -290,10 +295,13 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
             if guard:  # inside a torch.cond branch: runs when the branch is taken
                 code.line(f"if ({guard}) {{")
                 code.level += 1
+            code.line(step_begin(step))
             if isinstance(item, Buffer) and item.name not in kernels:
                 ws = plan.workspace_of.get(item.name)
-                code.lines_of(template_call(item, lambda n: n,
-                                            None if ws is None else slot_pointer(plan, ws)))
+                call = template_call(item, lambda n: n,
+                                     None if ws is None else slot_pointer(plan, ws))
+                code.lines_of(call)
+                steps.append(step_entry(item, None, call))
             elif kernels[item.name].checks_bounds:
                 k = kernels[item.name]
                 code.line(f"{k.name}(sym, &oob, {', '.join(k.args)});")
@@ -305,6 +313,9 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
             else:
                 k = kernels[item.name]
                 code.line(f"{k.name}(sym, {', '.join(k.args)});")
+            if item.name in kernels:
+                steps.append(step_entry(item, kernels[item.name].name, []))
+            code.line(step_end(program, item, step))
             code.lines_of(after_kernel(program, names))
             if guard:
                 code.level -= 1
@@ -323,6 +334,7 @@ def _emit_run(code: CodeBuffer, program: Program, plan: MemoryPlan, schedule: li
                       f"{c_index(nbytes(program.buffers[name]))});")
         code.line("return AOTC_OK;")
     code.line()
+    return steps
 
 
 def _emit_output_checks(code: CodeBuffer, program: Program) -> None:

@@ -176,6 +176,12 @@ struct ConstantSpec {
   int64_t nbytes;
 };
 
+// One step of the run (a kernel) and what profiling counted of it (aotc_abi.h, version 7).
+struct ProfileStep {
+  std::string kernel, ops, source;
+  aotc_profile_count counts;  // runs, total_ns, and the latest run's begin, ns, flops, bytes
+};
+
 class ModelPackageLoader {
  public:
   // model_name "": the package's only model, else "model"; num_runners: concurrent calls
@@ -328,6 +334,33 @@ class ModelPackageLoader {
   void reset_buffers() {
     aotc_error e{};
     check(aotc_loader_reset_state(loader_, &e), e);
+  }
+
+  // Per-kernel timing of this model's library: off when loaded; profile(true) turns it on,
+  // profile_read gives the steps in run order with their counts (those of every call, on
+  // any thread), zeroed after reading with `reset`.
+  void profile(bool on) {
+    aotc_error e{};
+    check(aotc_loader_profile(loader_, on ? 1 : 0, nullptr, &e), e);
+  }
+
+  std::vector<ProfileStep> profile_read(bool reset = false) {
+    const aotc_profile_step *steps = nullptr;
+    int64_t n = 0;
+    aotc_error e{};
+    check(aotc_loader_profile_steps(loader_, &steps, &n, &e), e);
+    std::vector<aotc_profile_count> counts(static_cast<size_t>(n));
+    check(aotc_loader_profile_read(loader_, counts.data(), n, reset ? 1 : 0, &e), e);
+    std::vector<ProfileStep> out;
+    for (int64_t k = 0; k < n; ++k) {
+      ProfileStep step;
+      step.kernel = steps[k].kernel;
+      step.ops = steps[k].ops;
+      step.source = steps[k].source;
+      step.counts = counts[size_t(k)];
+      out.push_back(std::move(step));
+    }
+    return out;
   }
 
   aotc_loader *handle() const { return loader_; }

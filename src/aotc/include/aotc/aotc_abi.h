@@ -1,4 +1,4 @@
-/* The C ABI every aotc model.so exports (version 6).
+/* The C ABI every aotc model.so exports (version 7).
  * Every function returns 0 on success, or a non-zero aotc_status with a message in
  * aotc_last_error() (thread-local). No C++ exception and no abort crosses this ABI.
  * New functions may be added in later versions; existing meanings never change. Any change
@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 6
+#define AOTC_ABI_VERSION 7
 
 typedef struct {
   void *data;
@@ -118,6 +118,36 @@ int aotc_pack_constant(int64_t k, const void *src, void *dst);
  * polynomial and convention: crc32(crc32(0, a), b) is the CRC of a followed by b) over
  * `size` bytes, so a loader checks weights.bin with the library before it uses it. */
 uint32_t aotc_crc32(uint32_t crc, const void *data, size_t size);
+
+/* version 7: the run timed step by step. A run is a sequence of steps (a generated kernel,
+ * or a call into a shipped one), described in run order by aotc_describe_profile: the
+ * kernel's name, the ATen nodes it computes and the user's source lines ("" where unknown).
+ * While profiling is on (aotc_profile_enable(1); off when the library loads) each step
+ * that runs adds to its counts, on CLOCK_MONOTONIC: how many times it ran, the nanoseconds
+ * in total, and its latest run's start, duration, floating-point operations and bytes
+ * (the whole buffers it reads and writes, at that run's sizes; flops 0 for a step that only
+ * moves data). The counts are the library's, added to by every model object of it and by
+ * calls on several threads at once. aotc_profile_read copies the first n of them (n at most
+ * the number of steps) and, with `reset`, zeroes them; aotc_profile_enable returns whether
+ * profiling was on. Off, a step costs one relaxed load of the switch. */
+typedef struct {
+  const char *kernel;
+  const char *ops;
+  const char *source;
+} aotc_profile_step;
+
+typedef struct {
+  uint64_t runs;
+  uint64_t total_ns;
+  uint64_t last_begin_ns;
+  uint64_t last_ns;
+  double last_flops;
+  double last_bytes;
+} aotc_profile_count;
+
+int aotc_describe_profile(const aotc_profile_step **steps, int64_t *n);
+int aotc_profile_enable(int32_t on);
+int aotc_profile_read(aotc_profile_count *counts, int64_t n, int32_t reset);
 
 #ifdef __cplusplus
 }

@@ -103,6 +103,21 @@ int aotc_loader_set_state(aotc_loader *loader, const char *name, const aotc_tens
 AOTC_RUNTIME_API
 int aotc_loader_reset_state(aotc_loader *loader, aotc_error *error);
 
+/* The run timed step by step (aotc_abi.h, version 7). aotc_loader_profile_steps describes
+ * the steps in run order; aotc_loader_profile switches the timing of the loaded model's
+ * library on or off (it starts off; *was_on, if not NULL, gets the previous setting);
+ * aotc_loader_profile_read copies the first n steps' counts (n at most their number) and,
+ * with `reset`, zeroes them. The counts belong to the library: calls on every thread add
+ * to them. */
+AOTC_RUNTIME_API
+int aotc_loader_profile_steps(const aotc_loader *loader, const aotc_profile_step **steps,
+                              int64_t *n, aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_profile(aotc_loader *loader, int32_t on, int32_t *was_on, aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_profile_read(aotc_loader *loader, aotc_profile_count *counts, int64_t n,
+                             int32_t reset, aotc_error *error);
+
 #ifdef __cplusplus
 }
 #endif
