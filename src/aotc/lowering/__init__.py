@@ -28,6 +28,7 @@ from . import (  # noqa: F401
     tensor_split,
     unique,
     views,
+    windows,
 )
 from .context import LoweringContext, TensorValue, buffer_value
 from .registry import LOWERINGS, covered_ops, lookup, register_lowering
