@@ -17,6 +17,7 @@ from .errors import (  # noqa: E402
     InputError,
     PackageError,
     RuntimeFailure,
+    StateLimitError,
     UnsupportedOperatorError,
 )
 from .logs import configure_logging  # noqa: E402
@@ -57,6 +58,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "AotcError", "BuildError", "CompileError", "InputError", "PackageError", "RuntimeFailure",
+    "StateLimitError",
     "UnsupportedOperatorError", "CompiledModel", "aot_compile", "aoti_compile_and_package",
     "aoti_load_package", "compile_and_package", "load_package", "cmake_prefix_path", "__version__",
 ]

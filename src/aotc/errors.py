@@ -94,3 +94,8 @@ class InputError(AotcError, ValueError, RuntimeError):
 
 class RuntimeFailure(AotcError, RuntimeError):
     """The compiled code reported a failure while running."""
+
+
+class StateLimitError(AotcError, RuntimeError):
+    """Every state a loaded model may hold at once is in use (its `max_states`): free one,
+    or load the model with more."""

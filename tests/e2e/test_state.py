@@ -243,3 +243,39 @@ def test_lifted_constant_updated_in_place_is_state(tmp_path):
     assert int(model.get_buffer("length")) == 9
     model.reset_buffers()
     assert int(model.get_buffer("length")) == 0
+
+
+def test_states_of_their_own(tmp_path):
+    """new_state(): each state starts at the package's values and keeps its own updates,
+    interleaved calls on several states and on the model's own state never mix; reset,
+    get and set act on one state; a bound on how many, and a freed state refuses calls."""
+    x = torch.tensor([1.0, 2.0, -1.0])
+    model = aotc.load_package(_package(CountCalls(), (x,), tmp_path)[1], max_states=2)
+    a, b = model.new_state(), model.new_state()
+    with pytest.raises(aotc.StateLimitError, match="holds 2 states"):
+        model.new_state()
+    eager = {k: CountCalls() for k in ("a", "b", "model")}
+    calls = {"a": a, "b": b, "model": model}
+    for key in ("a", "b", "a", "model", "b", "model", "b", "a"):
+        for got, want in zip(calls[key](x), eager[key](x)):
+            torch.testing.assert_close(got, want)
+    assert int(a.get_buffer("count")) == 3 and int(b.get_buffer("count")) == 3
+    assert int(model.get_buffer("count")) == 2
+    a.reset()
+    torch.testing.assert_close(a(x)[0], x)  # a first call again
+    b.set_buffer("count", torch.tensor(10))
+    torch.testing.assert_close(b(x)[0], x * 11)
+    assert int(model.get_buffer("count")) == 2  # neither touched the model's own
+    a.free()
+    with pytest.raises(aotc.InputError, match="freed"):
+        a(x)
+    with model.new_state() as c:  # a's place is free again
+        torch.testing.assert_close(c(x)[0], x)
+    assert model.states_in_use == 1  # b
+
+
+def test_a_model_without_state_has_none_to_make(tmp_path):
+    model = aotc.load_package(_package(torch.nn.Linear(3, 2).eval(), (torch.randn(1, 3),),
+                                       tmp_path)[1])
+    with pytest.raises(aotc.InputError, match="no state"):
+        model.new_state()

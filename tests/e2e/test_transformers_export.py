@@ -108,3 +108,32 @@ def test_generate_without_torch(llama_package):
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [want, False]
+
+
+def test_sequences_on_states_of_their_own_decode_at_once(llama_package):
+    """Two prompts generated at the same time, each on its own state, from two threads on
+    two runners: each gets the tokens it gets alone; the model's own state is untouched."""
+    import threading
+
+    path, want = llama_package
+    model = aotc.load_package(path, num_runners=2, max_states=2)
+    other_prompt = [4, 8, 15, 16]
+    alone = generate(model, other_prompt, 20)
+    model.reset_buffers()
+    before = {n: model.get_buffer(n).clone() for n in model.buffer_names()}
+    results: dict[str, list[int]] = {}
+
+    def run(key, prompt, steps):
+        with model.new_state() as state:
+            results[key] = generate(model, prompt, steps, state=state)
+
+    threads = [threading.Thread(target=run, args=("a", PROMPT, 24)),
+               threading.Thread(target=run, args=("b", other_prompt, 20))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {"a": want, "b": alone}
+    for name, value in before.items():
+        torch.testing.assert_close(model.get_buffer(name), value)
+    assert model.states_in_use == 0

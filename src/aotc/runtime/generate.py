@@ -6,6 +6,12 @@ token budget. Numpy only; the caller tokenizes.
     from aotc.runtime.generate import generate
     model = aotc.load_package("llama.pt2")
     tokens = generate(model, [1, 5, 9], max_new_tokens=32, eos_token_id=2)
+
+Several sequences at once: each on a state of its own (model.new_state()), from as many
+threads, with load_package(..., num_runners=n) so that n of them decode at the same time:
+
+    with model.new_state() as state:
+        tokens = generate(model, prompt, 32, state=state)
 """
 from __future__ import annotations
 
@@ -45,12 +51,13 @@ def _choose(logits: np.ndarray, temperature: float, top_k: int | None,
 def generate(model, prompt: Sequence[int], max_new_tokens: int, *,
              eos_token_id: int | Sequence[int] | None = None, temperature: float = 0.0,
              top_k: int | None = None, seed: int | None = None,
-             cache_len: int | None = None, reset: bool = True) -> list[int]:
+             cache_len: int | None = None, reset: bool = True, state=None) -> list[int]:
     """The new tokens after `prompt` (at most `max_new_tokens`, ending with the stop token
     when one came). The model is called as model(input_ids=[1, T], cache_position=[T]) and
     returns logits [1, T, vocab]. `reset` starts from an empty cache (reset_buffers);
     `seed` makes sampling reproducible. A sequence longer than the cache (`cache_len`, by
-    default cache_length(model)) is an InputError before any call."""
+    default cache_length(model)) is an InputError before any call. With `state` (a
+    ModelState of `model`), the calls read and update that state's cache, not the model's."""
     if not prompt:
         raise InputError("generate: the prompt is empty; give at least one token id")
     if max_new_tokens < 1:
@@ -63,13 +70,14 @@ def generate(model, prompt: Sequence[int], max_new_tokens: int, *,
     stops = set() if eos_token_id is None else (
         {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id))
     rng = np.random.default_rng(seed)
+    run = model if state is None else state
     if reset:
-        model.reset_buffers()
+        run.reset_buffers()
     ids = np.asarray([list(prompt)], dtype=np.int64)
     positions = np.arange(len(prompt), dtype=np.int64)
     tokens: list[int] = []
     while True:
-        logits = np.asarray(model(input_ids=ids, cache_position=positions))
+        logits = np.asarray(run(input_ids=ids, cache_position=positions))
         tokens.append(_choose(logits[0, -1], temperature, top_k, rng))
         if tokens[-1] in stops or len(tokens) == max_new_tokens:
             return tokens

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..dtypes import DType
-from ..errors import InputError, PackageError, RuntimeFailure
+from ..errors import InputError, PackageError, RuntimeFailure, StateLimitError
 from ..package.filelike import is_filelike, spilled
 from ..package.format import PackageReader
 from ..package.schema import check_against_library, check_constants_fit
@@ -31,7 +31,7 @@ from .mutation import check_writable, write_back
 from .pool import RunnerPool
 from .profile import Profiler
 from .scalars import as_number, int_input
-from .state import SharedState, as_state_value, state_table
+from .state import ModelState, SharedState, as_state_value, state_table
 from .tensors import Frame, as_input, empty, is_torch_tensor
 
 
@@ -95,9 +95,11 @@ class CompiledModel:
     """A callable compiled model: model(*args, **kwargs) -> outputs in the exported structure."""
 
     def __init__(self, path: str, model_name: str | None = None, run_single_threaded: bool = False,
-                 num_threads: int | None = None, num_runners: int = 1):
+                 num_threads: int | None = None, num_runners: int = 1, max_states: int = 8):
         if not isinstance(num_runners, int) or isinstance(num_runners, bool) or num_runners < 1:
             raise ValueError(f"num_runners must be a positive integer, got {num_runners!r}")
+        if not isinstance(max_states, int) or isinstance(max_states, bool) or max_states < 0:
+            raise ValueError(f"max_states must be a non-negative integer, got {max_states!r}")
         clock = _StageClock()
         reader = PackageReader(path)
         try:
@@ -131,6 +133,12 @@ class CompiledModel:
         self._weights = _weights_array(weights_bytes, weights_offset)
         # the state belongs to this loaded model: one copy, shared by its model objects
         self._shared = SharedState(self._lib, self._state, self._weights)
+        # the states new_state() made, beyond that default one; which state each runner
+        # (model object) reads now
+        self.max_states = max_states
+        self._open_states = 0
+        self._states_lock = threading.Lock()
+        self._bound: dict[int, int] = {}
         weights = WeightSet.from_package(self._weights, self.package_metadata["constants"])
         self._outputs = [(DType.from_name(o["dtype"]), len(o["sizes"]))
                          for o in self.description.outputs]
@@ -199,19 +207,54 @@ class CompiledModel:
     def get_buffer(self, name: str):
         """A copy of state buffer `name` as the model holds it now (a torch tensor when
         torch is loaded, else a numpy array)."""
+        return self._get_buffer(self._shared, name)
+
+    def set_buffer(self, name: str, value) -> None:
+        """Overwrite state buffer `name` (same dtype and shape) before the next call."""
+        self._set_buffer(self._shared, name, value)
+
+    def _get_buffer(self, shared: SharedState, name: str):
         self._state_entry(name)
-        with self._shared.lock:
-            array = self._shared.arrays[name].copy()
+        with shared.lock:
+            array = shared.arrays[name].copy()
         if "torch" in sys.modules:
             import torch
             return torch.from_numpy(array)
         return array
 
-    def set_buffer(self, name: str, value) -> None:
-        """Overwrite state buffer `name` (same dtype and shape) before the next call."""
+    def _set_buffer(self, shared: SharedState, name: str, value) -> None:
         new = as_state_value(value, self._state_entry(name)[1], name)
-        with self._shared.lock:
-            np.copyto(self._shared.arrays[name], new)
+        with shared.lock:
+            np.copyto(shared.arrays[name], new)
+
+    def new_state(self) -> ModelState:
+        """A state of its own (every state buffer at the package's value, the weights shared)
+        for one sequence: call it as the model. At most `max_states` at once (load_package's
+        argument): a StateLimitError beyond, until one is freed."""
+        if not self._state:
+            raise InputError(f"model {self.name!r} updates no buffer: it has no state to make "
+                             "another of")
+        with self._states_lock:
+            if self._open_states >= self.max_states:
+                raise StateLimitError(f"model {self.name!r} holds {self.max_states} states "
+                                      "already (max_states); free one (state.free()) or load "
+                                      "the package with a larger max_states")
+            self._open_states += 1
+        try:
+            shared = SharedState(self._lib, self._state, self._weights)
+        except BaseException:
+            self._state_freed()
+            raise
+        return ModelState(self, shared, self._state_freed)
+
+    def _state_freed(self) -> None:
+        with self._states_lock:
+            self._open_states -= 1
+
+    @property
+    def states_in_use(self) -> int:
+        """How many states new_state() made are not freed yet."""
+        return self._open_states
 
     def reset_buffers(self) -> None:
         """Every state buffer back to the value the package holds."""
@@ -261,6 +304,7 @@ class CompiledModel:
         abi.check(self._lib, self._lib.aotc_pack_constant(k, src, dst))
 
     def _destroy(self, h: int) -> None:
+        self._bound.pop(h, None)
         self._frames.pop(h, None)
         self._fixed_frames.pop(h, None)
         self._lib.aotc_destroy(h)
@@ -280,6 +324,7 @@ class CompiledModel:
             except BaseException:
                 self._lib.aotc_destroy(h)
                 raise
+            self._bound[h.value] = self._shared.ident
         self._frames[h.value] = Frame([len(i["sizes"]) for i in self._inputs],
                                       [rank for _, rank in self._outputs])
         if self._fixed is not None:
@@ -310,6 +355,10 @@ class CompiledModel:
             self._pool.release(h, self._destroy)
 
     def __call__(self, *args, **kwargs):
+        return self._call(args, kwargs, self._shared)
+
+    def _call(self, args: tuple, kwargs: dict, shared: SharedState):
+        """A call on state `shared` (the default one, or a ModelState's)."""
         if self._fixed is not None and not kwargs:
             kind = self._fixed.takes(args)
             if kind is not None:
@@ -342,22 +391,31 @@ class CompiledModel:
             check_writable(leaves[j], self._input_plan[j][0])
         if self._single:  # the caller promised one thread at a time: no lock
             h = self._pool.first()
+            self._bind(h, shared)
             outs = self._run(h, self._frames[h], inputs, like_torch)
-        elif self._state:  # calls that update the state run one at a time, in some order
-            with self._shared.lock:
-                outs = self._pooled_run(inputs, like_torch)
+        elif self._state:  # calls that update one state run one at a time, in some order
+            with shared.lock:
+                outs = self._pooled_run(inputs, like_torch, shared)
         else:
             outs = self._pooled_run(inputs, like_torch)
         for j, k in self._mutated:
             write_back(leaves[j], inputs[k][0])
         return self._structure(outs)
 
-    def _pooled_run(self, inputs: list, like_torch: bool) -> list:
+    def _pooled_run(self, inputs: list, like_torch: bool, shared: SharedState | None = None) -> list:
         h = self._pool.acquire(self._new_handle, self._destroy)
         try:
+            if shared is not None:
+                self._bind(h, shared)
             return self._run(h, self._frames[h], inputs, like_torch)
         finally:
             self._pool.release(h, self._destroy)
+
+    def _bind(self, h: int, shared: SharedState) -> None:
+        """Runner `h` (held by this call alone) reads and updates `shared` from now on."""
+        if self._bound.get(h) != shared.ident:
+            shared.share_with(h)
+            self._bound[h] = shared.ident
 
     def _output_structure(self):
         """outs -> the exported output structure (fast paths for the usual shapes)."""
@@ -457,17 +515,22 @@ def _plain_positional(in_spec: dict, n: int) -> bool:
 
 
 def load_package(path, model_name: str | None = None, run_single_threaded: bool = False,
-                 num_threads: int | None = None, num_runners: int = 1) -> CompiledModel:
+                 num_threads: int | None = None, num_runners: int = 1,
+                 max_states: int = 8) -> CompiledModel:
     """Load model `model_name` (default: the only one, or "model") of a .pt2 package.
 
     `num_runners` model objects serve calls from several threads at once (each with its own
     arena and `num_threads` OpenMP threads); further callers wait for a free one. A model
     with state (registered buffers it updates) keeps one state for the loaded model, shared
-    by its model objects; its calls run one at a time."""
+    by its model objects; its calls run one at a time. `new_state()` makes up to
+    `max_states` more, each independent (one per sequence of a decoder LM): calls on
+    different states run at once, on different model objects."""
     if is_filelike(path):  # the weights are mapped from a file: copy the bytes into one
         with spilled(path) as tmp:
-            return CompiledModel(tmp, model_name, run_single_threaded, num_threads, num_runners)
-    return CompiledModel(os.fspath(path), model_name, run_single_threaded, num_threads, num_runners)
+            return CompiledModel(tmp, model_name, run_single_threaded, num_threads, num_runners,
+                                 max_states)
+    return CompiledModel(os.fspath(path), model_name, run_single_threaded, num_threads, num_runners,
+                         max_states)
 
 
 def aoti_load_package(path, run_single_threaded: bool = False) -> CompiledModel:
