@@ -63,11 +63,11 @@ bool same(const std::vector<aotc::Tensor> &a, const std::vector<aotc::Tensor> &b
 int main(int argc, char **argv) {
   if (argc < 4) {
     std::cerr << "usage: run_model package.pt2 model_name out_dir inputs... [--threads N] [--buffer] "
-                 "[--calls N] [--swap NAME value.raw] [--memory] [--profile]\n";
+                 "[--calls N] [--swap NAME value.raw] [--memory] [--profile] [--states N]\n";
     return 2;
   }
   std::vector<aotc::Tensor> inputs;
-  int threads = 0, calls = 1;
+  int threads = 0, calls = 1, states = 0;
   bool from_buffer = false, memory = false, profile = false;
   std::unordered_map<std::string, aotc::Tensor> swaps;
   for (int k = 4; k < argc; ++k) {
@@ -75,6 +75,7 @@ int main(int argc, char **argv) {
     else if (std::strcmp(argv[k], "--buffer") == 0) from_buffer = true;
     else if (std::strcmp(argv[k], "--memory") == 0) memory = true;
     else if (std::strcmp(argv[k], "--profile") == 0) profile = true;
+    else if (std::strcmp(argv[k], "--states") == 0 && k + 1 < argc) states = std::atoi(argv[++k]);
     else if (std::strcmp(argv[k], "--calls") == 0 && k + 1 < argc) calls = std::atoi(argv[++k]);
     else if (std::strcmp(argv[k], "--swap") == 0 && k + 2 < argc) {
       const std::string name = argv[++k];
@@ -99,6 +100,38 @@ int main(int argc, char **argv) {
     for (const std::string &c : loader.constant_names()) std::cout << "constant " << c << "\n";
     std::cout << "model_name " << loader.metadata().at("model_name") << "\n";
     if (!swaps.empty()) loader.load_constants(swaps, false);
+    if (states > 0) {  // state k gets k + 1 calls, then one thread a state adds 20 more
+      loader.set_max_states(states);
+      std::vector<aotc::ModelPackageLoader::ModelState> held;
+      for (int k = 0; k < states; ++k) {
+        held.push_back(loader.new_state());
+        for (int c = 0; c <= k; ++c) held.back().run(inputs);
+      }
+      try {
+        loader.new_state();
+        std::cout << "no state limit\n";
+      } catch (const aotc::StateLimitError &e) {
+        std::cout << "StateLimitError: " << e.what() << "\n";
+      }
+      const std::vector<std::string> names = loader.buffer_names();
+      const std::string dir = argv[3];
+      for (int k = 0; k < states; ++k)
+        for (size_t j = 0; j < names.size(); ++j)
+          write_tensor(dir + "/seq" + std::to_string(k) + "_" + std::to_string(j) + ".raw",
+                       held[size_t(k)].get_buffer(names[j]));
+      std::vector<std::thread> pool;
+      for (int k = 0; k < states; ++k)
+        pool.emplace_back([&, k] {
+          for (int c = 0; c < 20; ++c) held[size_t(k)].run(inputs);
+        });
+      for (std::thread &t : pool) t.join();
+      for (int k = 0; k < states; ++k)
+        for (size_t j = 0; j < names.size(); ++j)
+          write_tensor(dir + "/seqmore" + std::to_string(k) + "_" + std::to_string(j) + ".raw",
+                       held[size_t(k)].get_buffer(names[j]));
+      held[0].reset_buffers();
+      write_tensor(dir + "/seqreset.raw", held[0].get_buffer(names[0]));
+    }
     if (profile) loader.profile(true);
     std::vector<aotc::Tensor> outputs = loader.run(inputs);
     for (int c = 1; c < calls; ++c) outputs = loader.run(inputs);

@@ -336,3 +336,23 @@ def test_profile_from_cpp(test_programs, tmp_path):
     assert all(ln[3] == "4" and int(ln[5]) > 0 for ln in lines)  # runs, total ns
     assert float(lines[0][7]) == 2 * 3 * 16 * 10  # fc1's flops at batch 3
     assert "profile not reset" not in proc.stdout
+
+
+def test_independent_states_from_cpp(test_programs, tmp_path):
+    """ModelPackageLoader::new_state: each state its own counter (k + 1 calls on state k,
+    then 20 more on each from its own thread, two runners), the limit a StateLimitError,
+    reset on one state, and the loader's own state untouched by them all."""
+    x = torch.tensor([1.0, 2.0, -1.0])
+    ep = torch.export.export(CountCalls(), (x,))
+    package = aotc.compile_and_package(ep, package_path=tmp_path / "states.pt2")
+    proc, outs = run_model(test_programs, package, "model", [x.numpy()], tmp_path, "--states", "3",
+                           "--calls", "2", "--threads", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "StateLimitError: the loader holds 3 states already" in proc.stdout
+    out = tmp_path / "out-model"
+    for k in range(3):
+        assert int(read_raw(out / f"seq{k}_0.raw")) == k + 1
+        np.testing.assert_allclose(read_raw(out / f"seq{k}_1.raw"), [0.0, 2 * (k + 1), -(k + 1)])
+        assert int(read_raw(out / f"seqmore{k}_0.raw")) == k + 21
+    assert int(read_raw(out / "seqreset.raw")) == 0
+    assert int(read_raw(out / "state0.raw")) == 2  # the loader's own: its two calls only

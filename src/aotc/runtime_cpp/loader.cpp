@@ -69,6 +69,11 @@ struct aotc_loader {
   std::mutex mutex;
   std::condition_variable idle;
   std::vector<void *> all, free_runners;
+  // independent states (aotc_loader_new_state), counted against max_states, and which
+  // state each runner reads now (0, or no entry: the loader's own); under `mutex`
+  int32_t max_states = 8, open_states = 0;
+  uint64_t next_state = 1;
+  std::map<void *, uint64_t> bound;
 
   explicit aotc_loader(aotc_rt::Archive a) : archive(std::move(a)) {}
   ~aotc_loader() {
@@ -114,6 +119,18 @@ struct aotc_loader {
                              known + "]");
   }
 
+  // runner `r`, held by the caller alone, reads and updates `buffers` (state `ident`)
+  void bind(void *r, uint64_t ident, const std::vector<Buffer> &buffers) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = bound.find(r);
+      if ((it == bound.end() ? 0 : it->second) == ident) return;
+    }
+    for (int64_t k = 0; k < n_state; ++k) check(abi.share_state(r, k, buffers[size_t(k)].get()));
+    std::lock_guard<std::mutex> lock(mutex);
+    bound[r] = ident;
+  }
+
   void *acquire() {
     std::unique_lock<std::mutex> lock(mutex);
     idle.wait(lock, [&] { return !free_runners.empty(); });
@@ -129,6 +146,13 @@ struct aotc_loader {
     }
     idle.notify_all();
   }
+};
+
+struct aotc_model_state {
+  aotc_loader *owner;
+  uint64_t ident;
+  std::vector<Buffer> buffers;
+  std::mutex mutex;  // held by a call on this state, and by reads and writes of it
 };
 
 namespace {
@@ -264,6 +288,11 @@ void check_state_tensor(const aotc_tensor *t, const aotc_constant_info &c, const
   if (!t->data && c.nbytes) fail(AOTC_ERR_ARGUMENT, std::string(what) + ": null data");
 }
 
+void check_own_state(const aotc_loader *l, const aotc_model_state *s, const char *what) {
+  if (!s) fail(AOTC_ERR_ARGUMENT, std::string(what) + ": null state");
+  if (s->owner != l) fail(AOTC_ERR_ARGUMENT, std::string(what) + ": the state is another loader's");
+}
+
 void check_loader(const void *loader, const char *what) {
   if (!loader) fail(AOTC_ERR_ARGUMENT, std::string(what) + ": null loader");
 }
@@ -355,6 +384,7 @@ int aotc_loader_run(aotc_loader *l, const aotc_tensor *inputs, int64_t n_in,
     check_loader(l, "aotc_loader_run");
     auto lock = l->state_lock();
     Runner r(l);
+    if (l->n_state > 0) l->bind(r.handle, 0, l->state);
     l->check(l->abi.run(r.handle, inputs, n_in, outputs, n_out));
   });
 }
@@ -419,6 +449,7 @@ int aotc_loader_load_constants(aotc_loader *l, const char *const *names,
       throw;
     }
     for (void *r : l->all) l->abi.destroy(r);
+    l->bound.clear();  // the new runners read the loader's own state
     l->all = fresh;
     l->free_runners = fresh;
     l->constant_ptrs = table;
@@ -466,6 +497,108 @@ int aotc_loader_reset_state(aotc_loader *l, aotc_error *error) {
     for (int64_t k = 0; k < l->n_state; ++k) {
       const int64_t bytes = l->constants[l->state_constant[k]].nbytes;
       if (bytes) memcpy(l->state[size_t(k)].get(), l->state_initial[size_t(k)], size_t(bytes));
+    }
+  });
+}
+
+int aotc_loader_set_max_states(aotc_loader *l, int32_t max_states, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_set_max_states");
+    if (max_states < 0) fail(AOTC_ERR_ARGUMENT, "aotc_loader_set_max_states: a negative limit");
+    std::lock_guard<std::mutex> lock(l->mutex);
+    l->max_states = max_states;
+  });
+}
+
+int aotc_loader_new_state(aotc_loader *l, aotc_model_state **state, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_new_state");
+    if (!state) fail(AOTC_ERR_ARGUMENT, "aotc_loader_new_state: null state out-pointer");
+    *state = nullptr;
+    if (l->n_state == 0)
+      fail(AOTC_ERR_INPUT, "the model updates no buffer: it has no state to make another of");
+    uint64_t ident = 0;
+    {
+      std::lock_guard<std::mutex> lock(l->mutex);
+      if (l->open_states >= l->max_states)
+        fail(AOTC_ERR_STATE_LIMIT, "the loader holds " + std::to_string(l->max_states) +
+             " states already (max_states); free one or raise the limit");
+      ++l->open_states;
+      ident = l->next_state++;
+    }
+    try {
+      auto s = std::make_unique<aotc_model_state>();
+      s->owner = l;
+      s->ident = ident;
+      for (int64_t k = 0; k < l->n_state; ++k)
+        s->buffers.push_back(aligned_copy(l->state_initial[size_t(k)],
+                                          size_t(l->constants[l->state_constant[k]].nbytes)));
+      *state = s.release();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(l->mutex);
+      --l->open_states;
+      throw;
+    }
+  });
+}
+
+int aotc_loader_free_state(aotc_loader *l, aotc_model_state *state, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_free_state");
+    check_own_state(l, state, "aotc_loader_free_state");
+    { std::lock_guard<std::mutex> wait(state->mutex); }  // a call running on it finishes
+    delete state;
+    std::lock_guard<std::mutex> lock(l->mutex);
+    --l->open_states;
+  });
+}
+
+int aotc_loader_run_state(aotc_loader *l, aotc_model_state *state, const aotc_tensor *inputs,
+                          int64_t n_in, aotc_tensor *outputs, int64_t n_out, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_run_state");
+    check_own_state(l, state, "aotc_loader_run_state");
+    std::lock_guard<std::mutex> lock(state->mutex);
+    Runner r(l);
+    l->bind(r.handle, state->ident, state->buffers);
+    l->check(l->abi.run(r.handle, inputs, n_in, outputs, n_out));
+  });
+}
+
+int aotc_loader_get_model_state(aotc_loader *l, aotc_model_state *state, const char *name,
+                                aotc_tensor *value, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_get_model_state");
+    check_own_state(l, state, "aotc_loader_get_model_state");
+    int64_t k = 0;
+    const aotc_constant_info &c = l->state_info(name, &k);
+    check_state_tensor(value, c, "aotc_loader_get_model_state");
+    std::lock_guard<std::mutex> lock(state->mutex);
+    if (c.nbytes) memcpy(value->data, state->buffers[size_t(k)].get(), size_t(c.nbytes));
+  });
+}
+
+int aotc_loader_set_model_state(aotc_loader *l, aotc_model_state *state, const char *name,
+                                const aotc_tensor *value, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_set_model_state");
+    check_own_state(l, state, "aotc_loader_set_model_state");
+    int64_t k = 0;
+    const aotc_constant_info &c = l->state_info(name, &k);
+    check_state_tensor(value, c, "aotc_loader_set_model_state");
+    std::lock_guard<std::mutex> lock(state->mutex);
+    if (c.nbytes) memcpy(state->buffers[size_t(k)].get(), value->data, size_t(c.nbytes));
+  });
+}
+
+int aotc_loader_reset_model_state(aotc_loader *l, aotc_model_state *state, aotc_error *error) {
+  return guarded(error, [&] {
+    check_loader(l, "aotc_loader_reset_model_state");
+    check_own_state(l, state, "aotc_loader_reset_model_state");
+    std::lock_guard<std::mutex> lock(state->mutex);
+    for (int64_t k = 0; k < l->n_state; ++k) {
+      const int64_t bytes = l->constants[l->state_constant[k]].nbytes;
+      if (bytes) memcpy(state->buffers[size_t(k)].get(), l->state_initial[size_t(k)], size_t(bytes));
     }
   });
 }

@@ -53,6 +53,7 @@ class InputError : public Error { using Error::Error; };     // inputs do not ma
 class PackageError : public Error { using Error::Error; };   // missing, corrupt or foreign package
 class ArgumentError : public Error { using Error::Error; };  // a bad argument to the runtime
 class MemoryError : public Error { using Error::Error; };    // an allocation failed
+class StateLimitError : public Error { using Error::Error; };  // every state allowed is in use
 
 inline void check(int rc, const aotc_error &e) {
   if (rc == AOTC_OK) return;
@@ -62,6 +63,7 @@ inline void check(int rc, const aotc_error &e) {
     case AOTC_ERR_PACKAGE: throw PackageError(rc, msg);
     case AOTC_ERR_ARGUMENT: throw ArgumentError(rc, msg);
     case AOTC_ERR_MEMORY: throw MemoryError(rc, msg);
+    case AOTC_ERR_STATE_LIMIT: throw StateLimitError(rc, msg);
     default: throw Error(rc, msg);
   }
 }
@@ -211,7 +213,25 @@ class ModelPackageLoader {
   ~ModelPackageLoader() { aotc_loader_close(loader_); }
 
   // New output tensors for these inputs (safe to call from several threads at once).
-  std::vector<Tensor> run(const std::vector<Tensor> &inputs) const {
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs) const { return run_on(nullptr, inputs); }
+
+  // Into the caller's contiguous outputs.
+  void run(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs) const {
+    run_on(nullptr, inputs, outputs);
+  }
+
+  class ModelState;
+  // A state of its own (every state buffer at the package's value, the weights shared) for
+  // one sequence; at most max_states (8 unless set) at once, a StateLimitError beyond. It
+  // must not outlive the loader.
+  ModelState new_state();
+  void set_max_states(int n) {
+    aotc_error e{};
+    check(aotc_loader_set_max_states(loader_, n, &e), e);
+  }
+
+ private:
+  std::vector<Tensor> run_on(aotc_model_state *state, const std::vector<Tensor> &inputs) const {
     const std::vector<aotc_tensor> in = views(inputs);
     size_t total = 0;
     for (const TensorSpec &s : outputs_) total += s.sizes.size();
@@ -224,18 +244,24 @@ class ModelPackageLoader {
       outputs.emplace_back(s.dtype, std::vector<int64_t>(p, p + s.sizes.size()));
       p += s.sizes.size();
     }
-    run(inputs, outputs);
+    run_on(state, inputs, outputs);
     return outputs;
   }
 
-  // Into the caller's contiguous outputs.
-  void run(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs) const {
+  void run_on(aotc_model_state *state, const std::vector<Tensor> &inputs,
+              std::vector<Tensor> &outputs) const {
     const std::vector<aotc_tensor> in = views(inputs);
     std::vector<aotc_tensor> out = views(outputs);
     aotc_error e{};
-    check(aotc_loader_run(loader_, in.data(), int64_t(in.size()), out.data(), int64_t(out.size()),
-                          &e), e);
+    if (state)
+      check(aotc_loader_run_state(loader_, state, in.data(), int64_t(in.size()), out.data(),
+                                  int64_t(out.size()), &e), e);
+    else
+      check(aotc_loader_run(loader_, in.data(), int64_t(in.size()), out.data(),
+                            int64_t(out.size()), &e), e);
   }
+
+ public:
 
   std::vector<TensorSpec> input_specs() const { return tensor_specs(aotc_loader_inputs); }
   std::vector<TensorSpec> output_specs() const { return tensor_specs(aotc_loader_outputs); }
@@ -308,33 +334,13 @@ class ModelPackageLoader {
   }
 
   // A copy of state buffer `name` as the model holds it now.
-  Tensor get_buffer(const std::string &name) const {
-    for (const ConstantSpec &c : constant_specs()) {
-      if (c.name != name) continue;
-      Tensor t(c.dtype, c.sizes);
-      aotc_tensor v = t.view();
-      aotc_error e{};
-      check(aotc_loader_get_state(loader_, name.c_str(), &v, &e), e);
-      return t;
-    }
-    aotc_tensor none{};
-    aotc_error e{};
-    check(aotc_loader_get_state(loader_, name.c_str(), &none, &e), e);  // names the error
-    return Tensor();
-  }
+  Tensor get_buffer(const std::string &name) const { return get_buffer_of(nullptr, name); }
 
   // Overwrites state buffer `name` (contiguous, its dtype and sizes) before the next call.
-  void set_buffer(const std::string &name, const Tensor &value) {
-    const aotc_tensor v = value.view();
-    aotc_error e{};
-    check(aotc_loader_set_state(loader_, name.c_str(), &v, &e), e);
-  }
+  void set_buffer(const std::string &name, const Tensor &value) { set_buffer_of(nullptr, name, value); }
 
   // Every state buffer back to the value the package holds.
-  void reset_buffers() {
-    aotc_error e{};
-    check(aotc_loader_reset_state(loader_, &e), e);
-  }
+  void reset_buffers() { reset_buffers_of(nullptr); }
 
   // Per-kernel timing of this model's library: off when loaded; profile(true) turns it on,
   // profile_read gives the steps in run order with their counts (those of every call, on
@@ -368,6 +374,38 @@ class ModelPackageLoader {
  private:
   explicit ModelPackageLoader(aotc_loader *l) : loader_(l) { outputs_ = output_specs(); }
 
+  // the loader's own state (null) or one of new_state()'s
+  Tensor get_buffer_of(aotc_model_state *state, const std::string &name) const {
+    auto get = [&](aotc_tensor *v) {
+      aotc_error e{};
+      check(state ? aotc_loader_get_model_state(loader_, state, name.c_str(), v, &e)
+                  : aotc_loader_get_state(loader_, name.c_str(), v, &e), e);
+    };
+    for (const ConstantSpec &c : constant_specs()) {
+      if (c.name != name) continue;
+      Tensor t(c.dtype, c.sizes);
+      aotc_tensor v = t.view();
+      get(&v);
+      return t;
+    }
+    aotc_tensor none{};
+    get(&none);  // names the error
+    return Tensor();
+  }
+
+  void set_buffer_of(aotc_model_state *state, const std::string &name, const Tensor &value) {
+    const aotc_tensor v = value.view();
+    aotc_error e{};
+    check(state ? aotc_loader_set_model_state(loader_, state, name.c_str(), &v, &e)
+                : aotc_loader_set_state(loader_, name.c_str(), &v, &e), e);
+  }
+
+  void reset_buffers_of(aotc_model_state *state) {
+    aotc_error e{};
+    check(state ? aotc_loader_reset_model_state(loader_, state, &e)
+                : aotc_loader_reset_state(loader_, &e), e);
+  }
+
   static std::vector<aotc_tensor> views(const std::vector<Tensor> &tensors) {
     std::vector<aotc_tensor> out;
     out.reserve(tensors.size() + 1);
@@ -392,6 +430,56 @@ class ModelPackageLoader {
   aotc_loader *loader_ = nullptr;
   std::vector<TensorSpec> outputs_;  // what run() allocates
 };
+
+// One independent state of a loaded model: its calls read and update this state only, and
+// calls on different states run at once (on different runners). Freed when destroyed.
+class ModelPackageLoader::ModelState {
+ public:
+  ModelState(ModelState &&o) noexcept
+      : loader_(std::exchange(o.loader_, nullptr)), state_(std::exchange(o.state_, nullptr)) {}
+  ModelState &operator=(ModelState &&o) noexcept {
+    std::swap(loader_, o.loader_);
+    std::swap(state_, o.state_);
+    return *this;
+  }
+  ModelState(const ModelState &) = delete;
+  ModelState &operator=(const ModelState &) = delete;
+  ~ModelState() {
+    if (state_) {
+      aotc_error e{};
+      aotc_loader_free_state(loader_->loader_, state_, &e);
+    }
+  }
+
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs) const {
+    return loader_->run_on(live(), inputs);
+  }
+  void run(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs) const {
+    loader_->run_on(live(), inputs, outputs);
+  }
+  Tensor get_buffer(const std::string &name) const { return loader_->get_buffer_of(live(), name); }
+  void set_buffer(const std::string &name, const Tensor &value) {
+    loader_->set_buffer_of(live(), name, value);
+  }
+  void reset_buffers() { loader_->reset_buffers_of(live()); }
+
+ private:
+  friend class ModelPackageLoader;
+  ModelState(ModelPackageLoader *loader, aotc_model_state *state) : loader_(loader), state_(state) {}
+  aotc_model_state *live() const {
+    if (!state_) throw ArgumentError(AOTC_ERR_ARGUMENT, "this model state was moved from");
+    return state_;
+  }
+  ModelPackageLoader *loader_;
+  aotc_model_state *state_;
+};
+
+inline ModelPackageLoader::ModelState ModelPackageLoader::new_state() {
+  aotc_model_state *state = nullptr;
+  aotc_error e{};
+  check(aotc_loader_new_state(loader_, &state, &e), e);
+  return ModelState(this, state);
+}
 
 }  // namespace aotc
 

@@ -38,7 +38,8 @@ typedef enum {
   AOTC_ERR_MEMORY = 2,  /* an allocation failed */
   AOTC_ERR_ARGUMENT = 3, /* a bad argument to the ABI itself (null model, wrong counts) */
   AOTC_ERR_INTERNAL = 4,
-  AOTC_ERR_PACKAGE = 5  /* (loaders only) a package is missing, corrupt, foreign or lacks a model */
+  AOTC_ERR_PACKAGE = 5, /* (loaders only) a package is missing, corrupt, foreign or lacks a model */
+  AOTC_ERR_STATE_LIMIT = 6 /* (loaders only) every state a loader may hold is in use */
 } aotc_status;
 
 /* Version 2: the library describes itself, so a loader needs no JSON parser. The tables
@@ -119,7 +120,8 @@ int aotc_pack_constant(int64_t k, const void *src, void *dst);
  * `size` bytes, so a loader checks weights.bin with the library before it uses it. */
 uint32_t aotc_crc32(uint32_t crc, const void *data, size_t size);
 
-/* version 7: the run timed step by step. A run is a sequence of steps (a generated kernel,
+/* version 7: the status AOTC_ERR_STATE_LIMIT (the C runtime's independent model states);
+ * and the run timed step by step. A run is a sequence of steps (a generated kernel,
  * or a call into a shipped one), described in run order by aotc_describe_profile: the
  * kernel's name, the ATen nodes it computes and the user's source lines ("" where unknown).
  * While profiling is on (aotc_profile_enable(1); off when the library loads) each step

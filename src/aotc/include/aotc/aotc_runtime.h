@@ -103,6 +103,35 @@ int aotc_loader_set_state(aotc_loader *loader, const char *name, const aotc_tens
 AOTC_RUNTIME_API
 int aotc_loader_reset_state(aotc_loader *loader, aotc_error *error);
 
+/* Independent states (a KV cache per sequence): besides the loader's own state above, up
+ * to `max_states` more (8 unless set), each its own copy of every state buffer at the
+ * package's values, the weights shared. aotc_loader_run_state runs a call that reads and
+ * updates `state` only: calls on different states run at once (on different runners),
+ * calls on one state one at a time. A new state beyond the limit fails with
+ * AOTC_ERR_STATE_LIMIT; a model without state buffers with AOTC_ERR_INPUT. Free a state
+ * before its loader is closed (free waits for a call running on it); the _model_state
+ * functions read, write and reset one state's buffers as aotc_loader_*_state do the
+ * loader's own. */
+typedef struct aotc_model_state aotc_model_state;
+AOTC_RUNTIME_API
+int aotc_loader_set_max_states(aotc_loader *loader, int32_t max_states, aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_new_state(aotc_loader *loader, aotc_model_state **state, aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_free_state(aotc_loader *loader, aotc_model_state *state, aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_run_state(aotc_loader *loader, aotc_model_state *state, const aotc_tensor *inputs,
+                          int64_t n_in, aotc_tensor *outputs, int64_t n_out, aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_get_model_state(aotc_loader *loader, aotc_model_state *state, const char *name,
+                                aotc_tensor *value, aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_set_model_state(aotc_loader *loader, aotc_model_state *state, const char *name,
+                                const aotc_tensor *value, aotc_error *error);
+AOTC_RUNTIME_API
+int aotc_loader_reset_model_state(aotc_loader *loader, aotc_model_state *state,
+                                  aotc_error *error);
+
 /* The run timed step by step (aotc_abi.h, version 7). aotc_loader_profile_steps describes
  * the steps in run order; aotc_loader_profile switches the timing of the loaded model's
  * library on or off (it starts off; *was_on, if not NULL, gets the previous setting);
