@@ -29,6 +29,10 @@ def add_serve_command(sub) -> None:
                    "rows are independent along their dim 0")
     p.add_argument("--batch-wait-ms", type=float, default=2.0,
                    help="how long a batch waits for more requests (default 2 ms)")
+    p.add_argument("--max-sequences", type=int, default=4,
+                   help="for a decoder LM (input_ids, cache_position, its cache as state): "
+                   "requests a replica decodes at once, each on a state of its own; more wait "
+                   "(default 4)")
     p.add_argument("--version", default="1", help="the version the v2 endpoints report")
     p.add_argument("--from-path", action="store_true",
                    help="replicas open the package's path (every node must see it) instead of "
@@ -74,7 +78,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         options = ServeOptions(replicas=args.replicas, num_threads=args.threads,
                                num_cpus=args.cpus_per_replica or float(args.threads),
                                max_batch_size=args.max_batch_size,
-                               batch_wait_ms=args.batch_wait_ms, version=args.version)
+                               batch_wait_ms=args.batch_wait_ms, version=args.version,
+                               max_sequences=args.max_sequences)
         models = deploy(args.package, options, host=args.host, port=args.port,
                         via_object_store=not args.from_path)
         shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host

@@ -58,6 +58,17 @@ def generate(model, prompt: Sequence[int], max_new_tokens: int, *,
     `seed` makes sampling reproducible. A sequence longer than the cache (`cache_len`, by
     default cache_length(model)) is an InputError before any call. With `state` (a
     ModelState of `model`), the calls read and update that state's cache, not the model's."""
+    return list(generate_steps(model, prompt, max_new_tokens, eos_token_id=eos_token_id,
+                               temperature=temperature, top_k=top_k, seed=seed,
+                               cache_len=cache_len, reset=reset, state=state))
+
+
+def generate_steps(model, prompt: Sequence[int], max_new_tokens: int, *,
+                   eos_token_id: int | Sequence[int] | None = None, temperature: float = 0.0,
+                   top_k: int | None = None, seed: int | None = None,
+                   cache_len: int | None = None, reset: bool = True, state=None):
+    """generate's tokens one at a time, each as soon as its call returns (for streaming);
+    the arguments are checked before the first call."""
     if not prompt:
         raise InputError("generate: the prompt is empty; give at least one token id")
     if max_new_tokens < 1:
@@ -69,17 +80,21 @@ def generate(model, prompt: Sequence[int], max_new_tokens: int, *,
                          f"package's holds {limit}")
     stops = set() if eos_token_id is None else (
         {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id))
-    rng = np.random.default_rng(seed)
-    run = model if state is None else state
+    return _steps(model if state is None else state, list(prompt), max_new_tokens, stops,
+                  temperature, top_k, np.random.default_rng(seed), reset)
+
+
+def _steps(run, prompt: list[int], max_new_tokens: int, stops: set, temperature: float,
+           top_k: int | None, rng: np.random.Generator, reset: bool):
     if reset:
         run.reset_buffers()
-    ids = np.asarray([list(prompt)], dtype=np.int64)
+    ids = np.asarray([prompt], dtype=np.int64)
     positions = np.arange(len(prompt), dtype=np.int64)
-    tokens: list[int] = []
-    while True:
+    for produced in range(1, max_new_tokens + 1):
         logits = np.asarray(run(input_ids=ids, cache_position=positions))
-        tokens.append(_choose(logits[0, -1], temperature, top_k, rng))
-        if tokens[-1] in stops or len(tokens) == max_new_tokens:
-            return tokens
-        ids = np.asarray([[tokens[-1]]], dtype=np.int64)
-        positions = np.asarray([len(prompt) + len(tokens) - 1], dtype=np.int64)
+        token = _choose(logits[0, -1], temperature, top_k, rng)
+        yield token
+        if token in stops:
+            return
+        ids = np.asarray([[token]], dtype=np.int64)
+        positions = np.asarray([len(prompt) + produced - 1], dtype=np.int64)

@@ -23,7 +23,8 @@ def app_name(model: str) -> str:
 class ServeOptions:
     """How each model is served. `max_batch_size` is in rows of the model's batch dim (1:
     no batching; capped at the dim's max); `num_cpus` is what each replica reserves in Ray,
-    `num_threads` the threads its compiled code runs on. `weights` (an .npz path every node
+    `num_threads` the threads its compiled code runs on; a decoder LM decodes up to
+    `max_sequences` requests at once (the generate extension). `weights` (an .npz path every node
     can read) is loaded into each replica with load_constants after the package."""
     replicas: int = 1
     num_threads: int = 1
@@ -33,6 +34,7 @@ class ServeOptions:
     max_ongoing_requests: int = 64
     version: str = "1"
     weights: str | None = None  # an .npz of {constant name: array}
+    max_sequences: int = 4  # a decoder LM's requests decoded at once (generation.py)
 
 
 def package_models(path: str) -> list[str]:
@@ -51,7 +53,7 @@ def model_application(source: PackageSource, model: str, options: ServeOptions):
         user_config={"weights": os.path.abspath(options.weights)} if options.weights else {},
     )(ModelServer)
     return deployment.bind(source, model, options.version, options.num_threads,
-                           options.max_batch_size, options.batch_wait_ms)
+                           options.max_batch_size, options.batch_wait_ms, options.max_sequences)
 
 
 def deploy(package: str, options: ServeOptions | None = None, *, host: str = "127.0.0.1",

@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 from ray import serve
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from ..errors import AotcError, InputError
 from . import batching
+from .generation import GenerationService, generates, parse_generate
 from .metrics import RayMetrics, ReplicaStats
 from .model import ServedModel
 from .protocol import HEADER_LENGTH, ProtocolError, encode_infer, error_body, parse_infer
@@ -69,9 +70,10 @@ class ModelServer:
     the dim's max); 1 runs every request alone."""
 
     def __init__(self, source: PackageSource, model_name: str, version: str = "1",
-                 num_threads: int = 1, max_batch_size: int = 1, batch_wait_ms: float = 2.0):
-        self._load = (source, model_name, version, num_threads)
-        self.served = ServedModel(source.read(), model_name, version, num_threads)
+                 num_threads: int = 1, max_batch_size: int = 1, batch_wait_ms: float = 2.0,
+                 max_sequences: int = 4):
+        self._load = (source, model_name, version, num_threads, max_sequences)
+        self._serve(ServedModel(source.read(), model_name, version, num_threads, max_sequences))
         self.weights: str | None = None  # the .npz whose weights replaced the package's
         self.max_rows = batching.batch_limit(self.served.batch, max_batch_size)
         if self.max_rows:  # the batcher's limits, set per replica (the decorator's are defaults)
@@ -100,13 +102,21 @@ class ModelServer:
         if path == self.weights:
             return
         if path is None:  # back to the package's weights: load it afresh
-            source, name, version, threads = self._load
-            self.served = ServedModel(source.read(), name, version, threads)
+            source, name, version, threads, sequences = self._load
+            self._serve(ServedModel(source.read(), name, version, threads, sequences))
         else:
             with np.load(path) as npz:
                 update = {k: npz[k] for k in npz.files}
             self.served.model.load_constants(update, check_full_update=False)
         self.weights = path
+
+    def _serve(self, served: ServedModel) -> None:
+        self.served = served
+        # a decoder LM with its cache as state: the generate extension, a state per request
+        sequences = self._load[4]
+        self.generation = GenerationService(served.model, served.name, served.version, sequences) \
+            if sequences > 0 and generates(served.model.package_metadata,
+                                           bool(served.model.buffer_names())) else None
 
     def ready(self) -> bool:
         return self.failure is None
@@ -130,6 +140,8 @@ class ModelServer:
             path = path[len(version_prefix):]
         if request.method == "POST" and path == "/infer":
             return await self.infer(await request.body(), request.headers.get(HEADER_LENGTH))
+        if request.method == "POST" and path in ("/generate", "/generate_stream"):
+            return await self.generate(await request.body(), stream=path == "/generate_stream")
         if request.method == "GET" and path == "":
             return json_response(self.served.metadata())
         if request.method == "GET" and path == "/ready":
@@ -160,6 +172,30 @@ class ModelServer:
         except InputError as e:  # the request's fault, and the model's own message
             response = error_response(str(e), 400)
         except AotcError as e:  # the compiled code failed: this replica is suspect
+            self.failure = str(e)
+            response = error_response(str(e), 500)
+        seconds = time.perf_counter() - start
+        self.stats.answered(response.status_code == 200, seconds)
+        self.metrics.answered(response.status_code, seconds)
+        return response
+
+    async def generate(self, body: bytes, stream: bool) -> Response:
+        """The generate extension: token ids in, token ids out (generation.py)."""
+        start = time.perf_counter()
+        response: Response
+        try:
+            if self.generation is None:
+                raise ProtocolError(f"model '{self.served.name}' does not generate: it takes no "
+                                    "input_ids and cache_position, or holds no cache as state")
+            req = parse_generate(body)
+            if stream:
+                response = StreamingResponse(await self.generation.start_stream(req),
+                                             media_type="text/event-stream")
+            else:
+                response = json_response(await self.generation.generate(req))
+        except InputError as e:  # a prompt too long for the cache, a malformed request
+            response = error_response(str(e), 400)
+        except AotcError as e:
             self.failure = str(e)
             response = error_response(str(e), 500)
         seconds = time.perf_counter() - start

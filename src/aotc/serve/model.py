@@ -55,9 +55,11 @@ class ServedModel:
     """A loaded model with its v2 signature. `source` is a package path or its bytes."""
 
     def __init__(self, source: str | bytes, model_name: str, version: str = "1",
-                 num_threads: int | None = None):
+                 num_threads: int | None = None, max_sequences: int = 0):
         package = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source
-        self.model = load_package(package, model_name, num_threads=num_threads)
+        # a runner and a state for each sequence a generating model decodes at once
+        self.model = load_package(package, model_name, num_threads=num_threads,
+                                  num_runners=max(1, max_sequences), max_states=max_sequences)
         self.name, self.version = model_name, version
         meta = self.model.package_metadata
         self._meta = meta
