@@ -114,3 +114,35 @@ class ConvBN(torch.nn.Module):
 
     def forward(self, x):
         return torch.relu(self.bn(self.conv(x)))
+
+
+class TinyLM(torch.nn.Module):
+    """A decoder LM in miniature, with transformers' export signature: token embeddings
+    written into a cache held as state at `cache_position`, each position's logits from its
+    embedding and the mean of the cache so far."""
+
+    def __init__(self, vocab=32, dim=8, max_len=16):
+        super().__init__()
+        self.max_len = max_len
+        self.emb = torch.nn.Embedding(vocab, dim)
+        self.head = torch.nn.Linear(dim, vocab)
+        self.register_buffer("cache", torch.zeros(max_len, dim))
+
+    def forward(self, input_ids, cache_position):
+        x = self.emb(input_ids[0])
+        self.cache.index_copy_(0, cache_position, x)
+        seen = (torch.arange(self.max_len) <= cache_position[-1]).float()
+        context = (self.cache * seen[:, None]).sum(0) / seen.sum()
+        return self.head(x + context)[None]
+
+
+def export_tiny_lm(max_len: int = 16) -> torch.export.ExportedProgram:
+    """TinyLM exported as transformers' path exports a decoder LM: by keyword, with a
+    dynamic sequence length."""
+    torch.manual_seed(0)
+    seq = torch.export.Dim("seq", min=1, max=max_len)
+    with torch.no_grad():
+        return torch.export.export(TinyLM(max_len=max_len).eval(), (),
+                                   {"input_ids": torch.tensor([[1, 2, 3]]),
+                                    "cache_position": torch.arange(3)},
+                                   dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}})

@@ -15,40 +15,15 @@ from aotc.runtime.generate import generate
 from aotc.serve.deployment import ModelServer, PackageSource
 from aotc.serve.generation import parse_generate
 from aotc.serve.protocol import ProtocolError
+from models import export_tiny_lm
 
 PROMPTS = ([1, 2, 3], [7, 7], [30, 4, 12, 9], [5])
 
 
-class TinyLM(torch.nn.Module):
-    """A decoder LM in miniature, with transformers' export signature: token embeddings
-    written into a cache held as state at `cache_position`, each position's logits from its
-    embedding and the mean of the cache so far."""
-
-    def __init__(self, vocab=32, dim=8, max_len=16):
-        super().__init__()
-        self.max_len = max_len
-        self.emb = torch.nn.Embedding(vocab, dim)
-        self.head = torch.nn.Linear(dim, vocab)
-        self.register_buffer("cache", torch.zeros(max_len, dim))
-
-    def forward(self, input_ids, cache_position):
-        x = self.emb(input_ids[0])
-        self.cache.index_copy_(0, cache_position, x)
-        seen = (torch.arange(self.max_len) <= cache_position[-1]).float()
-        context = (self.cache * seen[:, None]).sum(0) / seen.sum()
-        return self.head(x + context)[None]
-
-
 @pytest.fixture(scope="module")
 def lm_package(tmp_path_factory):
-    torch.manual_seed(0)
-    seq = torch.export.Dim("seq", min=1, max=16)
-    with torch.no_grad():
-        # by keyword, as transformers' export path gives them
-        ep = torch.export.export(TinyLM().eval(), (), {"input_ids": torch.tensor([[1, 2, 3]]),
-                                                      "cache_position": torch.arange(3)},
-                                 dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}})
-    return aotc.compile_and_package(ep, package_path=tmp_path_factory.mktemp("lm") / "lm.pt2")
+    return aotc.compile_and_package(export_tiny_lm(),
+                                    package_path=tmp_path_factory.mktemp("lm") / "lm.pt2")
 
 
 def post(server: ModelServer, path: str, doc) -> tuple[int, bytes]:
