@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import subprocess
 
+from cpp_builds import ROOT, cmake_build
+
 import aotc
 from aotc.runtime.generate import generate
-from cpp_builds import ROOT, cmake_build
 from models import export_tiny_lm
 
 

@@ -8,7 +8,6 @@ import asyncio
 import json
 
 import pytest
-import torch
 
 import aotc
 from aotc.runtime.generate import generate
