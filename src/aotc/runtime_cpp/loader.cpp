@@ -293,6 +293,19 @@ void check_own_state(const aotc_loader *l, const aotc_model_state *s, const char
   if (s->owner != l) fail(AOTC_ERR_ARGUMENT, std::string(what) + ": the state is another loader's");
 }
 
+// State buffer `name` of `buffers` (a state whose lock is `m`) copied out into `value`, or
+// with `in` from it.
+void copy_state(const aotc_loader *l, std::vector<Buffer> &buffers, std::mutex &m,
+                const char *name, const aotc_tensor *value, bool in, const char *what) {
+  int64_t k = 0;
+  const aotc_constant_info &c = l->state_info(name, &k);
+  check_state_tensor(value, c, what);
+  std::lock_guard<std::mutex> lock(m);
+  uint8_t *state = buffers[size_t(k)].get();
+  if (c.nbytes && in) memcpy(state, value->data, size_t(c.nbytes));
+  else if (c.nbytes) memcpy(value->data, state, size_t(c.nbytes));
+}
+
 void check_loader(const void *loader, const char *what) {
   if (!loader) fail(AOTC_ERR_ARGUMENT, std::string(what) + ": null loader");
 }
@@ -470,11 +483,7 @@ int aotc_loader_state(const aotc_loader *l, const int64_t **constant_index, int6
 int aotc_loader_get_state(aotc_loader *l, const char *name, aotc_tensor *value, aotc_error *error) {
   return guarded(error, [&] {
     check_loader(l, "aotc_loader_get_state");
-    int64_t k = 0;
-    const aotc_constant_info &c = l->state_info(name, &k);
-    check_state_tensor(value, c, "aotc_loader_get_state");
-    auto lock = l->state_lock();
-    if (c.nbytes) memcpy(value->data, l->state[size_t(k)].get(), size_t(c.nbytes));
+    copy_state(l, l->state, l->state_mutex, name, value, false, "aotc_loader_get_state");
   });
 }
 
@@ -482,11 +491,7 @@ int aotc_loader_set_state(aotc_loader *l, const char *name, const aotc_tensor *v
                           aotc_error *error) {
   return guarded(error, [&] {
     check_loader(l, "aotc_loader_set_state");
-    int64_t k = 0;
-    const aotc_constant_info &c = l->state_info(name, &k);
-    check_state_tensor(value, c, "aotc_loader_set_state");
-    auto lock = l->state_lock();
-    if (c.nbytes) memcpy(l->state[size_t(k)].get(), value->data, size_t(c.nbytes));
+    copy_state(l, l->state, l->state_mutex, name, value, true, "aotc_loader_set_state");
   });
 }
 
@@ -570,11 +575,7 @@ int aotc_loader_get_model_state(aotc_loader *l, aotc_model_state *state, const c
   return guarded(error, [&] {
     check_loader(l, "aotc_loader_get_model_state");
     check_own_state(l, state, "aotc_loader_get_model_state");
-    int64_t k = 0;
-    const aotc_constant_info &c = l->state_info(name, &k);
-    check_state_tensor(value, c, "aotc_loader_get_model_state");
-    std::lock_guard<std::mutex> lock(state->mutex);
-    if (c.nbytes) memcpy(value->data, state->buffers[size_t(k)].get(), size_t(c.nbytes));
+    copy_state(l, state->buffers, state->mutex, name, value, false, "aotc_loader_get_model_state");
   });
 }
 
@@ -583,11 +584,7 @@ int aotc_loader_set_model_state(aotc_loader *l, aotc_model_state *state, const c
   return guarded(error, [&] {
     check_loader(l, "aotc_loader_set_model_state");
     check_own_state(l, state, "aotc_loader_set_model_state");
-    int64_t k = 0;
-    const aotc_constant_info &c = l->state_info(name, &k);
-    check_state_tensor(value, c, "aotc_loader_set_model_state");
-    std::lock_guard<std::mutex> lock(state->mutex);
-    if (c.nbytes) memcpy(state->buffers[size_t(k)].get(), value->data, size_t(c.nbytes));
+    copy_state(l, state->buffers, state->mutex, name, value, true, "aotc_loader_set_model_state");
   });
 }
 
