@@ -270,6 +270,14 @@ def test_address_sanitizer(test_programs_asan, plain_example_asan, two_inputs, t
                         [np.zeros((2, 6)), np.arange(3)], tmp_path, env=ASAN_ENV)
     assert "InputError" in proc.stdout and proc.returncode == 3
     assert "AddressSanitizer" not in proc.stderr and "LeakSanitizer" not in proc.stderr, proc.stderr
+    # independent states on two threads, a StateLimitError thrown, and the profile read
+    x = torch.tensor([1.0, 2.0, -1.0])
+    states = aotc.compile_and_package(torch.export.export(CountCalls(), (x,)),
+                                      package_path=tmp_path / "states.pt2")
+    proc, _ = run_model(test_programs_asan, states, "model", [x.numpy()], tmp_path, "--states",
+                        "2", "--calls", "2", "--threads", "2", "--profile", env=ASAN_ENV)
+    assert_asan_clean(proc)
+    assert "StateLimitError" in proc.stdout
 
 
 @pytest.mark.parametrize("change, lacks", [
