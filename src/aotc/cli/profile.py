@@ -55,7 +55,7 @@ def cmd_profile(args, out) -> int:
                          ("GB/s", "right")):
         table.add_column(col, justify=justify, overflow="fold")
     for r in rows:
-        table.add_row(*plain(r.step.kernel, _short(r.step.ops), _short(r.step.source),
+        table.add_row(*plain(r.step.kernel, _short(_node_names(r.step.ops)), _short(r.step.source),
                              f"{r.mean_us:.2f}", f"{100 * r.share:.1f}%",
                              "" if r.gflops is None else f"{r.gflops:.1f}", f"{r.gbytes:.2f}"))
     outside = 1 - sum(r.share for r in rows)
@@ -67,5 +67,11 @@ def cmd_profile(args, out) -> int:
     return 0
 
 
-def _short(text: str, limit: int = 60) -> str:
+def _node_names(ops: str) -> str:
+    """"conv2d (aten.conv2d.default), relu (aten.relu.default)" -> "conv2d, relu" (the trace
+    keeps the ATen targets)."""
+    return ", ".join(part.split(" (")[0] for part in ops.split(", ") if not part.startswith("aten."))
+
+
+def _short(text: str, limit: int = 72) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -105,10 +105,19 @@ class LoweringContext:
             k += 1
         return name
 
-    def emit(self, op: Op, sizes, dtype: DType, hint: str | None = None) -> TensorValue:
-        """Add a computed buffer for `op` and return its value."""
+    def emit(self, op: Op, sizes, dtype: DType, hint: str | None = None,
+             absorbs: Buffer | None = None) -> TensorValue:
+        """Add a computed buffer for `op` and return its value. A buffer that `absorbs` an
+        earlier one (a convolution with this node's batch norm, activation or residual add
+        applied) comes from that one's nodes and source lines too."""
+        origin = self.origin()
+        if absorbs is not None and absorbs.origin is not None:
+            before = absorbs.origin
+            sources = [t for t in (before.source, origin.source) if t]
+            origin = Origin(before.nodes + origin.nodes, before.targets + origin.targets,
+                            "; ".join(dict.fromkeys(sources)))
         buf = Buffer(self.fresh_name(hint), dtype, tuple(sympy.sympify(s) for s in sizes),
-                     BufferKind.COMPUTED, op, self.origin())
+                     BufferKind.COMPUTED, op, origin)
         self.program.add(buf)
         return buffer_value(buf)
 

@@ -176,7 +176,7 @@ def fold_batch_norm(ctx: LoweringContext, x: TensorValue, weight, bias, mean, va
                   conv.in_channels,
                   conv.out_channels, conv.groups, conv.in_size, conv.out_size, conv.kernel,
                   conv.stride, conv.padding, conv.dilation)
-    return ctx.emit(folded, buf.sizes, DType.float32)
+    return ctx.emit(folded, buf.sizes, DType.float32, absorbs=buf)
 
 
 # ---- an activation fused into the convolution before it ---------------------------------
@@ -203,7 +203,7 @@ def fuse_clamp(ctx: LoweringContext, x: TensorValue, lo, hi) -> TensorValue | No
         return None
     fused = dataclasses.replace(buf.op, clamp_min=None if lo is None else float(lo),
                                 clamp_max=None if hi is None else float(hi))
-    return ctx.emit(fused, buf.sizes, DType.float32)
+    return ctx.emit(fused, buf.sizes, DType.float32, absorbs=buf)
 
 
 def fuse_residual(ctx: LoweringContext, a, b) -> TensorValue | None:
@@ -224,5 +224,5 @@ def fuse_residual(ctx: LoweringContext, a, b) -> TensorValue | None:
         if tuple(other.sizes) != tuple(buf.sizes) or tuple(ctx.out_sizes) != tuple(buf.sizes):
             continue
         fused = dataclasses.replace(buf.op, residual=other_name)
-        return ctx.emit(fused, buf.sizes, DType.float32)
+        return ctx.emit(fused, buf.sizes, DType.float32, absorbs=buf)
     return None
