@@ -4,7 +4,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test test-aarch64 test-big venv lint bench bench-quick fuzz clean
+.PHONY: demo test test-aarch64 test-big venv lint bench bench-quick bench-alone fuzz clean
 
 venv: $(STAMP)
 
@@ -61,7 +61,7 @@ lint: $(STAMP)
 BENCH_STAMP := $(VENV)/.bench-installed
 
 $(BENCH_STAMP): $(STAMP)
-	$(VPY) -m pip install -q -e '.[bench]'
+	$(VPY) -m pip install -q -e '.[bench]' -c constraints.txt
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
@@ -69,6 +69,10 @@ bench: $(BENCH_STAMP)
 
 bench-quick: $(BENCH_STAMP)
 	$(VPY) benchmarks/run.py --quick
+
+# every runtime (ExecuTorch too: the quant extra) alone in its own process, rounds rotated
+bench-alone: $(BENCH_STAMP)
+	$(VPY) benchmarks/alone.py
 
 clean:
 	rm -rf $(VENV) build examples/model.pt2

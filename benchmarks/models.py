@@ -1,5 +1,5 @@
 """The benchmark suite: float32 networks shaped like real models (MLPs, transformer layers
-from transformer_models.py, CNNs from cnn_models.py at 224 x 224). Component benchmarks and
+from transformer_models.py, CNNs from cnn_models.py and cnn_zoo.py at 224 x 224). Component benchmarks and
 single CNN blocks are listed apart and run by name.
 
 Each entry of SUITE is a Benchmark: a name, a constructor for the nn.Module, and a function
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from cnn_models import BasicBlock, InvertedResidual, MobileNetV2, ResNet18
+from cnn_zoo import DenseNet121, EfficientNetB0, MobileNetV3
 from transformer_models import BertLayer, LlamaBlock, TinyLM
 
 
@@ -161,6 +162,15 @@ SUITE = [
               "ResNet-18-shaped network, 1 x 3 x 224 x 224"),
     Benchmark("mobilenetv2_224", MobileNetV2, lambda: (torch.randn(1, 3, 224, 224),),
               "MobileNetV2-shaped network (depthwise convs), 1 x 3 x 224 x 224"),
+    Benchmark("mobilenetv3_224", MobileNetV3, lambda: (torch.randn(1, 3, 224, 224),),
+              "MobileNetV3-Large-shaped network (squeeze-excitation, hardswish), "
+              "1 x 3 x 224 x 224"),
+    Benchmark("efficientnet_b0_224", EfficientNetB0, lambda: (torch.randn(1, 3, 224, 224),),
+              "EfficientNet-B0-shaped network (MBConv + squeeze-excitation, SiLU, 5x5 "
+              "depthwise), 1 x 3 x 224 x 224"),
+    Benchmark("densenet121_224", DenseNet121, lambda: (torch.randn(1, 3, 224, 224),),
+              "DenseNet-121-shaped network (growth 32, concatenation in every layer), "
+              "1 x 3 x 224 x 224"),
     Benchmark("bert_layer_s128", BertLayer, lambda: (torch.randn(1, 128, 768),),
               "BERT-base encoder layer (768, 12 heads, MLP 3072, post-norm), 1 x 128 tokens"),
     Benchmark("llama_block_s256", LlamaBlock, lambda: (torch.randn(1, 256, 512),),

@@ -1,4 +1,4 @@
-"""The runtimes aotc is compared with: AOTInductor, ONNX Runtime and OpenVINO.
+"""The runtimes aotc is compared with: AOTInductor, ONNX Runtime, OpenVINO and ExecuTorch.
 
 Each peer has a compile step (run once, in the parent, timed) that writes an artifact under
 build/bench/, and a load step (run in the timing worker) that returns a callable taking and
@@ -12,7 +12,14 @@ returning torch tensors with the thread count fixed:
 - OpenVINO: `openvino.convert_model` on the module, then `compile_model` on CPU with
   INFERENCE_PRECISION_HINT = f32 (it would pick bf16 on CPUs with AMX or AVX512-BF16),
   INFERENCE_NUM_THREADS = n, one stream, latency hint. Compile time: convert + compile.
-The optional packages come with the `bench` extra (pip install -e '.[bench]').
+- OpenVINO (ONNX): the same configuration reading ONNX Runtime's ONNX file (on depthwise CNNs
+  it is faster that way than through convert_model). Compile time: read + compile.
+- ExecuTorch: `to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+  .to_executorch()`, run with executorch.runtime; threads set with
+  portable_lib._unsafe_reset_threadpool(n). Compile time: lowering + serialisation.
+The session settings and loaders live in peer_runtimes.py (no torch needed there). The
+optional packages come with the `bench` extra (pip install -e '.[bench]'), ExecuTorch with
+`quant`.
 """
 from __future__ import annotations
 
@@ -21,20 +28,25 @@ import os
 import time
 from pathlib import Path
 
+import peer_runtimes
 import torch
+from peer_runtimes import ort_session, ov_config
 
-PEERS = ("aoti", "ort", "openvino")
-LABEL = {"eager": "eager", "aotc": "aotc", "aoti": "AOTI", "ort": "ORT", "openvino": "OpenVINO"}
+PEERS = ("aoti", "ort", "openvino", "openvino_onnx", "executorch")
+LABEL = {"eager": "eager", "aotc": "aotc", "aoti": "AOTI", "ort": "ORT", "openvino": "OpenVINO",
+         "openvino_onnx": "OpenVINO (ONNX)", "executorch": "ExecuTorch"}
 
 
 def available(peer: str) -> str | None:
     """None if the peer's packages import, else why not."""
-    modules = {"aoti": [], "ort": ["onnxruntime", "onnx", "onnxscript"], "openvino": ["openvino"]}
+    modules = {"aoti": [], "ort": ["onnxruntime", "onnx", "onnxscript"], "openvino": ["openvino"],
+               "openvino_onnx": ["openvino", "onnx", "onnxscript"], "executorch": ["executorch"]}
     for module in modules[peer]:
         try:
             __import__(module)
         except ImportError as e:
-            return f"{module} is not installed ({e}); pip install -e '.[bench]'"
+            extra = "quant" if module == "executorch" else "bench"
+            return f"{module} is not installed ({e}); pip install -e '.[{extra}]'"
     return None
 
 
@@ -73,18 +85,6 @@ def aoti_is_cached(folder: Path, name: str) -> bool:
             and json.loads(stamp.read_text()).get("torch") == torch.__version__)
 
 
-def ort_session(path: str, threads: int):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.log_severity_level = 3
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-
-
 def compile_ort(folder: Path, name: str, model, inputs) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.onnx"
@@ -94,11 +94,6 @@ def compile_ort(folder: Path, name: str, model, inputs) -> dict:
                           external_data=False)
     ort_session(str(path), os.cpu_count() or 1)
     return {"artifact": str(path), "compile_s": time.perf_counter() - t0}
-
-
-def ov_config(threads: int) -> dict:
-    return {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": threads,
-            "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY"}
 
 
 def compile_openvino(folder: Path, name: str, model, inputs) -> dict:
@@ -115,11 +110,43 @@ def compile_openvino(folder: Path, name: str, model, inputs) -> dict:
     return {"artifact": str(path), "compile_s": seconds}
 
 
+def compile_openvino_onnx(folder: Path, name: str, model, inputs) -> dict:
+    """OpenVINO reading the ONNX file that ONNX Runtime runs (exported here if it is not
+    there yet). Compile time: OpenVINO's read + compile of that file."""
+    import openvino as ov
+
+    onnx = folder / "onnx" / f"{name}.onnx"
+    if not onnx.exists():
+        compile_ort(folder / "onnx", name, model, inputs)
+    t0 = time.perf_counter()
+    core = ov.Core()
+    core.compile_model(core.read_model(str(onnx)), "CPU", ov_config(os.cpu_count() or 1))
+    return {"artifact": str(onnx), "compile_s": time.perf_counter() - t0}
+
+
+def compile_executorch(folder: Path, name: str, ep) -> dict:
+    """ExecuTorch's XNNPACK flow: to_edge_transform_and_lower with the XNNPACK partitioner,
+    then to_executorch(); the program is written as a .pte file."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.pte"
+    t0 = time.perf_counter()
+    program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch()
+    path.write_bytes(program.buffer)
+    return {"artifact": str(path), "compile_s": time.perf_counter() - t0}
+
+
 def compile_peer(peer: str, folder: Path, name: str, model, inputs, ep) -> dict:
     if peer == "aoti":
         return compile_aoti(folder / "aoti", name, ep)
     if peer == "ort":
         return compile_ort(folder / "onnx", name, model, inputs)
+    if peer == "openvino_onnx":
+        return compile_openvino_onnx(folder, name, model, inputs)
+    if peer == "executorch":
+        return compile_executorch(folder / "executorch", name, ep)
     return compile_openvino(folder / "openvino", name, model, inputs)
 
 
@@ -129,34 +156,18 @@ def as_numpy(inputs) -> list:
     return [x.numpy() for x in inputs]
 
 
-def load_ort(path: str, threads: int):
-    sess = ort_session(path, threads)
-    names = [i.name for i in sess.get_inputs()]
-
-    def run(*inputs):
-        outs = sess.run(None, dict(zip(names, as_numpy(inputs))))
-        return torch.from_numpy(outs[0]) if len(outs) == 1 else tuple(map(torch.from_numpy, outs))
-    return run
-
-
-def load_openvino(path: str, threads: int):
-    import openvino as ov
-
-    core = ov.Core()
-    compiled = core.compile_model(core.read_model(path), "CPU", ov_config(threads))
-    request = compiled.create_infer_request()
-    outputs = compiled.outputs
-
-    def run(*inputs):
-        request.infer(as_numpy(inputs))
-        outs = [torch.from_numpy(request.get_tensor(o).data) for o in outputs]
-        return outs[0] if len(outs) == 1 else tuple(outs)
-    return run
+def one_or_tuple(outs: list):
+    """A peer's output list as the module's result: one tensor, or a tuple."""
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def load_peer(peer: str, artifact: str, threads: int):
+    """A callable taking and returning torch tensors, like the module."""
     if peer == "aoti":
         return torch._inductor.aoti_load_package(artifact)
-    if peer == "ort":
-        return load_ort(artifact, threads)
-    return load_openvino(artifact, threads)
+    if peer == "executorch":
+        run = peer_runtimes.load_executorch(artifact, threads)
+        return lambda *inputs: one_or_tuple(run(*inputs))
+    loader = peer_runtimes.load_ort if peer == "ort" else peer_runtimes.load_openvino
+    run = loader(artifact, threads)
+    return lambda *inputs: one_or_tuple([torch.from_numpy(o) for o in run(*as_numpy(inputs))])

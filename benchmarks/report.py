@@ -222,7 +222,8 @@ def source_revision(root: Path) -> str:
 
 def versions(peers: list[str]) -> str:
     parts = [f"torch {torch.__version__}"]
-    for p, module in (("ort", "onnxruntime"), ("openvino", "openvino")):
+    for p, module in (("ort", "onnxruntime"), ("openvino", "openvino"),
+                      ("executorch", "executorch")):
         if p in peers:
             try:
                 parts.append(f"{module} {__import__(module).__version__}")
