@@ -1,6 +1,6 @@
 """The benchmark suite: float32 networks shaped like real models (MLPs, transformer layers
-from transformer_models.py, CNNs from cnn_models.py and cnn_zoo.py at 224 x 224). Component benchmarks and
-single CNN blocks are listed apart and run by name.
+from transformer_models.py, CNNs from cnn_models.py and cnn_zoo.py at 224 x 224). Component
+benchmarks and single CNN blocks are listed apart and run by name.
 
 Each entry of SUITE is a Benchmark: a name, a constructor for the nn.Module, and a function
 returning the example inputs. Weights and inputs come from fixed seeds, so every process that
