@@ -169,6 +169,7 @@ def chart(path: Path, by_threads: dict, runtimes: list[str]) -> bool:
     count. False where matplotlib is not installed."""
     try:
         import matplotlib
+        import matplotlib.ticker
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -185,6 +186,8 @@ def chart(path: Path, by_threads: dict, runtimes: list[str]) -> bool:
             ax.bar(xs, ys, width, label=peers.LABEL[rt])
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.2g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.1f"))
         ax.set_xticks(range(len(rows)), [r["name"] for r in rows], rotation=20, ha="right",
                       fontsize=8)
         ax.set_ylabel("latency / eager (lower is better)")
