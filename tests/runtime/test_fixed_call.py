@@ -168,14 +168,40 @@ def test_stateful_models_do_not_take_it(tmp_path):
     torch.testing.assert_close(stateful(x), 2 * x)
 
 
-def test_dynamic_models_take_the_general_path(tmp_path):
+def test_dynamic_shapes_take_it_once_run(tmp_path, monkeypatch):
+    """A dynamic model learns each input shape from the general path that ran it; later
+    calls with that shape take the short path, other shapes the general one (which checks
+    the range), up to fixed_call.MAX_SHAPES shapes."""
+    from aotc.runtime import fixed_call
+
     ep, model = _dynamic(tmp_path, 3)
-    assert model._fixed is None
-    for rows in (5, 7, 1):
+    assert model._fixed is not None
+    run = model._run
+    calls = []
+
+    def general(*args):
+        calls.append(tuple(args[2][0][2]))  # the shape of the first input
+        return run(*args)
+
+    monkeypatch.setattr(model, "_run", general)
+    for rows in (5, 5, 7, 5, 7, 1, 1):
         x, y = torch.randn(rows, 10), torch.randn(rows, 6)
         torch.testing.assert_close(model(x, y), _expect(ep, x, y))
+        a, b = x.numpy(), y.numpy()
+        out = model(a, b)
+        assert all(type(o) is np.ndarray for o in out)
+        torch.testing.assert_close(tuple(torch.from_numpy(o) for o in out), _expect(ep, x, y))
+    assert calls == [(5, 10), (7, 10), (1, 10)]
     with pytest.raises(aotc.InputError, match=r"\[0, 40\]"):  # min 1: unchecked
         model(torch.randn(41, 10), torch.randn(41, 6))
+    with pytest.raises(aotc.InputError, match="input 'y': dim 0 is 4, expected .*5"):
+        model(torch.randn(5, 10), torch.randn(4, 6))
+    for rows in range(2, 40):
+        model(torch.randn(rows, 10), torch.randn(rows, 6))
+    assert len(model._fixed._known) == fixed_call.MAX_SHAPES
+    # a shape past the first MAX_SHAPES still runs, on the general path
+    x, y = torch.randn(39, 10), torch.randn(39, 6)
+    torch.testing.assert_close(model(x, y), _expect(ep, x, y))
 
 
 def test_input_checks_keep_the_short_path_for_contiguous_exports(compiled, monkeypatch):
@@ -194,8 +220,8 @@ def test_input_checks_keep_the_short_path_for_contiguous_exports(compiled, monke
 
 
 def test_concurrent_callers_of_several_shapes(tmp_path):
-    """Threads calling a dynamic model at once with different batch sizes (2 runners, the
-    general path's frames refilled whenever the next call on one has other shapes): every
+    """Threads calling a dynamic model at once with different batch sizes (2 runners, so a
+    short-path frame is refilled whenever the next call on it has other shapes): every
     result belongs to its own inputs."""
     ep, model = _dynamic(tmp_path, 4, num_runners=2)
     inputs = [(torch.randn(rows, 10), torch.randn(rows, 6)) for rows in (1, 3, 8, 13, 3, 21)]

@@ -1,9 +1,11 @@
-"""The short call path of a model with a fixed signature: every input a tensor of static
-shape, no state, nothing updated in place. A call that passes exactly the tensors the
-model was compiled for (contiguous, on the cpu, of the compiled dtypes and shapes, all
-torch or all numpy) only writes data pointers into a frame whose sizes and strides were
-filled once, allocates the outputs and runs; anything else takes the general path, which
-converts, checks and reports. The library checks every call either way."""
+"""The short call path: a model whose inputs are all tensors, with no state, nothing updated
+in place and output sizes that follow the input shapes alone. A call that passes exactly
+the tensors the model takes (contiguous, on the cpu, of the compiled dtypes, all torch or
+all numpy) with input shapes whose output shapes are known (the static shapes, or shapes an
+earlier call of a dynamic model ran with) only writes data pointers into a frame whose sizes
+and strides were filled for those shapes, allocates the outputs and runs; anything else
+takes the general path, which converts, checks, reports, and teaches this path the shapes it
+ran with. The library checks every call either way."""
 from __future__ import annotations
 
 import ctypes
@@ -16,6 +18,9 @@ from ..dtypes import DType
 from . import abi
 from .tensors import contiguous_strides
 
+# how many input shapes of a dynamic model the short path keeps (the first ones that ran)
+MAX_SHAPES = 16
+
 
 def numpy_address(a: np.ndarray) -> int:
     """The data address of a C-contiguous array: through the buffer protocol, several times
@@ -27,7 +32,8 @@ def numpy_address(a: np.ndarray) -> int:
 
 
 class Shapes(NamedTuple):
-    """The static input shapes and the output shapes they give."""
+    """Input shapes and the output shapes they give (immutable: a frame filled for one
+    snapshot is refilled only when it is handed another)."""
     inputs: tuple
     outputs: tuple
     torch_sizes: tuple  # the outputs as torch.empty's positional sizes (`((),)` if 0-dim)
@@ -40,12 +46,17 @@ def known_shapes(inputs, outputs) -> Shapes:
 
 
 class FixedSignature:
-    """The input and output dtypes and shapes, and their torch/numpy spellings."""
+    """The input and output dtypes, their torch/numpy spellings, and the shapes known: the
+    static ones, or (dynamic model) those its general calls ran with."""
 
-    def __init__(self, in_dtypes: list[DType], out_dtypes: list[DType], static: Shapes):
+    def __init__(self, in_dtypes: list[DType], out_dtypes: list[DType],
+                 static: Shapes | None):
         self.in_dtypes, self.out_dtypes = in_dtypes, out_dtypes
-        self.shapes = static
-        self._in_shapes = list(static.inputs)
+        self._static = static
+        self._known: dict[tuple, Shapes] = {}
+        self._static_taken = {"torch": ("torch", static), "numpy": ("numpy", static)}
+        # each input's static shape, checked with its type (None: the shapes looked up)
+        self._in_shapes = list(static.inputs) if static else [None] * len(in_dtypes)
         # resolved on the first call with torch tensors (torch is loaded by then)
         self._tensor: type | None = None
         self._torch: tuple = ()
@@ -54,6 +65,11 @@ class FixedSignature:
             list(zip([np.dtype(d.numpy_name) for d in in_dtypes], self._in_shapes)),
             [np.dtype(d.numpy_name) for d in out_dtypes])
 
+    def learn(self, known: Shapes) -> None:
+        """Input shapes a general call ran with and the output shapes the library gave."""
+        if self._static is None and len(self._known) < MAX_SHAPES:
+            self._known.setdefault(known.inputs, known)
+
     def _resolve_torch(self) -> None:
         torch = sys.modules["torch"]
         self._torch = (torch.empty,
@@ -61,15 +77,16 @@ class FixedSignature:
                        [getattr(torch, d.name) for d in self.out_dtypes])
         self._tensor = torch.Tensor
 
-    def takes(self, args: tuple) -> str | None:
-        """'torch' or 'numpy' when args are exactly the compiled tensors, else None."""
+    def takes(self, args: tuple) -> tuple[str, Shapes] | None:
+        """('torch' or 'numpy', the known shapes) when args are exactly tensors the model
+        takes, of shapes it knows; else None."""
         if len(args) != len(self.in_dtypes):
             return None
         first = type(args[0])
         if first is np.ndarray and self._numpy is not None:
             for x, (dt, shape) in zip(args, self._numpy[0]):
                 if (type(x) is not np.ndarray or x.dtype != dt or not x.flags.c_contiguous
-                        or x.shape != shape):
+                        or (shape is not None and x.shape != shape)):
                     return None
             kind = "numpy"
         else:
@@ -83,15 +100,19 @@ class FixedSignature:
                 return None
             for x, (dt, shape) in zip(args, self._torch[1]):
                 if (type(x) is not tensor or x.dtype is not dt or not x.is_cpu
-                        or not x.is_contiguous() or x.shape != shape):
+                        or not x.is_contiguous() or (shape is not None and x.shape != shape)):
                     return None
             kind = "torch"
-        return kind
+        if self._static is not None:
+            return self._static_taken[kind]
+        known = self._known.get(tuple([x.shape for x in args]))  # torch.Size is a tuple
+        return None if known is None else (kind, known)
 
 
 class FixedFrame:
     """One model object's ctypes structures for the short path, sizes and strides filled
-    once: a call writes only the data pointers."""
+    for one Shapes snapshot at a time: a call with the same shapes as the last one writes
+    only the data pointers."""
 
     def __init__(self, signature: FixedSignature):
         self.ins = (abi.Tensor * max(len(signature.in_dtypes), 1))()
@@ -102,23 +123,33 @@ class FixedFrame:
             slot.dtype = dtype.code
         for slot, dtype in zip(self.out_slots, signature.out_dtypes):
             slot.dtype = dtype.code
-        self._dims = []  # kept alive with the structures that point at them
-        known = signature.shapes
-        for slots, tensors in ((self.in_slots, known.inputs), (self.out_slots, known.outputs)):
-            for slot, shape in zip(slots, tensors):
-                rank = len(shape)
-                sizes = (ctypes.c_int64 * max(rank, 1))(*shape)
-                strides = (ctypes.c_int64 * max(rank, 1))(*contiguous_strides(shape))
-                self._dims.append((sizes, strides))
-                slot.sizes, slot.strides, slot.ndim = sizes, strides, rank
+        self._dims: list = []  # (sizes, strides) per slot, inputs then outputs
+        self.current: Shapes | None = None
         self.addresses = (ctypes.addressof(self.ins), len(self.in_slots),
                           ctypes.addressof(self.outs), len(self.out_slots))
 
+    def fill(self, known: Shapes) -> None:
+        """Sizes and strides for `known` (a rank never changes: the arrays are made once)."""
+        shapes = known.inputs + known.outputs
+        if not self._dims:
+            for slot, shape in zip(self.in_slots + self.out_slots, shapes):
+                rank = len(shape)
+                dims = (ctypes.c_int64 * max(rank, 1))(), (ctypes.c_int64 * max(rank, 1))()
+                self._dims.append(dims)
+                slot.sizes, slot.strides, slot.ndim = dims[0], dims[1], rank
+        for (sizes, strides), shape in zip(self._dims, shapes):
+            for d, (n, stride) in enumerate(zip(shape, contiguous_strides(shape))):
+                sizes[d], strides[d] = n, stride
+        self.current = known
+
     def run(self, lib, run, handle: int, signature: FixedSignature, args: tuple,
-            kind: str) -> list:
-        """Run on args (which `signature.takes` as `kind`) through `run`, the library's
+            taken: tuple) -> list:
+        """Run on args (which `signature.takes` as `taken`) through `run`, the library's
         abi.run_by_address; the new outputs."""
-        _, out_shapes, torch_sizes = signature.shapes
+        kind, known = taken
+        if known is not self.current:
+            self.fill(known)
+        _, out_shapes, torch_sizes = known
         outs = []
         if kind == "torch":
             empty, _, out_types = signature._torch

@@ -334,23 +334,24 @@ class CompiledModel:
     def _fixed_signature(self) -> FixedSignature | None:
         """The signature of the short call path, for a model that can take it."""
         meta = self.package_metadata
-        if (not self._plain_args or self._static_shapes is None or self._sizes_follow_data
+        if (not self._plain_args or self._sizes_follow_data
                 or self._int_inputs or self._mutated or self._state
                 or (self._layout is not None and not self._layout.contiguous_only)
                 or not self._inputs or len(self._inputs) != len(meta["inputs"])):
             return None
+        static = None if self._static_shapes is None else known_shapes(
+            [i["sizes"] for i in self._inputs], self._static_shapes)
         return FixedSignature([DType.from_name(i["dtype"]) for i in self._inputs],
-                              [dtype for dtype, _ in self._outputs],
-                              known_shapes([i["sizes"] for i in self._inputs], self._static_shapes))
+                              [dtype for dtype, _ in self._outputs], static)
 
-    def _fixed_call(self, args: tuple, kind: str):
+    def _fixed_call(self, args: tuple, taken: tuple):
         sig, lib, run = self._fixed, self._lib, self._run_by_address
         if self._single:  # the caller promised one thread at a time: no lock
             h = self._pool.first()
-            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, kind))
+            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, taken))
         h = self._pool.acquire(self._new_handle, self._destroy)
         try:
-            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, kind))
+            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, taken))
         finally:
             self._pool.release(h, self._destroy)
 
@@ -360,9 +361,9 @@ class CompiledModel:
     def _call(self, args: tuple, kwargs: dict, shared: SharedState):
         """A call on state `shared` (the default one, or a ModelState's)."""
         if self._fixed is not None and not kwargs:
-            kind = self._fixed.takes(args)
-            if kind is not None:
-                return self._fixed_call(args, kind)
+            taken = self._fixed.takes(args)
+            if taken is not None:
+                return self._fixed_call(args, taken)
         if self._plain_args and not kwargs and len(args) == len(self._input_plan):
             leaves = args  # the common case: positional tensors, nothing nested
         else:
@@ -449,6 +450,8 @@ class CompiledModel:
                 frame.output_shapes = [frame.output_shape(j, rank)
                                        for j, (_, rank) in enumerate(self._outputs)]
                 frame.input_shapes = key
+                if self._fixed is not None:  # later calls with these shapes take the short path
+                    self._fixed.learn(known_shapes(key, frame.output_shapes))
             shapes = frame.output_shapes
         outs = []
         for j, (dtype, _) in enumerate(self._outputs):
