@@ -34,8 +34,9 @@ demo: $(STAMP)
 	cmake --build build/examples/cpp_torch -j
 	cd build/examples/cpp_torch && ./inference
 
+# the slowest tests are listed at the end, to keep the suite's time in view
 test: $(STAMP)
-	$(VPY) -m pytest -q tests
+	$(VPY) -m pytest -q tests --durations=40
 
 # the C++ kernels and runtime cross-compiled for aarch64 and run under qemu-user; they need
 # Debian's g++-aarch64-linux-gnu and qemu-user, and skip without them
