@@ -51,7 +51,7 @@ def cpu_ms(fn, x, iters: int) -> float:
 
 def ort_compiled(model: nn.Module, x: torch.Tensor):
     art = peers.compile_ort(Path(tempfile.mkdtemp()), "m", model, (x,))
-    return peers.load_ort(art["artifact"], 1)
+    return peers.load_peer("ort", art["artifact"], 1)
 
 
 def compare(model: nn.Module, x: torch.Tensor, reps: int, budget_ms: float = 150.0,
