@@ -54,7 +54,8 @@ class FixedSignature:
         self.in_dtypes, self.out_dtypes = in_dtypes, out_dtypes
         self._static = static
         self._known: dict[tuple, Shapes] = {}
-        self._static_taken = {"torch": ("torch", static), "numpy": ("numpy", static)}
+        self._static_taken: dict[str, tuple[str, Shapes]] = {} if static is None else {
+            "torch": ("torch", static), "numpy": ("numpy", static)}
         # each input's static shape, checked with its type (None: the shapes looked up)
         self._in_shapes = list(static.inputs) if static else [None] * len(in_dtypes)
         # resolved on the first call with torch tensors (torch is loaded by then)
