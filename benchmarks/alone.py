@@ -84,8 +84,11 @@ def time_alone(runtime: str, threads: int, entries: list[dict], args) -> dict:
                                     "entries": todo, "result": str(result)}))
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         run.wait_for_idle(args.wait_idle)
-        subprocess.run([sys.executable, str(HERE / "alone_worker.py"), str(spec)], env=env,
-                       check=True)
+        proc = subprocess.run([sys.executable, str(HERE / "alone_worker.py"), str(spec)],
+                              env=env)
+        if proc.returncode != 0 or not result.exists():  # a runtime that killed its process
+            why = f"the {runtime} process exited with status {proc.returncode}"
+            return {e["name"]: {"error": why} for e in todo}
         return json.loads(result.read_text())
 
 
