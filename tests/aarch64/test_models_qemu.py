@@ -1,7 +1,7 @@
 """Models compiled with options={"target": "aarch64"} (and the neon-dotprod level), run under
 qemu-user by tests/cpp/run_model.cpp cross-built with the CMake package's toolchain file, and
 compared with eager on the host: an MLP, a CNN with a depthwise convolution, an attention
-block, sort and cumsum, and an MLP with a dynamic batch at two sizes."""
+block, sort and cumsum, linear algebra, and an MLP with a dynamic batch at two sizes."""
 from __future__ import annotations
 
 import shutil
@@ -75,6 +75,16 @@ class SortScan(torch.nn.Module):
         return values.cumsum(dim=-1), indices, torch.cumsum(x, dim=0)
 
 
+class Linalg(torch.nn.Module):
+    """LU, Cholesky and triangular solves (kernels/linalg.cpp) on batched odd sizes."""
+
+    def forward(self, a, b):
+        a = a + 5 * torch.eye(a.shape[-1])
+        spd = a @ a.mT
+        return (torch.linalg.solve(a, b), torch.linalg.det(a), torch.linalg.cholesky(spd),
+                torch.linalg.solve_triangular(a, b, upper=True), torch.linalg.inv(a))
+
+
 def _inputs(*shapes: tuple[int, ...], seed: int = 0) -> tuple[torch.Tensor, ...]:
     g = torch.Generator().manual_seed(seed)
     return tuple(torch.randn(s, generator=g) for s in shapes)
@@ -87,6 +97,7 @@ MODELS = {
     "cnn": (DepthwiseCNN, _inputs((2, 3, 12, 12)), None, [_inputs((2, 3, 12, 12), seed=1)]),
     "attention": (AttentionBlock, _inputs((2, 10, 32)), None, [_inputs((2, 10, 32), seed=1)]),
     "sort_scan": (SortScan, _inputs((6, 33)), None, [_inputs((6, 33), seed=1)]),
+    "linalg": (Linalg, _inputs((3, 5, 5), (3, 5, 2)), None, [_inputs((3, 5, 5), (3, 5, 2), seed=1)]),
     "dynamic": (MLP, _inputs((4, 20)), {"x": {0: BATCH}},
                 [_inputs((3, 20), seed=1), _inputs((17, 20), seed=2)]),
 }

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aotc.tools.opcov import category
+from aotc.tools.opcov import category, dtypes_of
 from aotc.tools.opsweep import draws_random
 
 
@@ -41,9 +41,17 @@ def test_draws_random(module, random):
 
 
 @pytest.mark.parametrize("name,cat", [
-    ("cfloat", "complex"), ("nn.functional.fractional_max_pool2d", "random"),
-    ("norm.nuc", "linalg"), ("norm", "in scope"), ("to_sparse", "sparse"),
-    ("nn.functional.max_pool2d", "in scope"),
+    ("cfloat", "in scope"), ("nn.functional.fractional_max_pool2d", "random"),
+    ("norm.nuc", "in scope"), ("norm", "in scope"), ("to_sparse", "sparse"),
+    ("nn.functional.max_pool2d", "in scope"), ("linalg.inv", "in scope"),
 ])
 def test_categories(name, cat):
     assert category(name) == cat
+
+
+@pytest.mark.parametrize("name,wide", [
+    ("linalg.inv", True), ("fft.rfft", True), ("norm.nuc", True), ("cholesky", True),
+    ("view_as_complex", True), ("stft", True), ("norm", False), ("add", False),
+])
+def test_linalg_fft_and_complex_ops_also_run_in_float64_and_complex64(name, wide):
+    assert (torch.float64 in dtypes_of(name) and torch.complex64 in dtypes_of(name)) is wide

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 _SORT_TYPES = ("b8", "u8", "i8", "i16", "i32", "i64", "f32", "f64")
+_LINALG = ("lu_factor", "lu_solve", "cholesky", "triangular_solve", "lu_permutation")
 
 EXPORTS: dict[str, frozenset[str]] = {
     "attention": frozenset({"aotc_attention_f32"}),
@@ -26,6 +27,9 @@ EXPORTS: dict[str, frozenset[str]] = {
                             "aotc_qgemm_s32"}),
     "gemm_wo": frozenset({"aotc_gemm_wo_f32"}),
     # aotc::scan / aotc::scan_positions: aotc_kernels.h's inline wrappers over the scans
+    # aotc::lu_factor ... : aotc_kernels.h's inline wrappers by element type
+    "linalg": frozenset({f"aotc_{fn}_{t}" for fn in _LINALG for t in ("f32", "f64")}
+                        | {f"aotc::{fn}" for fn in _LINALG}),
     "scan": frozenset({"aotc_scan_f32", "aotc_scan_f64", "aotc_scan_i64", "aotc_scan_index_f32",
                        "aotc_scan_index_f64", "aotc_scan_index_i64", "aotc::scan",
                        "aotc::scan_positions"}),

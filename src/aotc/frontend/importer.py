@@ -332,8 +332,9 @@ class Importer:
         outputs = tuple((meta_sizes(v), meta_dtype(v, f"{node.name} ({op})"))
                         if isinstance(v, torch.Tensor) else None for v in vals)
         first = next((o for o in outputs if o is not None), None)
-        if first is None and isinstance(val, (tuple, list)) and not val:
-            # no outputs at all (unbind of an empty dim): the rule returns an empty tuple
+        returns_nothing = isinstance(op, torch._ops.OpOverload) and not op._schema.returns
+        if first is None and (returns_nothing or isinstance(val, (tuple, list)) and not val):
+            # no outputs at all (unbind of an empty dim, a check): the rule returns no tensor
             first = ((), DType.int64)
         if first is None:
             raise UnsupportedOperatorError(str(op), user_source(node.meta.get("stack_trace")),

@@ -155,6 +155,37 @@ void aotc_scan_index_f64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
 void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, const int64_t *x,
                          int64_t *y);
 
+/* Dense linear algebra (linalg.cpp) on batches of contiguous row-major matrices, float32
+   (_f32) and float64 (_f64), each matrix of a batch on one thread:
+   - aotc_lu_factor: LU with partial pivoting of each m x n matrix of a [batch, m, n]; out
+     holds per matrix m*n + min(m, n) + AOTC_LU_EXTRA values: the factors (L below the
+     diagonal, unit diagonal implied, U on and above), the 1-based pivots (row i swapped
+     with row pivots[i], in order) as values, then info (the first zero pivot, 1-based, or
+     0), det, the sign of det and log |det| (the last three for square matrices, else 0).
+   - aotc_lu_solve: x [batch, n, k] solving A x = b (A^T x = b with adjoint) from A's
+     factors lu [batch, n, n] and int32 pivots [batch, n].
+   - aotc_cholesky: the lower factor L (A = L L^T) of each n x n matrix from its lower
+     triangle; out holds per matrix n*n values (zero above the diagonal) then info (the
+     order of the first minor that is not positive definite, or 0).
+   - aotc_triangular_solve: x [batch, n, k] solving T x = b, T the lower (or upper)
+     triangle of a [batch, n, n], transposed with trans, unit diagonal with unit.
+   - aotc_lu_permutation: the m x m permutation matrix P with A = P L U of each int32 pivot
+     sequence [batch, k].
+   x and out may not alias the inputs. */
+#define AOTC_LU_EXTRA 4
+#define AOTC_LINALG_DECLARE(suffix, T)                                                       \
+  void aotc_lu_factor_##suffix(int64_t batch, int64_t m, int64_t n, const T *a, T *out);     \
+  void aotc_lu_solve_##suffix(int64_t batch, int64_t n, int64_t k, int32_t adjoint,         \
+                              const T *lu, const int32_t *pivots, const T *b, T *x);        \
+  void aotc_cholesky_##suffix(int64_t batch, int64_t n, const T *a, T *out);                 \
+  void aotc_triangular_solve_##suffix(int64_t batch, int64_t n, int64_t k, int32_t lower,   \
+                                      int32_t trans, int32_t unit, const T *a, const T *b,  \
+                                      T *x);                                                \
+  void aotc_lu_permutation_##suffix(int64_t batch, int64_t m, int64_t k,                    \
+                                    const int32_t *pivots, T *p);
+AOTC_LINALG_DECLARE(f32, float)
+AOTC_LINALG_DECLARE(f64, double)
+
 /* Sorting positions of each line of a contiguous tensor viewed as [outer, n, inner], along
    the middle: out[o, j, i] = position of the (first + j)-th element of line (o, i) in sorted
    order, j < count (out is [outer, count, inner]); NaN ranks above every number. The
@@ -281,6 +312,29 @@ inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner,
                            const int64_t *x, int64_t *y) {
   aotc_scan_index_i64(op, outer, n, inner, x, y);
 }
+
+/* The dense linear algebra by element type, for generated code. */
+#define AOTC_LINALG_OVERLOADS(suffix, T)                                                     \
+  inline void lu_factor(int64_t batch, int64_t m, int64_t n, const T *a, T *out) {           \
+    aotc_lu_factor_##suffix(batch, m, n, a, out);                                            \
+  }                                                                                          \
+  inline void lu_solve(int64_t batch, int64_t n, int64_t k, int32_t adjoint, const T *lu,   \
+                       const int32_t *pivots, const T *b, T *x) {                            \
+    aotc_lu_solve_##suffix(batch, n, k, adjoint, lu, pivots, b, x);                          \
+  }                                                                                          \
+  inline void cholesky(int64_t batch, int64_t n, const T *a, T *out) {                       \
+    aotc_cholesky_##suffix(batch, n, a, out);                                                \
+  }                                                                                          \
+  inline void triangular_solve(int64_t batch, int64_t n, int64_t k, int32_t lower,          \
+                               int32_t trans, int32_t unit, const T *a, const T *b, T *x) { \
+    aotc_triangular_solve_##suffix(batch, n, k, lower, trans, unit, a, b, x);                \
+  }                                                                                          \
+  inline void lu_permutation(int64_t batch, int64_t m, int64_t k, const int32_t *pivots,    \
+                             T *p) {                                                         \
+    aotc_lu_permutation_##suffix(batch, m, k, pivots, p);                                    \
+  }
+AOTC_LINALG_OVERLOADS(f32, float)
+AOTC_LINALG_OVERLOADS(f64, double)
 }  // namespace aotc
 #endif
 

@@ -11,6 +11,8 @@ from . import (  # noqa: F401
     histogram,
     indexing,
     linalg,
+    linalg_cholesky,
+    linalg_lu,
     loss,
     nn,
     padding,

@@ -60,6 +60,17 @@ def promote(*args: Arg) -> DType:
     return out
 
 
+def broadcast_shapes(*shapes) -> tuple[sympy.Expr, ...]:
+    """The broadcast of `shapes` (a symbolic size broadcasts over 1)."""
+    n = max((len(s) for s in shapes), default=0)
+    out: list[sympy.Expr] = []
+    for k in range(n):
+        dims = [s[len(s) - n + k] for s in shapes if len(s) - n + k >= 0]
+        rest = [d for d in dims if d != 1]
+        out.append(rest[0] if rest else sympy.Integer(1))
+    return tuple(out)
+
+
 def broadcast_index(sizes: Sequence[sympy.Expr], out_sizes: Sequence[sympy.Expr]):
     """The operand index that reads its element for output position (i0, ...)."""
     ivars = index_vars(len(out_sizes))

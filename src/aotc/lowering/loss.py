@@ -6,11 +6,10 @@ from __future__ import annotations
 import torch
 
 from ..ir.expr import Binary, BinaryOp, Unary, UnaryOp
-from .common import operand
+from .common import broadcast_shapes, operand
 from .opmath import lower_in_float
 from .reduction import lower_mean, lower_sum
 from .registry import register_lowering
-from .scatter import broadcast_shapes
 
 aten = torch.ops.aten
 FAMILY = "nn"

@@ -13,7 +13,7 @@ from ..ir.compress import MaskedScatter
 from ..ir.expr import Binary, BinaryOp, Node, Where, cast, constant, indirect_var
 from ..ir.regions import RegionWrite, Write
 from ..ir.symbols import index_vars, numel, reduction_var, surely_at_least
-from .common import broadcast_index, dim_index, operand
+from .common import broadcast_index, broadcast_shapes, dim_index, operand
 from .context import LoweringContext, TensorValue
 from .registry import register_lowering
 from .views import diagonal_index, reshape_index
@@ -25,16 +25,6 @@ FAMILY = "scatter"
 def write_regions(ctx: LoweringContext, x: TensorValue, writes) -> TensorValue:
     """x with `writes` applied in order, as a new buffer."""
     return ctx.emit(RegionWrite(x.body, tuple(writes)), x.sizes, x.dtype)
-
-
-def broadcast_shapes(*shapes) -> tuple[sympy.Expr, ...]:
-    n = max((len(s) for s in shapes), default=0)
-    out: list[sympy.Expr] = []
-    for k in range(n):
-        dims = [s[len(s) - n + k] for s in shapes if len(s) - n + k >= 0]
-        rest = [d for d in dims if d != 1]
-        out.append(rest[0] if rest else sympy.Integer(1))
-    return tuple(out)
 
 
 def _integer_index(ctx, t: TensorValue) -> TensorValue:

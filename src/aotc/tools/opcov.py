@@ -9,8 +9,8 @@ sweep can stop and go on (`--resume` skips recorded cases; `--rerun-revisions RE
 again those recorded at older revisions of the project; `--rerun-failed` also re-runs the
 recorded failures), and the table is rendered from everything recorded.
 
-In scope: float32, int64, bool, float16 and bfloat16 where OpInfo lists them. Linear
-algebra and FFT are listed apart and not counted; ops whose results are random or
+In scope: float32, int64, bool, float16 and bfloat16 where OpInfo lists them, and for
+linear algebra, FFT and complex ops float64 and complex64 too. Ops whose results are random or
 uninitialized cannot be compared with eager and are listed apart too, and so are the samples
 of other ops that draw random numbers (dropout in training mode).
 """
@@ -30,6 +30,8 @@ from pathlib import Path
 import torch
 
 DTYPES = (torch.float32, torch.int64, torch.bool, torch.float16, torch.bfloat16)
+# linear algebra, FFT and complex results run in float64 and complex64 too, where OpInfo has them
+WIDE_DTYPES = DTYPES + (torch.float64, torch.complex64)
 LINALG = {"cholesky", "cholesky_inverse", "cholesky_solve", "det", "geqrf", "inverse", "logdet",
           "lu", "lu_solve", "lu_unpack", "matrix_exp", "ormqr", "pinverse", "qr", "slogdet",
           "svd", "svd_lowrank", "pca_lowrank", "symeig", "triangular_solve", "eig", "eigvals",
@@ -41,10 +43,9 @@ RANDOM = {"bernoulli", "normal", "rand_like", "randn_like", "randint_like", "ran
           "empty_permuted", "new_empty_strided",
           # the pooling regions are drawn with torch.rand when no _random_samples are given
           "nn.functional.fractional_max_pool2d", "nn.functional.fractional_max_pool3d"}
-# ops whose result is complex (aotc computes no complex dtype) or that take sparse layouts
 COMPLEX = {"complex", "view_as_complex", "polar", "cfloat", "cdouble", "chalf"}
 CASE_SECONDS = 180
-CATEGORIES = ("in scope", "linalg", "fft", "complex", "sparse", "random")
+CATEGORIES = ("in scope", "sparse", "random")
 
 
 @dataclass
@@ -63,18 +64,22 @@ class Row:
 
 
 def category(name: str) -> str:
-    base = name.split(".")[0] if not name.startswith(("linalg.", "fft.", "special.")) else name
-    if name.startswith("linalg.") or base in LINALG or name in LINALG:
-        return "linalg"
-    if name.startswith("fft.") or base in ("stft", "istft"):
-        return "fft"
-    if base in COMPLEX:
-        return "complex"
+    """"in scope" (counted), or why an op is listed apart: sparse layouts, random results."""
+    base = name.split(".")[0]
     if name.startswith("sparse.") or base == "to_sparse":
         return "sparse"
     if base in RANDOM or name in RANDOM or "dropout" in name or name.startswith("nn.functional.rrelu"):
         return "random"
     return "in scope"
+
+
+def dtypes_of(name: str) -> tuple:
+    """The dtypes an op's cases run in: linear algebra, FFT and complex ops also in float64
+    and complex64."""
+    base = name.split(".")[0] if not name.startswith(("linalg.", "fft.", "special.")) else name
+    wide = (name.startswith(("linalg.", "fft.")) or base in LINALG or name in LINALG
+            or base in ("stft", "istft") or base in COMPLEX)
+    return WIDE_DTYPES if wide else DTYPES
 
 
 class _Timeout(Exception):
@@ -137,7 +142,7 @@ def all_cases() -> list[tuple[str, str, str]]:
     from .opsweep import opinfo_name
 
     return [(opinfo_name(i), str(d).removeprefix("torch."), category(opinfo_name(i)))
-            for i in op_db for d in DTYPES if d in i.dtypes]
+            for i in op_db for d in dtypes_of(opinfo_name(i)) if d in i.dtypes]
 
 
 def load_results(path: Path) -> dict[tuple[str, str], tuple[str, Row]]:
@@ -169,7 +174,7 @@ def sweep(only: set[str] | None, max_samples: int, results: Path, skip,
             if only and name not in only:
                 continue
             cat = category(name)
-            for dtype in DTYPES:
+            for dtype in dtypes_of(name):
                 d = str(dtype).removeprefix("torch.")
                 if dtype not in info.dtypes or skip(name, d):
                     continue
@@ -228,11 +233,8 @@ def render(rows: dict[str, list[Row]], command: str, not_run: list[tuple[str, st
         f"- samples passing: **{n_passed} / {n_samples}** ({100 * n_passed / max(n_samples, 1):.1f}%)",
         f"- cases torch.export or OpInfo could not produce a sample for (not counted): "
         f"{sum(1 for r in rows['in scope'] if r.samples == 0)}",
-        f"- listed apart, not counted: linalg {len({r.op for r in rows['linalg']})} ops, "
-        f"fft {len({r.op for r in rows['fft']})} ops, complex results "
-        f"{len({r.op for r in rows['complex']})} ops, sparse layouts "
-        f"{len({r.op for r in rows['sparse']})} ops, random/uninitialized results "
-        f"{len({r.op for r in rows['random']})} ops",
+        f"- listed apart, not counted: sparse layouts {len({r.op for r in rows['sparse']})} "
+        f"ops, random/uninitialized results {len({r.op for r in rows['random']})} ops",
         f"- in-scope cases of the database not run yet: **{len(not_run)}** "
         f"({len({op for op, _ in not_run})} ops, listed at the end)",
         "- the revision each in-scope case last ran at: " + ", ".join(

@@ -1,0 +1,29 @@
+"""The calls into the shipped dense linear algebra (kernels/linalg.cpp), overloaded by element
+type in aotc_kernels.h."""
+from __future__ import annotations
+
+from ....ir.linalg import Linalg, LinalgOp
+from ....ir.nodes import Buffer
+from ..exprs import c_index
+from . import emits
+
+
+@emits(Linalg)
+def linalg_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
+    op = buf.op
+    assert isinstance(op, Linalg)
+    batch, rows, cols, rhs = (c_index(e) for e in (op.batch, op.rows, op.cols, op.rhs))
+    ins = [pointer_of(name) for name in op.operands]
+    out = pointer_of(buf.name)
+    flag = {True: "1", False: "0"}
+    if op.op is LinalgOp.LU_FACTOR:
+        args = [batch, rows, cols, *ins]
+    elif op.op is LinalgOp.LU_SOLVE:
+        args = [batch, rows, rhs, flag[op.trans], *ins]
+    elif op.op is LinalgOp.CHOLESKY:
+        args = [batch, rows, *ins]
+    elif op.op is LinalgOp.TRIANGULAR_SOLVE:
+        args = [batch, rows, rhs, flag[op.lower], flag[op.trans], flag[op.unit], *ins]
+    else:
+        args = [batch, rows, cols, *ins]
+    return [f"aotc::{op.op.value}({', '.join(args + [out])});"]

@@ -1,0 +1,77 @@
+"""The dense linear-algebra template: one of the shipped kernels of kernels/linalg.cpp over a
+batch of contiguous row-major matrices (codegen: codegen/cpp/templates/linalg.py; the ops
+built on it: lowering/linalg_lu.py, lowering/linalg_cholesky.py)."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import sympy
+
+from .nodes import Template
+from .symbols import FloorDiv
+
+LU_EXTRA = 4  # values after a matrix's factors and pivots: info, det, sign, log |det|
+
+
+class LinalgOp(enum.Enum):
+    """Which kernel, and what `operands`, `rows`, `cols` and `rhs` mean for it."""
+
+    # operands (a,): a [batch, rows, cols] factored; out per matrix: rows*cols factors,
+    # min(rows, cols) pivots (1-based, as values), then LU_EXTRA values
+    LU_FACTOR = "lu_factor"
+    # operands (lu, pivots int32, b): x [batch, rows, rhs] solving A x = b (A^T with trans)
+    LU_SOLVE = "lu_solve"
+    # operands (a,): the lower factor of a [batch, rows, rows] from its lower triangle;
+    # out per matrix: rows*rows values, then info
+    CHOLESKY = "cholesky"
+    # operands (a, b): x [batch, rows, rhs] solving T x = b, T a's lower (or upper) triangle,
+    # transposed with trans, unit diagonal with unit
+    TRIANGULAR_SOLVE = "triangular_solve"
+    # operands (pivots int32 [batch, cols],): the [batch, rows, rows] permutation matrices
+    LU_PERMUTATION = "lu_permutation"
+
+
+@dataclass(frozen=True)
+class Linalg(Template):
+    """A dense linear-algebra kernel; the output buffer is contiguous, its layout as `op`
+    says. A kernel with several results (factors, pivots, info) writes them all into its
+    one buffer, each matrix's after the other, and the lowering reads them back as views."""
+
+    op: LinalgOp
+    operands: tuple[str, ...]
+    batch: sympy.Expr
+    rows: sympy.Expr
+    cols: sympy.Expr = sympy.Integer(0)
+    rhs: sympy.Expr = sympy.Integer(0)
+    lower: bool = False
+    trans: bool = False
+    unit: bool = False
+
+    def reads(self) -> tuple[str, ...]:
+        return self.operands
+
+    def describe(self) -> str:
+        flags = [f for f, on in (("lower", self.lower), ("transposed", self.trans),
+                                 ("unit diagonal", self.unit)) if on]
+        dims = f"{self.rows}x{self.cols if self.op is LinalgOp.LU_FACTOR else self.rows}"
+        rhs = f", {self.rhs} right-hand sides" if self.op in SOLVES else ""
+        more = f" ({', '.join(flags)})" if flags else ""
+        return (f"{self.op.value}{more} of {', '.join(self.operands)}: {self.batch} "
+                f"matrices {dims}{rhs}")
+
+    def flops(self) -> sympy.Expr:
+        n, k = self.rows, self.rhs
+        if self.op is LinalgOp.LU_FACTOR:  # ~ 2/3 n^3 for a square matrix
+            return self.batch * FloorDiv(2 * self.rows * self.cols * sympy.Min(self.rows,
+                                                                              self.cols), 3)
+        if self.op is LinalgOp.CHOLESKY:
+            return self.batch * FloorDiv(n ** 3, 3)
+        if self.op is LinalgOp.LU_SOLVE:
+            return self.batch * 2 * n * n * k
+        if self.op is LinalgOp.TRIANGULAR_SOLVE:
+            return self.batch * n * n * k
+        return sympy.Integer(0)
+
+
+SOLVES = (LinalgOp.LU_SOLVE, LinalgOp.TRIANGULAR_SOLVE)
