@@ -1,5 +1,5 @@
 """Dense linear algebra on the shipped kernels (kernels/linalg.cpp) against eager: LU,
-Cholesky and triangular solves and what is built on them, batched, broadcast, on odd and
+Cholesky, triangular solves, Householder QR, symmetric eigen and what is built on them, batched, broadcast, on odd and
 1x1 sizes, rectangular LU, ill-conditioned and singular matrices; a singular input to an op
 that eager refuses is an InputError at run time, and the model keeps working after it."""
 from __future__ import annotations
@@ -151,3 +151,56 @@ def test_runs_without_torch(tmp_path):
     (outs,) = run_without_torch(path, [[a.numpy(), b.numpy()]], tmp_path / "run")
     for got, want in zip(outs, ep.module()(a, b)):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def qr_family(a, w, c):
+    v, tau = torch.geqrf(a)
+    return (L.qr(a), L.qr(a, mode="complete"), L.qr(a, mode="r"), L.qr(w),
+            L.qr(w, mode="complete"), torch.geqrf(a), L.householder_product(v, tau),
+            torch.ormqr(v, tau, c), torch.ormqr(v, tau, c, transpose=True),
+            torch.ormqr(v, tau, c.mT, left=False),
+            torch.ormqr(v, tau, c.mT, left=False, transpose=True))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_householder_qr_matches_eager(compile_model, dtype):
+    """Tall, wide, 1x1 and a column of zeros (a reflector that is the identity): the
+    factors are LAPACK's, so Q and R equal eager's, signs included."""
+    torch.manual_seed(3)
+    a, w, c = (torch.randn(2, 7, 4, dtype=dtype), torch.randn(3, 5, dtype=dtype),
+               torch.randn(2, 7, 3, dtype=dtype))
+    a[1, 1:, 0] = 0
+    ep, model = compile_model(Fn(qr_family), (a, w, c))
+    torch.testing.assert_close(model(a, w, c), ep.module()(a, w, c))
+    one = torch.randn(1, 1, dtype=dtype)
+    ep, model = compile_model(Fn(lambda x: (L.qr(x), torch.geqrf(x))), (one,), name="one.pt2")
+    torch.testing.assert_close(model(one), ep.module()(one))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_symmetric_eigen_matches_eager_up_to_the_vectors_signs(compile_model, dtype):
+    torch.manual_seed(4)
+    a = torch.randn(3, 9, 9, dtype=dtype)
+
+    def fn(a):
+        s = a + a.mT
+        return L.eigh(s), L.eigvalsh(s), L.eigh(a, UPLO="U"), L.eigvalsh(torch.eye(1) + a[:, :1, :1])
+    ep, model = compile_model(Fn(fn), (a,))
+    got, want = model(a), ep.module()(a)
+    for k in (0, 2):
+        torch.testing.assert_close(got[k][0], want[k][0])
+        flip = torch.where((got[k][1] * want[k][1]).sum(-2, keepdim=True) < 0, -1.0, 1.0)
+        torch.testing.assert_close(got[k][1] * flip.to(dtype), want[k][1])
+    torch.testing.assert_close(got[1], want[1])
+    torch.testing.assert_close(got[3], want[3])
+
+
+def test_symmetric_eigen_of_repeated_eigenvalues_is_a_decomposition(compile_model):
+    """Where eigenvectors are not unique (a repeated eigenvalue) they still diagonalize A."""
+    q, _ = torch.linalg.qr(torch.randn(6, 6, dtype=torch.float64))
+    a = q @ torch.diag(torch.tensor([1.0, 1.0, 1.0, 2.0, 5.0, 5.0], dtype=torch.float64)) @ q.T
+    ep, model = compile_model(Fn(lambda a: L.eigh(a)), (a,))
+    values, vectors = model(a)
+    torch.testing.assert_close(values, ep.module()(a)[0])
+    torch.testing.assert_close(vectors @ torch.diag(values) @ vectors.T, a)
+    torch.testing.assert_close(vectors.T @ vectors, torch.eye(6, dtype=torch.float64))

@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 _SORT_TYPES = ("b8", "u8", "i8", "i16", "i32", "i64", "f32", "f64")
-_LINALG = ("lu_factor", "lu_solve", "cholesky", "triangular_solve", "lu_permutation")
+_LINALG = ("lu_factor", "lu_solve", "cholesky", "triangular_solve", "lu_permutation", "geqrf",
+           "householder_product", "ormqr", "eigh")
 
 EXPORTS: dict[str, frozenset[str]] = {
     "attention": frozenset({"aotc_attention_f32"}),

@@ -30,6 +30,17 @@ class LinalgOp(enum.Enum):
     TRIANGULAR_SOLVE = "triangular_solve"
     # operands (pivots int32 [batch, cols],): the [batch, rows, rows] permutation matrices
     LU_PERMUTATION = "lu_permutation"
+    # operands (a,): Householder QR of a [batch, rows, cols]; out per matrix: rows*cols values
+    # (R and the reflectors, as LAPACK's geqrf), then min(rows, cols) taus
+    GEQRF = "geqrf"
+    # operands (v [batch, rows, stride], tau [batch, rhs]): the first cols columns of
+    # Q = H_0 ... H_{rhs-1}, [batch, rows, cols]
+    HOUSEHOLDER_PRODUCT = "householder_product"
+    # operands (v, tau [batch, rhs], c [batch, rows, cols]): Q c (left) or c Q, Q^T with trans
+    ORMQR = "ormqr"
+    # operands (a,): symmetric eigen of a [batch, rows, rows] from its lower triangle; out per
+    # matrix: rows eigenvalues ascending, then rows*rows eigenvectors (column j: vector j)
+    EIGH = "eigh"
 
 
 @dataclass(frozen=True)
@@ -47,15 +58,20 @@ class Linalg(Template):
     lower: bool = False
     trans: bool = False
     unit: bool = False
+    left: bool = True
+    stride: sympy.Expr = sympy.Integer(0)
 
     def reads(self) -> tuple[str, ...]:
         return self.operands
 
     def describe(self) -> str:
         flags = [f for f, on in (("lower", self.lower), ("transposed", self.trans),
-                                 ("unit diagonal", self.unit)) if on]
-        dims = f"{self.rows}x{self.cols if self.op is LinalgOp.LU_FACTOR else self.rows}"
-        rhs = f", {self.rhs} right-hand sides" if self.op in SOLVES else ""
+                                 ("unit diagonal", self.unit),
+                                 ("from the right", not self.left)) if on]
+        square = self.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, *SOLVES)
+        dims = f"{self.rows}x{self.rows if square else self.cols}"
+        rhs = (f", {self.rhs} right-hand sides" if self.op in SOLVES else
+               f", {self.rhs} reflectors" if self.op in REFLECTIONS else "")
         more = f" ({', '.join(flags)})" if flags else ""
         return (f"{self.op.value}{more} of {', '.join(self.operands)}: {self.batch} "
                 f"matrices {dims}{rhs}")
@@ -67,11 +83,18 @@ class Linalg(Template):
                                                                               self.cols), 3)
         if self.op is LinalgOp.CHOLESKY:
             return self.batch * FloorDiv(n ** 3, 3)
+        if self.op is LinalgOp.EIGH:  # a few Jacobi sweeps of 6 n^3 each
+            return self.batch * 30 * n ** 3
         if self.op is LinalgOp.LU_SOLVE:
             return self.batch * 2 * n * n * k
         if self.op is LinalgOp.TRIANGULAR_SOLVE:
             return self.batch * n * n * k
+        if self.op is LinalgOp.GEQRF:  # ~ 4/3 n^3 for a square matrix
+            return self.batch * 2 * self.rows * self.cols * sympy.Min(self.rows, self.cols)
+        if self.op in REFLECTIONS:
+            return self.batch * 4 * self.rows * self.cols * k
         return sympy.Integer(0)
 
 
 SOLVES = (LinalgOp.LU_SOLVE, LinalgOp.TRIANGULAR_SOLVE)
+REFLECTIONS = (LinalgOp.HOUSEHOLDER_PRODUCT, LinalgOp.ORMQR)

@@ -171,6 +171,17 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
      triangle of a [batch, n, n], transposed with trans, unit diagonal with unit.
    - aotc_lu_permutation: the m x m permutation matrix P with A = P L U of each int32 pivot
      sequence [batch, k].
+   - aotc_geqrf: Householder QR of each m x n matrix as LAPACK's geqrf leaves it; out holds
+     per matrix m*n values (R on and above the diagonal, reflector j below it in column j)
+     then min(m, n) taus. Q = H_0 ... H_{k-1}, H_j = I - tau_j v_j v_j^T.
+   - aotc_householder_product: q [batch, m, cols], the first cols columns of Q from the
+     reflectors v [batch, m, ldv] (column j, j < k <= ldv) and tau [batch, k].
+   - aotc_ormqr: out [batch, m, n] = Q c (left), c Q (right), or with Q^T (trans), Q from
+     the reflectors v [batch, left ? m : n, k] and tau [batch, k].
+   - aotc_eigh: eigenvalues and eigenvectors of each symmetric n x n matrix from its lower
+     triangle (cyclic Jacobi in double); out holds per matrix the n eigenvalues ascending,
+     then the n x n matrix whose column j is eigenvector j (unit length, its largest
+     component positive).
    x and out may not alias the inputs. */
 #define AOTC_LU_EXTRA 4
 #define AOTC_LINALG_DECLARE(suffix, T)                                                       \
@@ -182,7 +193,13 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
                                       int32_t trans, int32_t unit, const T *a, const T *b,  \
                                       T *x);                                                \
   void aotc_lu_permutation_##suffix(int64_t batch, int64_t m, int64_t k,                    \
-                                    const int32_t *pivots, T *p);
+                                    const int32_t *pivots, T *p);                           \
+  void aotc_geqrf_##suffix(int64_t batch, int64_t m, int64_t n, const T *a, T *out);         \
+  void aotc_eigh_##suffix(int64_t batch, int64_t n, const T *a, T *out);                     \
+  void aotc_householder_product_##suffix(int64_t batch, int64_t m, int64_t cols, int64_t k, \
+                                         int64_t ldv, const T *v, const T *tau, T *q);      \
+  void aotc_ormqr_##suffix(int64_t batch, int64_t m, int64_t n, int64_t k, int32_t left,    \
+                           int32_t trans, const T *v, const T *tau, const T *c, T *out);
 AOTC_LINALG_DECLARE(f32, float)
 AOTC_LINALG_DECLARE(f64, double)
 
@@ -332,6 +349,20 @@ inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner,
   inline void lu_permutation(int64_t batch, int64_t m, int64_t k, const int32_t *pivots,    \
                              T *p) {                                                         \
     aotc_lu_permutation_##suffix(batch, m, k, pivots, p);                                    \
+  }                                                                                          \
+  inline void geqrf(int64_t batch, int64_t m, int64_t n, const T *a, T *out) {               \
+    aotc_geqrf_##suffix(batch, m, n, a, out);                                                \
+  }                                                                                          \
+  inline void eigh(int64_t batch, int64_t n, const T *a, T *out) {                           \
+    aotc_eigh_##suffix(batch, n, a, out);                                                    \
+  }                                                                                          \
+  inline void householder_product(int64_t batch, int64_t m, int64_t cols, int64_t k,        \
+                                  int64_t ldv, const T *v, const T *tau, T *q) {             \
+    aotc_householder_product_##suffix(batch, m, cols, k, ldv, v, tau, q);                    \
+  }                                                                                          \
+  inline void ormqr(int64_t batch, int64_t m, int64_t n, int64_t k, int32_t left,           \
+                    int32_t trans, const T *v, const T *tau, const T *c, T *out) {           \
+    aotc_ormqr_##suffix(batch, m, n, k, left, trans, v, tau, c, out);                        \
   }
 AOTC_LINALG_OVERLOADS(f32, float)
 AOTC_LINALG_OVERLOADS(f64, double)

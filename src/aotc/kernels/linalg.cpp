@@ -1,10 +1,11 @@
 // Dense linear algebra on batches of small contiguous row-major matrices (see
 // aotc_kernels.h): LU with partial pivoting and the solves on it, Cholesky, triangular
-// solves and the permutation matrix of a pivot sequence. Every matrix of a batch is done
-// by one thread front to back, so a result never depends on the thread count. The
-// algorithms are the unblocked ones LAPACK's getf2 / getrs / potf2 / trsm describe (the
-// pivot is the first row of largest magnitude; a zero pivot sets info and the elimination
-// goes on without it), in the element type throughout.
+// solves, the permutation matrix of a pivot sequence, and Householder QR. Every matrix of a
+// batch is done by one thread front to back, so a result never depends on the thread
+// count. The algorithms are the unblocked ones LAPACK's getf2 / getrs / potf2 / trsm /
+// geqr2 / org2r / orm2r describe (the pivot is the first row of largest magnitude; a zero
+// pivot sets info and the elimination goes on without it; a reflector's beta has the
+// opposite sign of its alpha), in the element type throughout.
 
 #include "aotc_kernels.h"
 
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace {
 
@@ -180,6 +182,152 @@ void permutation(int64_t batch, int64_t m, int64_t k, const int32_t *piv, T *p) 
     });
 }
 
+
+// ---- Householder QR (LAPACK's geqr2 / org2r / orm2r conventions) ----------------------
+// Reflector j of a factored [m, ldv] matrix: H_j = I - tau_j v v^T, v = (0.., 1, v[j+1..m-1, j]).
+
+// c [rows of the reflector, cols] <- H_j c, over the columns [c0, cols) of a row-major c
+// with row stride ldc; w: cols scratch values
+template <typename T>
+void reflect_left(int64_t m, int64_t j, const T *v, int64_t ldv, T tau, T *c, int64_t ldc,
+                  int64_t c0, int64_t cols, T *w) {
+    if (tau == T(0)) return;
+    for (int64_t q = c0; q < cols; ++q) w[q] = c[j * ldc + q];
+    for (int64_t i = j + 1; i < m; ++i) {
+        const T vi = v[i * ldv + j];
+        const T *ci = c + i * ldc;
+        for (int64_t q = c0; q < cols; ++q) w[q] += vi * ci[q];
+    }
+    for (int64_t q = c0; q < cols; ++q) c[j * ldc + q] -= tau * w[q];
+    for (int64_t i = j + 1; i < m; ++i) {
+        const T tv = tau * v[i * ldv + j];
+        T *ci = c + i * ldc;
+        for (int64_t q = c0; q < cols; ++q) ci[q] -= tv * w[q];
+    }
+}
+
+// c [rows, n] <- c H_j (H_j acting on c's columns j..n-1)
+template <typename T>
+void reflect_right(int64_t n, int64_t j, const T *v, int64_t ldv, T tau, T *c, int64_t rows) {
+    if (tau == T(0)) return;
+    for (int64_t r = 0; r < rows; ++r) {
+        T *cr = c + r * n;
+        T s = cr[j];
+        for (int64_t i = j + 1; i < n; ++i) s += cr[i] * v[i * ldv + j];
+        cr[j] -= tau * s;
+        for (int64_t i = j + 1; i < n; ++i) cr[i] -= tau * s * v[i * ldv + j];
+    }
+}
+
+template <typename T>
+void geqrf_one(int64_t m, int64_t n, const T *a, T *out, T *w) {
+    const int64_t k = std::min(m, n);
+    T *r = out;
+    T *tau = out + m * n;
+    std::memcpy(r, a, sizeof(T) * m * n);
+    for (int64_t j = 0; j < k; ++j) {
+        const T alpha = r[j * n + j];
+        T xnorm = T(0);
+        for (int64_t i = j + 1; i < m; ++i) xnorm += r[i * n + j] * r[i * n + j];
+        xnorm = std::sqrt(xnorm);
+        if (xnorm == T(0)) {  // H_j = I
+            tau[j] = T(0);
+            continue;
+        }
+        const T beta = -std::copysign(std::hypot(alpha, xnorm), alpha);
+        tau[j] = (beta - alpha) / beta;
+        const T scale = T(1) / (alpha - beta);
+        for (int64_t i = j + 1; i < m; ++i) r[i * n + j] *= scale;
+        r[j * n + j] = T(1);
+        reflect_left(m, j, r, n, tau[j], r, n, j + 1, n, w);
+        r[j * n + j] = beta;
+    }
+}
+
+// q [m, cols] = the first cols columns of H_0 H_1 ... H_{k-1}
+template <typename T>
+void householder_product_one(int64_t m, int64_t cols, int64_t k, int64_t ldv, const T *v,
+                             const T *tau, T *q, T *w) {
+    std::memset(q, 0, sizeof(T) * m * cols);
+    for (int64_t i = 0; i < std::min(m, cols); ++i) q[i * cols + i] = T(1);
+    for (int64_t j = k - 1; j >= 0; --j) reflect_left(m, j, v, ldv, tau[j], q, cols, 0, cols, w);
+}
+
+// c [m, n] <- Q c, Q^T c, c Q or c Q^T for Q = H_0 ... H_{k-1} of v [left ? m : n, k]
+template <typename T>
+void ormqr_one(int64_t m, int64_t n, int64_t k, int32_t left, int32_t trans, const T *v,
+               const T *tau, T *c, T *w) {
+    // Q c and c Q^T apply H_{k-1} first; Q^T c and c Q apply H_0 first
+    const bool backward = (left != 0) != (trans != 0);
+    for (int64_t s = 0; s < k; ++s) {
+        const int64_t j = backward ? k - 1 - s : s;
+        if (left)
+            reflect_left(m, j, v, k, tau[j], c, n, 0, n, w);
+        else
+            reflect_right(n, j, v, k, tau[j], c, m);
+    }
+}
+
+// ---- symmetric eigen decomposition: cyclic Jacobi in double --------------------------
+// One n x n symmetric matrix from its lower triangle -> out: n eigenvalues ascending, then
+// the n x n matrix whose column j is eigenvector j, its largest component positive (the
+// first of equal ones). work: 2 n^2 + n doubles.
+void eigh_one(int64_t n, const double *a_lower, double *values, double *vectors, double *work) {
+    double *a = work, *v = work + n * n, *d = work + 2 * n * n;
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            a[i * n + j] = i >= j ? a_lower[i * n + j] : a_lower[j * n + i];
+            v[i * n + j] = i == j ? 1.0 : 0.0;
+        }
+    double total = 0;
+    for (int64_t t = 0; t < n * n; ++t) total += a[t] * a[t];
+    for (int sweep = 0; sweep < 60; ++sweep) {
+        double off = 0;
+        for (int64_t p = 0; p < n; ++p)
+            for (int64_t q = p + 1; q < n; ++q) off += a[p * n + q] * a[p * n + q];
+        if (!(off > 1e-32 * total)) break;  // also stops on NaN
+        for (int64_t p = 0; p < n; ++p)
+            for (int64_t q = p + 1; q < n; ++q) {
+                const double apq = a[p * n + q];
+                if (apq == 0.0) continue;
+                const double theta = (a[q * n + q] - a[p * n + p]) / (2.0 * apq);
+                const double t = (theta >= 0 ? 1.0 : -1.0) /
+                                 (std::fabs(theta) + std::sqrt(theta * theta + 1.0));
+                const double c = 1.0 / std::sqrt(t * t + 1.0), s = t * c;
+                for (int64_t k = 0; k < n; ++k) {  // columns p and q
+                    const double akp = a[k * n + p], akq = a[k * n + q];
+                    a[k * n + p] = c * akp - s * akq;
+                    a[k * n + q] = s * akp + c * akq;
+                }
+                for (int64_t k = 0; k < n; ++k) {  // rows p and q
+                    const double apk = a[p * n + k], aqk = a[q * n + k];
+                    a[p * n + k] = c * apk - s * aqk;
+                    a[q * n + k] = s * apk + c * aqk;
+                }
+                for (int64_t k = 0; k < n; ++k) {
+                    const double vkp = v[k * n + p], vkq = v[k * n + q];
+                    v[k * n + p] = c * vkp - s * vkq;
+                    v[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+    }
+    for (int64_t i = 0; i < n; ++i) d[i] = a[i * n + i];
+    std::vector<int64_t> order(size_t(n), 0);
+    for (int64_t i = 0; i < n; ++i) order[size_t(i)] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+        return d[x] < d[y] || (!std::isnan(d[x]) && std::isnan(d[y]));
+    });
+    for (int64_t j = 0; j < n; ++j) {  // ascending, NaN last
+        const int64_t best = order[size_t(j)];
+        values[j] = d[best];
+        int64_t big = 0;
+        for (int64_t k = 1; k < n; ++k)
+            if (std::fabs(v[k * n + best]) > std::fabs(v[big * n + best])) big = k;
+        const double sign = v[big * n + best] < 0 ? -1.0 : 1.0;
+        for (int64_t k = 0; k < n; ++k) vectors[k * n + j] = sign * v[k * n + best];
+    }
+}
+
 }  // namespace
 
 #define AOTC_LINALG_DEFINE(suffix, T)                                                        \
@@ -203,6 +351,42 @@ void permutation(int64_t batch, int64_t m, int64_t k, const int32_t *piv, T *p) 
             T *xe = x + e * n * k;                                                          \
             std::memcpy(xe, b + e * n * k, sizeof(T) * n * k);                             \
             triangular_solve(n, k, a + e * n * n, lower != 0, trans != 0, unit != 0, xe);   \
+        });                                                                                  \
+    }                                                                                        \
+    void aotc_geqrf_##suffix(int64_t batch, int64_t m, int64_t n, const T *a, T *out) {      \
+        const int64_t each = m * n + std::min(m, n);                                        \
+        for_batch(batch, m * n * n, [&](int64_t e) {                                        \
+            std::vector<T> w(size_t(n) + 1);                                                \
+            geqrf_one(m, n, a + e * m * n, out + e * each, w.data());                       \
+        });                                                                                  \
+    }                                                                                        \
+    void aotc_householder_product_##suffix(int64_t batch, int64_t m, int64_t cols,          \
+                                           int64_t k, int64_t ldv, const T *v, const T *tau, \
+                                           T *q) {                                           \
+        for_batch(batch, m * cols * k, [&](int64_t e) {                                     \
+            std::vector<T> w(size_t(cols) + 1);                                             \
+            householder_product_one(m, cols, k, ldv, v + e * m * ldv, tau + e * k,          \
+                                    q + e * m * cols, w.data());                            \
+        });                                                                                  \
+    }                                                                                        \
+    void aotc_ormqr_##suffix(int64_t batch, int64_t m, int64_t n, int64_t k, int32_t left,  \
+                             int32_t trans, const T *v, const T *tau, const T *c, T *out) { \
+        const int64_t rows = left ? m : n;                                                  \
+        for_batch(batch, m * n * k, [&](int64_t e) {                                        \
+            std::vector<T> w(size_t(n) + 1);                                                \
+            T *oe = out + e * m * n;                                                        \
+            std::memcpy(oe, c + e * m * n, sizeof(T) * m * n);                             \
+            ormqr_one(m, n, k, left, trans, v + e * rows * k, tau + e * k, oe, w.data());   \
+        });                                                                                  \
+    }                                                                                        \
+    void aotc_eigh_##suffix(int64_t batch, int64_t n, const T *a, T *out) {                 \
+        for_batch(batch, n * n * n, [&](int64_t e) {                                        \
+            std::vector<double> buf(size_t(4 * n * n + 2 * n));                             \
+            double *in = buf.data(), *vals = in + n * n, *vecs = vals + n;                  \
+            for (int64_t t = 0; t < n * n; ++t) in[t] = double(a[e * n * n + t]);            \
+            eigh_one(n, in, vals, vecs, vecs + n * n);                                      \
+            T *oe = out + e * (n + n * n);                                                  \
+            for (int64_t t = 0; t < n + n * n; ++t) oe[t] = T(vals[t]);                      \
         });                                                                                  \
     }                                                                                        \
     void aotc_lu_permutation_##suffix(int64_t batch, int64_t m, int64_t k,                  \

@@ -16,14 +16,16 @@ def linalg_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     ins = [pointer_of(name) for name in op.operands]
     out = pointer_of(buf.name)
     flag = {True: "1", False: "0"}
-    if op.op is LinalgOp.LU_FACTOR:
-        args = [batch, rows, cols, *ins]
-    elif op.op is LinalgOp.LU_SOLVE:
+    if op.op is LinalgOp.LU_SOLVE:
         args = [batch, rows, rhs, flag[op.trans], *ins]
-    elif op.op is LinalgOp.CHOLESKY:
+    elif op.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH):
         args = [batch, rows, *ins]
     elif op.op is LinalgOp.TRIANGULAR_SOLVE:
         args = [batch, rows, rhs, flag[op.lower], flag[op.trans], flag[op.unit], *ins]
-    else:
+    elif op.op is LinalgOp.HOUSEHOLDER_PRODUCT:
+        args = [batch, rows, cols, rhs, c_index(op.stride), *ins]
+    elif op.op is LinalgOp.ORMQR:
+        args = [batch, rows, cols, rhs, flag[op.left], flag[op.trans], *ins]
+    else:  # LU_FACTOR-shaped: LU_PERMUTATION, GEQRF
         args = [batch, rows, cols, *ins]
     return [f"aotc::{op.op.value}({', '.join(args + [out])});"]
