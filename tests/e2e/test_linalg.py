@@ -1,7 +1,8 @@
 """Dense linear algebra on the shipped kernels (kernels/linalg.cpp) against eager: LU,
-Cholesky, triangular solves, Householder QR, symmetric eigen and what is built on them, batched, broadcast, on odd and
-1x1 sizes, rectangular LU, ill-conditioned and singular matrices; a singular input to an op
-that eager refuses is an InputError at run time, and the model keeps working after it."""
+Cholesky, triangular solves, Householder QR, symmetric eigen and what is built on them,
+batched, broadcast, on odd and 1x1 sizes, rectangular LU, ill-conditioned and singular
+matrices; a singular input to an op that eager refuses is an InputError at run time, and the
+model keeps working after it."""
 from __future__ import annotations
 
 import numpy as np
