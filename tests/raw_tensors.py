@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-CODES = {"float32": 0, "float64": 1, "int8": 4, "int32": 6, "int64": 7, "uint8": 8, "bool": 9}
+CODES = {"float32": 0, "float64": 1, "int8": 4, "int32": 6, "int64": 7, "uint8": 8, "bool": 9,
+         "complex64": 11, "complex128": 12}
 DTYPES = {code: np.dtype(name) for name, code in CODES.items()}
 
 

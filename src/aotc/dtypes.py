@@ -20,6 +20,10 @@ class DType(enum.Enum):
     uint8 = (8, "uint8_t", 1, "uint8")
     bool = (9, "bool", 1, "bool")
     uint64 = (10, "uint64_t", 8, "uint64")  # hash_tensor's result
+    # complex types cross the ABI only: inside the IR a complex tensor of sizes S is a real
+    # tensor of sizes S + (2,), its (real, imag) pairs (frontend/complex.py)
+    complex64 = (11, "float", 8, "complex64")
+    complex128 = (12, "double", 16, "complex128")
 
     @property
     def code(self) -> int:
@@ -48,8 +52,22 @@ class DType(enum.Enum):
         return self in (DType.float32, DType.float64, DType.float16, DType.bfloat16)
 
     @property
+    def is_complex(self) -> bool:
+        return self in (DType.complex64, DType.complex128)
+
+    @property
     def is_integer(self) -> bool:
-        return not self.is_floating and self is not DType.bool
+        return not self.is_floating and not self.is_complex and self is not DType.bool
+
+    @property
+    def real(self) -> DType:
+        """The type of a complex type's parts (float32 for complex64); a real type itself."""
+        return {DType.complex64: DType.float32, DType.complex128: DType.float64}.get(self, self)
+
+    @property
+    def as_complex(self) -> DType:
+        """The complex type whose parts are this float type (complex64 for float32)."""
+        return {DType.float32: DType.complex64, DType.float64: DType.complex128}[self]
 
     @classmethod
     def from_name(cls, name: str) -> DType:
@@ -60,5 +78,6 @@ class DType(enum.Enum):
             raise ValueError(f"aotc has no dtype named {name!r}") from None
 
 
-# dtypes the C++ code generator computes with (all of them: half types through float32)
-COMPUTABLE = frozenset(DType)
+# dtypes the C++ code generator computes with (half types through float32; complex ones as
+# pairs of their real type, never as such)
+COMPUTABLE = frozenset(d for d in DType if not d.is_complex)

@@ -19,6 +19,7 @@ import torch
 from ..errors import CompileError, located
 from ..ir.nodes import Buffer, BufferKind, ConstantSpec
 from ..lowering import TensorValue, buffer_value
+from .complex import add_pairs_buffer, pairs_of
 from .freezing import plan_graph_folding
 from .source import user_source
 
@@ -89,8 +90,13 @@ def add_constant(imp, hint: str, data: torch.Tensor, fqn: str,
     while any(c.fqn == fqn for c in imp.program.constants):
         fqn += "_"
     data = data.detach().contiguous().cpu()
-    buf = imp.program.add(Buffer(name, meta_dtype(data, f"constant {fqn}"),
-                                 tuple(sympy.Integer(s) for s in data.shape), BufferKind.CONSTANT))
+    sizes = tuple(sympy.Integer(s) for s in data.shape)
+    if data.dtype.is_complex:  # its real pairs (complex.py)
+        buf = add_pairs_buffer(imp.program, name, data.dtype, sizes, BufferKind.CONSTANT)
+        data = pairs_of(data)
+    else:
+        buf = imp.program.add(Buffer(name, meta_dtype(data, f"constant {fqn}"), sizes,
+                                     BufferKind.CONSTANT))
     imp.program.constants.append(ConstantSpec(fqn, buf.name, data, tuple(folded_from)))
     imp.weights[buf.name] = (data, frozenset(folded_from or (fqn,)))
     return buffer_value(buf)

@@ -29,6 +29,7 @@ from ..ir.symbols import (
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from ..lowering.opmath import involves_half, lower_in_float
 from ..lowering.registry import Decompose
+from .complex import add_pairs_buffer, import_complex, involves_complex, pairs_of
 from .control import COND, LOOPS, WHILE, import_cond, import_while
 from .decompose import decompose_node, traced_args
 from .freezing import weight_placeholders
@@ -150,7 +151,7 @@ class Importer:
                                                     self.weights)
                     continue
                 buf = self._placeholder_buffer(node, data, BufferKind.CONSTANT)
-                host = data.detach().contiguous().cpu()
+                host = pairs_of(data.detach().contiguous().cpu())
                 self.program.constants.append(ConstantSpec(spec.target, buf.name, host))
                 if spec.kind in (InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
                     self.buffer_targets[buf.name] = spec.target
@@ -175,8 +176,10 @@ class Importer:
     def _placeholder_buffer(self, node, val, kind: BufferKind) -> Buffer:
         sizes = meta_sizes(val) if kind is BufferKind.INPUT else tuple(
             sympy.Integer(s) for s in val.shape)
-        dtype = meta_dtype(val, f"input {node.name}")
         name = "in_" + node.name if kind is BufferKind.INPUT else "c_" + node.name
+        if val.dtype.is_complex:  # its real pairs (frontend/complex.py)
+            return add_pairs_buffer(self.program, name, val.dtype, sizes, kind)
+        dtype = meta_dtype(val, f"input {node.name}")
         return self.program.add(Buffer(name, dtype, sizes, kind))
 
     # ---- calls ---------------------------------------------------------------------------
@@ -246,6 +249,9 @@ class Importer:
                     "(t instead of t.item())")
             self.env[node] = value
             return
+        if involves_complex(node):  # computed on (real, imag) pairs
+            self.env[node] = import_complex(self, node)
+            return
         op = node.target
         mutated = _mutated_arg(op)
         if mutated is not None and lookup(op) is not None:
@@ -298,7 +304,8 @@ class Importer:
         symbol = to_sympy(node.meta.get("val"))
         if not isinstance(value, TensorValue):
             return symbol
-        size = sympy.sympify(value.sizes[node.args[1] % max(value.ndim, 1)])
+        ndim = node.args[0].meta["val"].dim()  # a complex value's pairs have one dim more
+        size = sympy.sympify(value.sizes[node.args[1] % max(ndim, 1)])
         if symbol != size:
             self._bind_unbacked(symbol, size)
         return size
@@ -360,6 +367,12 @@ class Importer:
                 str(op), where, f"its decomposition failed ({type(e).__name__}: {e})") from e
         if gm is None:
             raise UnsupportedOperatorError(str(op), where)
+        self.import_traced(node, op, gm, "its decomposition")
+
+    def import_traced(self, node, op, gm: torch.fx.GraphModule, what: str) -> None:
+        """Lower the graph `gm` traced for `node` (`what`: its decomposition, its complex
+        form), its placeholders standing for the node's traced arguments."""
+        where = user_source(node.meta.get("stack_trace"))
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         for ph, a in zip(placeholders, traced_args(node)):
             self.env[ph] = self.arg(a)
@@ -372,13 +385,13 @@ class Importer:
                     self.import_call(n)
                 except UnsupportedOperatorError as e:
                     raise UnsupportedOperatorError(
-                        str(op), where, f"its decomposition needs {e.op}, which has no lowering"
+                        str(op), where, f"{what} needs {e.op}, which has no lowering"
                     ) from None
                 except AotcError:
                     raise
                 except Exception as e:
                     raise UnsupportedOperatorError(
-                        str(op), where, f"lowering its decomposition failed at {n.target} "
+                        str(op), where, f"lowering {what} failed at {n.target} "
                         f"({type(e).__name__}: {e})") from e
                 finally:
                     self.decomposition_depth -= 1
@@ -457,9 +470,16 @@ class Importer:
                 name = ctx.pointwise(value.body, value.sizes).buffer_name()
             claimed.add(name)
             self.program.outputs.append(name)
+            if isinstance(a, torch.fx.Node) and _complex_value(a):  # its pairs, complex outside
+                self.program.complex_views[name] = DType.from_name(str(a.meta["val"].dtype))
             # a float or bool .item() stays a 0-dim tensor here; the caller gets a number
             self.program.output_leaves.append(OutputLeaf(buffer=name, scalar=_SCALAR_OUTPUTS.get(
                 type(spec.arg).__name__)))
+
+
+def _complex_value(node) -> bool:
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.dtype.is_complex
 
 
 def _update_source(program: Program, spec) -> str:

@@ -587,6 +587,9 @@ class Program:
     # over zero elements), each with the error message naming the op and the source line:
     # checked with the assertions
     checks: list[tuple[sympy.Basic, str]] = field(default_factory=list)
+    # input, constant and output buffers that are complex across the ABI -> that dtype:
+    # each holds a complex tensor's (real, imag) pairs, as a last dim of 2 (ir/complex.py)
+    complex_views: dict[str, DType] = field(default_factory=dict)
 
     def add(self, buf: Buffer) -> Buffer:
         if buf.name in self.buffers:

@@ -37,8 +37,9 @@ inline int fail(int status, const char *fmt, ...) {
 
 inline const char *dtype_name(int32_t d) {
   static const char *names[] = {"float32", "float64", "float16", "bfloat16", "int8",
-                                "int16", "int32", "int64", "uint8", "bool", "uint64"};
-  return (d >= 0 && d < 11) ? names[d] : "unknown";
+                                "int16", "int32", "int64", "uint8", "bool", "uint64",
+                                "complex64", "complex128"};
+  return (d >= 0 && d < 13) ? names[d] : "unknown";
 }
 
 inline int64_t numel(const aotc_tensor &t) {

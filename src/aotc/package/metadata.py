@@ -11,6 +11,7 @@ import torch.utils._pytree as pytree
 from .. import __version__
 from ..errors import CompileError
 from ..frontend.importer import to_sympy
+from ..ir.complex import abi_dtype, abi_sizes
 from ..ir.nodes import Program
 from ..runtime.abi import ABI_VERSION
 from ..scheduler.precision import target_metadata
@@ -125,8 +126,8 @@ def build_metadata(ep, p: Program, constants: list[dict], timings: dict[str, flo
         if name in by_name:
             buf = p.buffers[by_name[name].buffer]
             val = placeholders[name].meta["val"]
-            inputs.append({"name": name, "kind": "tensor", "dtype": buf.dtype.name,
-                           "sizes": [_size_json(x) for x in buf.sizes]})
+            inputs.append({"name": name, "kind": "tensor", "dtype": abi_dtype(p, buf.name).name,
+                           "sizes": [_size_json(x) for x in abi_sizes(p, buf.name)]})
             if isinstance(val, torch.Tensor):  # an int input travels as a 0-dim tensor
                 inputs[-1]["strides"] = [_size_json(to_sympy(x)) for x in val.stride()]
             if buf.name in p.updates:  # the run writes its new value into it
@@ -136,8 +137,8 @@ def build_metadata(ep, p: Program, constants: list[dict], timings: dict[str, flo
         else:
             val = placeholders[name].meta.get("val")
             inputs.append({"name": name, "kind": "scalar", "value": val})
-    outputs = [{"name": o, "dtype": p.buffers[o].dtype.name,
-                "sizes": [_size_json(x) for x in p.buffers[o].sizes]} for o in p.outputs]
+    outputs = [{"name": o, "dtype": abi_dtype(p, o).name,
+                "sizes": [_size_json(x) for x in abi_sizes(p, o)]} for o in p.outputs]
     leaves = [{"kind": "tensor", "index": p.outputs.index(leaf.buffer)} if leaf.buffer
               else {"kind": "constant", "value": leaf.value} for leaf in p.output_leaves]
     for leaf, entry in zip(p.output_leaves, leaves):

@@ -8,6 +8,7 @@ import torch
 
 from ..codegen.cpp.describe import constant_layout
 from ..errors import CompileError
+from ..ir.complex import abi_dtype, abi_sizes
 from ..ir.nodes import Program
 from ..scheduler.prepack import packed_bytes
 
@@ -44,8 +45,8 @@ def pack_weights(program: Program) -> Weights:
         elif nbytes:
             blob[offset:offset + nbytes] = memoryview(raw).cast("B")
             written.append((offset, offset + nbytes))
-        buf = program.buffers[c.buffer]
-        entry = {"name": c.fqn, "dtype": buf.dtype.name, "sizes": [int(s) for s in buf.sizes],
+        entry = {"name": c.fqn, "dtype": abi_dtype(program, c.buffer).name,
+                 "sizes": [int(s) for s in abi_sizes(program, c.buffer)],
                  "offset": offset, "nbytes": nbytes}
         if c.folded_from:
             entry["folded_from"] = list(c.folded_from)

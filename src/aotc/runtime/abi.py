@@ -9,7 +9,7 @@ from ..errors import InputError, PackageError, RuntimeFailure
 from ..package.versions import recompile_advice
 from .wait_policy import spin_setting
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 ERR_INPUT, ERR_MEMORY, ERR_ARGUMENT, ERR_PACKAGE = 1, 2, 3, 5
 
 i64p = ctypes.POINTER(ctypes.c_int64)

@@ -37,8 +37,8 @@ Buffer aligned_copy(const void *data, size_t size) {
 const char *dtype_name(int32_t d) {
   static const char *const names[] = {"float32", "float64", "float16", "bfloat16", "int8",
                                       "int16",   "int32",   "int64",   "uint8",    "bool",
-                                      "uint64"};
-  return d >= 0 && d < 11 ? names[d] : "unknown";
+                                      "uint64",  "complex64", "complex128"};
+  return d >= 0 && d < 13 ? names[d] : "unknown";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ...ir.complex import abi_dtype, abi_sizes
 from ...ir.compress import Count
 from ...ir.control import loop_buffers, predicate_buffers
 from ...ir.expr import loads
@@ -118,12 +119,12 @@ def _tensor_table(code: CodeBuffer, program: Program, kind: str,
                   items: list[tuple[str, str]]) -> str:
     rows = []
     for k, (name, buffer) in enumerate(items):
-        buf = program.buffers[buffer]
-        text, static = _dims(buf.sizes)
+        shape = abi_sizes(program, buffer)
+        text, static = _dims(shape)
         dims = _array(code, "char *const", f"k{kind}Dims{k}", text)
         sizes = _array(code, "int64_t", f"k{kind}Sizes{k}", static)
-        rows.append(f"{{{c_string(name)}, {dims}, {sizes}, {len(buf.sizes)}, "
-                    f"AOTC_{buf.dtype.name.upper()}}}")
+        rows.append(f"{{{c_string(name)}, {dims}, {sizes}, {len(shape)}, "
+                    f"AOTC_{abi_dtype(program, buffer).name.upper()}}}")
     return _array(code, "aotc_tensor_info", f"k{kind}Info", rows)
 
 
@@ -140,10 +141,10 @@ def emit_description(code: CodeBuffer, program: Program, metadata: dict[str, str
     sym_table = _array(code, "aotc_symbol_info", "kSymbolInfo", symbols)
     constants = []
     for k, (c, (offset, nbytes)) in enumerate(zip(program.constants, constant_layout(program))):
-        buf = program.buffers[c.buffer]
-        sizes = _array(code, "int64_t", f"kConstantSizes{k}", _dims(buf.sizes)[1])
-        constants.append(f"{{{c_string(c.fqn)}, {sizes}, {len(buf.sizes)}, "
-                         f"AOTC_{buf.dtype.name.upper()}, {offset}, {nbytes}}}")
+        shape = abi_sizes(program, c.buffer)
+        sizes = _array(code, "int64_t", f"kConstantSizes{k}", _dims(shape)[1])
+        constants.append(f"{{{c_string(c.fqn)}, {sizes}, {len(shape)}, "
+                         f"AOTC_{abi_dtype(program, c.buffer).name.upper()}, {offset}, {nbytes}}}")
     const_table = _array(code, "aotc_constant_info", "kConstantInfo", constants)
     keys = _array(code, "char *const", "kMetadataKeys", [c_string(k) for k in metadata])
     values = _array(code, "char *const", "kMetadataValues", [c_string(v) for v in metadata.values()])

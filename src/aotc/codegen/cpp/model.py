@@ -5,6 +5,7 @@ from __future__ import annotations
 import sympy
 
 from ...ir.binding import late_symbols, outputs_sized_late
+from ...ir.complex import abi_dtype, abi_sizes
 from ...ir.nodes import Buffer, BufferKind, Program, Template
 from ...scheduler.grouping import RowGroup, Scheduled
 from ...scheduler.inplace import in_place_updates
@@ -57,7 +58,7 @@ def _emit_model(program: Program, plan: MemoryPlan, schedule: list[Scheduled], l
                    ""])
     n_sym = len(program.symbols)
     constant_bytes = [str(size) for _, size in constant_layout(program)]  # as stored (packed)
-    max_rank = max([len(program.buffers[o].sizes) for o in program.outputs] + [1])
+    max_rank = max([len(abi_sizes(program, o)) for o in program.outputs] + [1])
     code.line("namespace {")
     code.line()
     code.lines_of([
@@ -133,19 +134,19 @@ def _emit_bind_inputs(code: CodeBuffer, program: Program) -> None:
         bound: dict[sympy.Symbol, str] = {}
         deferred: list[tuple[int, str, int, sympy.Expr]] = []
         for k, spec in enumerate(program.inputs):
-            buf = program.buffers[spec.buffer]
+            sizes, dtype = abi_sizes(program, spec.buffer), abi_dtype(program, spec.buffer)
             nm = spec.name
-            code.line(f"// input {k} '{nm}': {buf.dtype.name}[{', '.join(map(str, buf.sizes))}]")
-            code.line(f"if (in[{k}].ndim != {len(buf.sizes)})")
+            code.line(f"// input {k} '{nm}': {dtype.name}[{', '.join(map(str, sizes))}]")
+            code.line(f"if (in[{k}].ndim != {len(sizes)})")
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': expected rank '
-                      f'{len(buf.sizes)}, got %d", (int)in[{k}].ndim);')
+                      f'{len(sizes)}, got %d", (int)in[{k}].ndim);')
             code.line(f"if (in[{k}].ndim > 0 && (!in[{k}].sizes || !in[{k}].strides))")
             code.line(f'  return aotc::fail(AOTC_ERR_ARGUMENT, "input \'{nm}\': null sizes or '
                       'strides");')
-            code.line(f"if (in[{k}].dtype != AOTC_{buf.dtype.name.upper()})")
+            code.line(f"if (in[{k}].dtype != AOTC_{dtype.name.upper()})")
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "input \'{nm}\': expected dtype '
-                      f'{buf.dtype.name}, got %s", aotc::dtype_name(in[{k}].dtype));')
-            for d, size in enumerate(buf.sizes):
+                      f'{dtype.name}, got %s", aotc::dtype_name(in[{k}].dtype));')
+            for d, size in enumerate(sizes):
                 v = f"in[{k}].sizes[{d}]"
                 if size.is_Integer:
                     code.line(f"if ({v} != {int(size)})")
@@ -206,7 +207,7 @@ def _emit_output_sizes(code: CodeBuffer, program: Program, max_rank: int) -> Non
         if program.symbols:
             code.line("(void)sym;")
         for j, name in enumerate(program.outputs):
-            for d, s in enumerate(program.buffers[name].sizes):
+            for d, s in enumerate(abi_sizes(program, name)):
                 code.line(f"sizes[{j * max_rank + d}] = {c_index(s)};")
     code.line()
 
@@ -345,15 +346,15 @@ def _emit_output_checks(code: CodeBuffer, program: Program) -> None:
     code.line("int64_t expect[kNumOutputs * kMaxRank + 1];")
     code.line("output_sizes(sym, expect);")
     for j, name in enumerate(program.outputs):
-        buf = program.buffers[name]
+        sizes, dtype = abi_sizes(program, name), abi_dtype(program, name)
         code.line(f"if (out[{j}].ndim > 0 && (!out[{j}].sizes || !out[{j}].strides))")
         code.line(f'  return aotc::fail(AOTC_ERR_ARGUMENT, "output {j}: null sizes or strides");')
-        code.line(f"if (out[{j}].ndim != {len(buf.sizes)} || out[{j}].dtype != "
-                  f"AOTC_{buf.dtype.name.upper()}"
+        code.line(f"if (out[{j}].ndim != {len(sizes)} || out[{j}].dtype != "
+                  f"AOTC_{dtype.name.upper()}"
                   f" || !aotc::is_contiguous(out[{j}]))")
         code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "output {j}: expected a contiguous '
-                  f'{buf.dtype.name} tensor of rank {len(buf.sizes)}");')
-        for d in range(len(buf.sizes)):
+                  f'{dtype.name} tensor of rank {len(sizes)}");')
+        for d in range(len(sizes)):
             code.line(f"if (out[{j}].sizes[{d}] != expect[{j} * kMaxRank + {d}])")
             code.line(f'  return aotc::fail(AOTC_ERR_INPUT, "output {j}: dim {d} is %lld, '
                       f'expected %lld", (long long)out[{j}].sizes[{d}], '

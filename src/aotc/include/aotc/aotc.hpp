@@ -5,6 +5,7 @@
 #ifndef AOTC_HPP
 #define AOTC_HPP
 
+#include <complex>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -23,21 +24,22 @@ namespace aotc {
 enum class DType : int32_t {
   Float32 = AOTC_FLOAT32, Float64 = AOTC_FLOAT64, Float16 = AOTC_FLOAT16,
   BFloat16 = AOTC_BFLOAT16, Int8 = AOTC_INT8, Int16 = AOTC_INT16, Int32 = AOTC_INT32,
-  Int64 = AOTC_INT64, UInt8 = AOTC_UINT8, Bool = AOTC_BOOL, UInt64 = AOTC_UINT64
+  Int64 = AOTC_INT64, UInt8 = AOTC_UINT8, Bool = AOTC_BOOL, UInt64 = AOTC_UINT64,
+  Complex64 = AOTC_COMPLEX64, Complex128 = AOTC_COMPLEX128  // std::complex<float / double>
 };
 
 inline size_t itemsize(DType d) {
-  constexpr size_t sizes[] = {4, 8, 2, 2, 1, 2, 4, 8, 1, 1, 8};
+  constexpr size_t sizes[] = {4, 8, 2, 2, 1, 2, 4, 8, 1, 1, 8, 8, 16};
   const auto k = static_cast<int32_t>(d);
-  return k >= 0 && k < 11 ? sizes[k] : 0;
+  return k >= 0 && k < 13 ? sizes[k] : 0;
 }
 
 inline const char *dtype_name(DType d) {
   constexpr const char *names[] = {"float32", "float64", "float16", "bfloat16", "int8",
                                    "int16",   "int32",   "int64",   "uint8",    "bool",
-                                   "uint64"};
+                                   "uint64",  "complex64", "complex128"};
   const auto k = static_cast<int32_t>(d);
-  return k >= 0 && k < 11 ? names[k] : "unknown";
+  return k >= 0 && k < 13 ? names[k] : "unknown";
 }
 
 // Errors: the status of the C API picks the class; what() is the runtime's message.
@@ -152,6 +154,8 @@ inline std::ostream &operator<<(std::ostream &os, const Tensor &t) {
       case DType::Int16: os << t.data<int16_t>()[i]; break;
       case DType::Bool: os << (t.data<bool>()[i] ? "true" : "false"); break;
       case DType::UInt64: os << t.data<uint64_t>()[i]; break;
+      case DType::Complex64: os << t.data<std::complex<float>>()[i]; break;
+      case DType::Complex128: os << t.data<std::complex<double>>()[i]; break;
       default: os << "?"; break;
     }
   }

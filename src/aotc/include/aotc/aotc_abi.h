@@ -1,4 +1,4 @@
-/* The C ABI every aotc model.so exports (version 7).
+/* The C ABI every aotc model.so exports (version 8).
  * Every function returns 0 on success, or a non-zero aotc_status with a message in
  * aotc_last_error() (thread-local). No C++ exception and no abort crosses this ABI.
  * New functions may be added in later versions; existing meanings never change. Any change
@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define AOTC_ABI_VERSION 7
+#define AOTC_ABI_VERSION 8
 
 typedef struct {
   void *data;
@@ -29,7 +29,8 @@ typedef struct {
 typedef enum {
   AOTC_FLOAT32 = 0, AOTC_FLOAT64 = 1, AOTC_FLOAT16 = 2, AOTC_BFLOAT16 = 3, AOTC_INT8 = 4,
   AOTC_INT16 = 5, AOTC_INT32 = 6, AOTC_INT64 = 7, AOTC_UINT8 = 8, AOTC_BOOL = 9,
-  AOTC_UINT64 = 10
+  AOTC_UINT64 = 10, AOTC_COMPLEX64 = 11, AOTC_COMPLEX128 = 12 /* version 8: interleaved
+  (real, imag) pairs of float / double, as std::complex, numpy and torch lay them out */
 } aotc_dtype;
 
 typedef enum {

@@ -1,0 +1,524 @@
+"""Complex ops as real math on (real, imag) pairs: one rule per ATen op, over `Pair`s (a
+complex operand whose tensor has its sizes + (2,)), real tensors and Python numbers. The
+rules are traced into real ATen ops (frontend/complex.py), which lower as any others."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from ..errors import CompileError
+
+
+class Pair:
+    """A complex operand as the real tensor of its pairs: `t[..., 0]` real, `t[..., 1]` imag."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t: torch.Tensor):
+        self.t = t
+
+    @property
+    def re(self) -> torch.Tensor:
+        return self.t[..., 0]
+
+    @property
+    def im(self) -> torch.Tensor:
+        return self.t[..., 1]
+
+    @property
+    def ndim(self) -> int:
+        return self.t.dim() - 1
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.t.shape[:-1])
+
+
+# aten op name ("aten::mul", every overload) -> rule(out, *args, **kwargs); `out` is the
+# node's value as export recorded it (a fake tensor, or a list of them)
+RULES: dict[str, Callable] = {}
+
+
+def rule(*names: str) -> Callable:
+    def wrap(fn: Callable) -> Callable:
+        for name in names:
+            RULES["aten::" + name] = fn
+        return fn
+    return wrap
+
+
+def real_dtype(dtype: torch.dtype) -> torch.dtype:
+    """float32 for complex64, float64 for complex128; a real dtype itself."""
+    return dtype.to_real() if dtype.is_complex else dtype
+
+
+def _rdt(out) -> torch.dtype:
+    first = out[0] if isinstance(out, (list, tuple)) else out
+    return real_dtype(first.dtype)
+
+
+def _dim(d: int, ndim: int) -> int:
+    """A dim of a complex tensor of rank `ndim`, made non-negative: the same dim of its pairs."""
+    return d + ndim if d < 0 else d
+
+
+def parts(x, dtype: torch.dtype):
+    """(real, imag) of an operand in `dtype`: a real operand's imag is 0.0, as torch promotes
+    it to complex before the op."""
+    if isinstance(x, Pair):
+        t = x.t if x.t.dtype == dtype else x.t.to(dtype)
+        return t[..., 0], t[..., 1]
+    if isinstance(x, torch.Tensor):
+        return (x if x.dtype == dtype else x.to(dtype)), 0.0
+    if isinstance(x, complex):
+        return x.real, x.imag
+    return float(x), 0.0
+
+
+def make(re, im, dtype: torch.dtype | None = None) -> Pair:
+    """The pair tensor of real and imag parts (tensors or numbers, one of them a tensor
+    unless `dtype` is given), broadcast together."""
+    if not isinstance(re, torch.Tensor) and not isinstance(im, torch.Tensor):
+        re = torch.full((), re, dtype=dtype)
+    if not isinstance(re, torch.Tensor):
+        re = torch.full_like(im, re)
+    if not isinstance(im, torch.Tensor):
+        im = torch.full_like(re, im)
+    re, im = torch.broadcast_tensors(re, im)
+    return Pair(torch.stack([re, im], -1))
+
+
+def as_pair(x, dtype: torch.dtype) -> Pair:
+    if isinstance(x, Pair):
+        return x if x.t.dtype == dtype else Pair(x.t.to(dtype))
+    return make(*parts(x, dtype), dtype)
+
+
+def _mul(a, b, dtype):
+    ar, ai = parts(a, dtype)
+    br, bi = parts(b, dtype)
+    return ar * br - ai * bi, ar * bi + ai * br
+
+
+def _div(a, b, dtype):
+    """Smith's algorithm, as numpy and c10::complex divide: scaled by the larger part of b."""
+    ar, ai = parts(a, dtype)
+    br, bi = parts(b, dtype)
+    if not isinstance(bi, torch.Tensor) and bi == 0.0:  # a real divisor
+        return ar / br, ai / br
+    br, bi = torch.broadcast_tensors(*(v if isinstance(v, torch.Tensor) else torch.full_like(
+        br if isinstance(br, torch.Tensor) else bi, v) for v in (br, bi)))
+    big_re = br.abs() >= bi.abs()
+    rat = torch.where(big_re, bi / br, br / bi)
+    scl = 1.0 / torch.where(big_re, br + bi * rat, bi + br * rat)
+    re = torch.where(big_re, (ar + ai * rat) * scl, (ar * rat + ai) * scl)
+    im = torch.where(big_re, (ai - ar * rat) * scl, (ai * rat - ar) * scl)
+    return re, im
+
+
+def _alpha(b, alpha, dtype):
+    return b if alpha == 1 else make(*_mul(b, alpha, dtype))
+
+
+# ---- the boundary between real and complex -------------------------------------------------
+
+@rule("view_as_complex")
+def view_as_complex(out, x):
+    return Pair(x)
+
+
+@rule("view_as_real")
+def view_as_real(out, x):
+    return x.t
+
+
+@rule("real")
+def real(out, x):
+    return x.re
+
+
+@rule("imag")
+def imag(out, x):
+    return x.im
+
+
+@rule("complex")
+def complex_(out, re, im):
+    return make(re, im)
+
+
+@rule("polar")
+def polar(out, magnitude, angle):
+    return make(magnitude * torch.cos(angle), magnitude * torch.sin(angle))
+
+
+@rule("_to_copy", "to", "_to_dim_order_copy")
+def to_copy(out, x, *args, **kwargs):
+    """Between complex types a cast of both parts; to a real type the real part (torch drops
+    the imaginary one, with a warning), to bool whether either part is nonzero."""
+    dtype = out.dtype
+    if dtype.is_complex:
+        return as_pair(x, real_dtype(dtype))
+    if dtype == torch.bool:
+        return (x.re != 0) | (x.im != 0)
+    return x.re.to(dtype)
+
+
+@rule("abs")
+def abs_(out, x):
+    return torch.hypot(x.re, x.im)
+
+
+@rule("angle")
+def angle(out, x):
+    return torch.atan2(x.im, x.re)
+
+
+# ---- pointwise ----------------------------------------------------------------------------
+
+@rule("add")
+def add(out, a, b, alpha=1):
+    dtype = _rdt(out)
+    ar, ai = parts(a, dtype)
+    br, bi = parts(_alpha(b, alpha, dtype), dtype)
+    return make(ar + br, ai + bi)
+
+
+@rule("sub")
+def sub(out, a, b, alpha=1):
+    dtype = _rdt(out)
+    ar, ai = parts(a, dtype)
+    br, bi = parts(_alpha(b, alpha, dtype), dtype)
+    return make(ar - br, ai - bi)
+
+
+@rule("rsub")
+def rsub(out, a, b, alpha=1):
+    return sub(out, b, _alpha(a, alpha, _rdt(out)))
+
+
+@rule("mul")
+def mul(out, a, b):
+    return make(*_mul(a, b, _rdt(out)))
+
+
+@rule("div")
+def div(out, a, b, rounding_mode=None):
+    if rounding_mode is not None:
+        raise CompileError(f"div with rounding_mode={rounding_mode!r} is not defined on complex "
+                           "values")
+    return make(*_div(a, b, _rdt(out)))
+
+
+@rule("reciprocal")
+def reciprocal(out, x):
+    return make(*_div(1.0, x, _rdt(out)))
+
+
+@rule("neg", "_neg_view")
+def neg(out, x):
+    return Pair(-x.t)
+
+
+@rule("conj", "_conj", "conj_physical", "_conj_physical")
+def conj(out, x):
+    return make(x.re, -x.im)
+
+
+@rule("exp")
+def exp(out, x):
+    r = torch.exp(x.re)
+    return make(r * torch.cos(x.im), r * torch.sin(x.im))
+
+
+@rule("log")
+def log(out, x):
+    return make(torch.log(torch.hypot(x.re, x.im)), torch.atan2(x.im, x.re))
+
+
+@rule("sqrt")
+def sqrt(out, x):
+    """The principal root, without cancellation: t = sqrt((|re| + |z|) / 2) is the larger
+    part, the other is |im| / 2t; the imag part takes im's sign."""
+    re, im = x.re, x.im
+    t = torch.sqrt((re.abs() + torch.hypot(re, im)) * 0.5)
+    other = torch.where(t == 0, torch.zeros_like(t), im.abs() / (2 * t))
+    positive = re >= 0
+    return make(torch.where(positive, t, other),
+                torch.copysign(torch.where(positive, other, t), im))
+
+
+@rule("rsqrt")
+def rsqrt(out, x):
+    return reciprocal(out, sqrt(out, x))
+
+
+@rule("sin")
+def sin(out, x):
+    return make(torch.sin(x.re) * torch.cosh(x.im), torch.cos(x.re) * torch.sinh(x.im))
+
+
+@rule("cos")
+def cos(out, x):
+    return make(torch.cos(x.re) * torch.cosh(x.im), -(torch.sin(x.re) * torch.sinh(x.im)))
+
+
+@rule("pow")
+def pow_(out, x, exponent):
+    if not isinstance(x, Pair) or isinstance(exponent, (Pair, torch.Tensor, complex)):
+        raise NotImplementedError("pow on complex values takes a real number as exponent")
+    if exponent == 1:
+        return Pair(x.t.clone())
+    if exponent == 2:
+        return mul(out, x, x)
+    if exponent == 0.5:
+        return sqrt(out, x)
+    if exponent == -1:
+        return reciprocal(out, x)
+    r = torch.hypot(x.re, x.im) ** exponent
+    theta = torch.atan2(x.im, x.re) * exponent
+    return make(r * torch.cos(theta), r * torch.sin(theta))
+
+
+@rule("eq")
+def eq(out, a, b):
+    dtype = torch.float64 if any(isinstance(v, (Pair, torch.Tensor)) and (
+        v.t if isinstance(v, Pair) else v).dtype in (torch.float64, torch.complex128)
+        for v in (a, b)) else torch.float32
+    ar, ai = parts(a, dtype)
+    br, bi = parts(b, dtype)
+    return (ar == br) & (ai == bi)
+
+
+@rule("ne")
+def ne(out, a, b):
+    return ~eq(out, a, b)
+
+
+@rule("isnan")
+def isnan(out, x):
+    return torch.isnan(x.re) | torch.isnan(x.im)
+
+
+@rule("isinf")
+def isinf(out, x):
+    return torch.isinf(x.re) | torch.isinf(x.im)
+
+
+@rule("isfinite")
+def isfinite(out, x):
+    return torch.isfinite(x.re) & torch.isfinite(x.im)
+
+
+@rule("where")
+def where(out, condition, a, b):
+    dtype = _rdt(out)
+    return Pair(torch.where(condition.unsqueeze(-1), as_pair(a, dtype).t, as_pair(b, dtype).t))
+
+
+# ---- reductions and products -------------------------------------------------------------
+
+def _reduced_dims(x: Pair, dim) -> list[int]:
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return list(range(x.ndim))
+    dims = dim if isinstance(dim, (list, tuple)) else [dim]
+    return [_dim(d, x.ndim) for d in dims]
+
+
+@rule("sum")
+def sum_(out, x, dim=None, keepdim=False, *, dtype=None):
+    pairs = as_pair(x, _rdt(out)).t
+    dims = _reduced_dims(x, dim)
+    return Pair(pairs.sum(dims, keepdim=keepdim) if dims else pairs.clone())
+
+
+@rule("mean")
+def mean(out, x, dim=None, keepdim=False, *, dtype=None):
+    pairs = as_pair(x, _rdt(out)).t
+    dims = _reduced_dims(x, dim)
+    return Pair(pairs.mean(dims, keepdim=keepdim) if dims else pairs.clone())
+
+
+def _product(fn, a, b, dtype):
+    ar, ai = parts(a, dtype)
+    br, bi = parts(b, dtype)
+    if not isinstance(ai, torch.Tensor):
+        return make(fn(ar, br), fn(ar, bi))
+    if not isinstance(bi, torch.Tensor):
+        return make(fn(ar, br), fn(ai, br))
+    return make(fn(ar, br) - fn(ai, bi), fn(ar, bi) + fn(ai, br))
+
+
+@rule("mm")
+def mm(out, a, b):
+    return _product(torch.mm, a, b, _rdt(out))
+
+
+@rule("bmm")
+def bmm(out, a, b):
+    return _product(torch.bmm, a, b, _rdt(out))
+
+
+@rule("matmul")
+def matmul(out, a, b):
+    return _product(torch.matmul, a, b, _rdt(out))
+
+
+# ---- views and copies: the same on the pairs, dims made non-negative -------------------
+
+@rule("view", "_unsafe_view", "reshape")
+def reshape(out, x, size):
+    return Pair(x.t.reshape([*size, 2]))
+
+
+@rule("permute")
+def permute(out, x, dims):
+    return Pair(x.t.permute([*(_dim(d, x.ndim) for d in dims), x.ndim]))
+
+
+@rule("transpose")
+def transpose(out, x, dim0, dim1):
+    return Pair(x.t.transpose(_dim(dim0, x.ndim), _dim(dim1, x.ndim)))
+
+
+@rule("t")
+def t(out, x):
+    return Pair(x.t.transpose(0, 1)) if x.ndim == 2 else x
+
+
+@rule("unsqueeze")
+def unsqueeze(out, x, dim):
+    return Pair(x.t.unsqueeze(_dim(dim, x.ndim + 1)))
+
+
+@rule("squeeze")
+def squeeze(out, x, dim=None):
+    if dim is None:
+        return Pair(x.t.reshape([*out.shape, 2]))
+    dims = dim if isinstance(dim, (list, tuple)) else [dim]
+    return Pair(x.t.squeeze([_dim(d, x.ndim) for d in dims]))
+
+
+@rule("flatten")
+def flatten(out, x, start_dim=0, end_dim=-1):
+    return Pair(x.t.reshape([*out.shape, 2]))
+
+
+@rule("unflatten")
+def unflatten(out, x, dim, sizes):
+    return Pair(x.t.unflatten(_dim(dim, x.ndim), sizes))
+
+
+@rule("slice")
+def slice_(out, x, dim=0, start=None, end=None, step=1):
+    return Pair(torch.ops.aten.slice.Tensor(x.t, _dim(dim, x.ndim), start, end, step))
+
+
+@rule("narrow")
+def narrow(out, x, dim, start, length):
+    return Pair(x.t.narrow(_dim(dim, x.ndim), start, length))
+
+
+@rule("select")
+def select(out, x, dim, index):
+    return Pair(x.t.select(_dim(dim, x.ndim), index))
+
+
+@rule("expand")
+def expand(out, x, size, *, implicit=False):
+    return Pair(x.t.expand([*size, 2]))
+
+
+@rule("repeat")
+def repeat(out, x, repeats):
+    return Pair(x.t.repeat([*repeats, 1]))
+
+
+@rule("flip")
+def flip(out, x, dims):
+    return Pair(x.t.flip([_dim(d, x.ndim) for d in dims]))
+
+
+@rule("constant_pad_nd")
+def constant_pad_nd(out, x, pad, value=0):
+    v = complex(value)
+    return make(torch.constant_pad_nd(x.re, pad, v.real), torch.constant_pad_nd(x.im, pad, v.imag))
+
+
+@rule("index_select")
+def index_select(out, x, dim, index):
+    return Pair(x.t.index_select(_dim(dim, x.ndim), index))
+
+
+@rule("index")
+def index(out, x, indices):
+    return Pair(torch.ops.aten.index.Tensor(x.t, indices))
+
+
+@rule("split", "split_with_sizes")
+def split(out, x, split_size, dim=0):
+    return [Pair(p) for p in x.t.split(split_size, _dim(dim, x.ndim))]
+
+
+@rule("chunk")
+def chunk(out, x, chunks, dim=0):
+    return [Pair(p) for p in x.t.chunk(chunks, _dim(dim, x.ndim))]
+
+
+@rule("unbind")
+def unbind(out, x, dim=0):
+    return [Pair(p) for p in x.t.unbind(_dim(dim, x.ndim))]
+
+
+@rule("cat", "concat")
+def cat(out, tensors, dim=0):
+    dtype = _rdt(out)
+    return Pair(torch.cat([as_pair(v, dtype).t for v in tensors], _dim(dim, out.dim())))
+
+
+@rule("stack")
+def stack(out, tensors, dim=0):
+    dtype = _rdt(out)
+    return Pair(torch.stack([as_pair(v, dtype).t for v in tensors], _dim(dim, out.dim())))
+
+
+@rule("clone", "alias", "detach", "lift_fresh_copy", "contiguous", "resolve_conj",
+      "resolve_neg")
+def identity(out, x, *args, **kwargs):
+    return x
+
+
+# ---- creation ------------------------------------------------------------------------------
+
+def _filled(out, value) -> Pair:
+    v = complex(value)
+    dtype = real_dtype(out.dtype)
+    return make(torch.full(tuple(out.shape), v.real, dtype=dtype),
+                torch.full(tuple(out.shape), v.imag, dtype=dtype))
+
+
+@rule("full", "new_full")
+def full(out, *args, **kwargs):
+    value = kwargs.get("fill_value", args[-1] if args else 0)
+    return _filled(out, value)
+
+
+@rule("full_like")
+def full_like(out, x, fill_value, **kwargs):
+    return _filled(out, fill_value)
+
+
+@rule("zeros", "new_zeros", "zeros_like", "empty", "new_empty", "empty_like", "empty_strided")
+def zeros(out, *args, **kwargs):
+    return _filled(out, 0)
+
+
+@rule("ones", "new_ones", "ones_like")
+def ones(out, *args, **kwargs):
+    return _filled(out, 1)
+
+
+@rule("scalar_tensor")
+def scalar_tensor(out, value, **kwargs):
+    return _filled(out, value)
