@@ -60,6 +60,9 @@ SDPA_CASES = {
                                             _rand(1, 2, 45, 128)]),
     "decode_one_query": lambda: (SDPA(), [_rand(2, 4, 1, 64), _rand(2, 4, 300, 64),
                                           _rand(2, 4, 300, 64)]),
+    "decode_two_queries_bool_mask_d80": lambda: (SDPA(), [_rand(2, 3, 2, 80), _rand(2, 3, 77, 80),
+                                                         _rand(2, 3, 77, 72),
+                                                         torch.rand(2, 77) > 0.3]),
     "one_head_long_causal": lambda: (SDPA(is_causal=True), [_rand(1, 1, 300, 64)] * 3),
     "three_dims": lambda: (SDPA(), [_rand(3, 17, 64), _rand(3, 19, 64), _rand(3, 19, 16)]),
 }

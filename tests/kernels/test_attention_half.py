@@ -83,6 +83,21 @@ def test_half_sdpa_rounds_as_eager_flash_kernel(compile_model, tmp_path, name, d
         _check(model, ep, _inputs(case, dtype, seed), _host_matches_torch())
 
 
+@pytest.mark.parametrize("dtype", HALF, ids=lambda d: str(d)[6:])
+def test_half_decode_step_reads_keys_and_values_in_place(compile_model, tmp_path, dtype):
+    """One query against a cache past one 512-key block, grouped heads: the kernel reads the
+    key and value rows where they are (no packing for so few queries). The rounding points
+    are the flash kernel's; the dot products sum in another order than eager's for a single
+    query (as the packed path does too), so the check is the tolerance alone."""
+    case = ((1, 8, 1, 64), (1, 2, 600, 64), {"enable_gqa": True}, None)
+    args = _inputs(case, dtype, 0)
+    ep, model = compile_model(SDPA(**case[2]), args, options={"debug_dir": tmp_path / "dbg"})
+    assert f"flash probs={str(dtype)[6:]}" in (tmp_path / "dbg" / "model" / "00_import.txt"
+                                               ).read_text()
+    for seed in range(3):
+        _check(model, ep, _inputs(case, dtype, seed), exact=False)
+
+
 # calls eager's flash kernel does not take (a value head dim of its own, 3-D inputs): its
 # math path computes in float32 and rounds once, as aotc's float32 template
 MATH_CASES = {

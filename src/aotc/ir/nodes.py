@@ -125,6 +125,7 @@ class Gemm(Template):
     beta: float = 1.0
     b_packed: bool = False
     b_bf16: bool = False
+    b_half: bool = False  # b names a float16/bfloat16 constant packed as float32 panels
     epilogue: Node | None = None
     epilogue_source: str = ""
 
@@ -156,6 +157,8 @@ class Gemm(Template):
         b = f"packed {self.b.buffer}" if self.b_packed else format_operand(self.b)
         if self.b_bf16:
             b = f"bf16 {b}"
+        elif self.b_half:
+            b = f"widened {b}"
         then = ""
         if self.epilogue is not None:
             from .printer import format_expr  # the printer imports this module

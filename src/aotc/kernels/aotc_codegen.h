@@ -26,6 +26,9 @@ typedef __fp16 _Float16;
 namespace aotc {
 
 inline thread_local char g_error[1024];
+// set by generated code that could not allocate scratch memory (pack_constant widening a
+// half weight), so that the exported function reports AOTC_ERR_MEMORY
+inline thread_local bool g_no_memory = false;
 
 inline int fail(int status, const char *fmt, ...) {
   va_list ap;

@@ -191,7 +191,13 @@ int aotc_pack_constant(int64_t k, const void *src, void *dst) {
                       (long long)k, (long long)kNumConstants);
   if (kConstantBytes[k] == 0) return AOTC_OK;
   if (!src || !dst) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: null argument");
-  if (!pack_constant(k, src, dst)) __builtin_memcpy(dst, src, size_t(kConstantBytes[k]));
+  aotc::g_no_memory = false;
+  if (!pack_constant(k, src, dst)) {
+    if (aotc::g_no_memory)
+      return aotc::fail(AOTC_ERR_MEMORY, "aotc_pack_constant: no memory to widen constant %lld",
+                        (long long)k);
+    __builtin_memcpy(dst, src, size_t(kConstantBytes[k]));
+  }
   return AOTC_OK;
 }
 

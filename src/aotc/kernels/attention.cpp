@@ -347,8 +347,31 @@ float exp_row(float *sr, int64_t ncols, int64_t len, float m, bool flash) {
   return total;
 }
 
-// One (batch, head, query range) task: K^T and V of the keys it can see packed once, then
-// its query blocks one by one.
+// A task of at most this many query rows (decoding: one new token) reads K and V where they
+// are instead of packing them: the packing would cost more than the products it serves.
+constexpr int64_t kDirectRows = 2;
+
+// scale * (q . k) over d values, k contiguous
+inline float dot_scaled(const float *q, const float *k, int64_t d, float scale) {
+  V acc = vset(0.0f);
+  int64_t t = 0;
+  for (; t + W <= d; t += W) acc = vfma(vload(q + t), vload(k + t), acc);
+  float total = hsum(acc);
+  for (; t < d; ++t) total += q[t] * k[t];
+  return total * scale;
+}
+
+// o[0:dv] += p * v[0:dv], v contiguous
+inline void add_scaled_row(float *o, float p, const float *v, int64_t dv) {
+  const V pv = vset(p);
+  int64_t e = 0;
+  for (; e + W <= dv; e += W) vstore(o + e, vfma(pv, vload(v + e), vload(o + e)));
+  for (; e < dv; ++e) o[e] += p * v[e];
+}
+
+// One (batch, head, query range) task: K^T and V of the keys it can see packed once (or, for
+// a few rows with contiguous key and value rows, read in place), then its query blocks one
+// by one.
 bool attend(const aotc_attention_shape &sh, const float *q, const float *k, const float *v,
             const void *mask, float *out, int64_t b, int64_t h, int64_t i_begin, int64_t i_end) {
   const bool flash = sh.probs != AOTC_ATTENTION_PROBS_F32;
@@ -356,7 +379,9 @@ bool attend(const aotc_attention_shape &sh, const float *q, const float *k, cons
   const int64_t d = sh.head_dim, dv = sh.v_dim, dvp = round_up(dv, W);
   const int64_t hk = h / sh.group;
   const int64_t kv_end = sh.causal ? std::min(sh.kv_len, i_end) : sh.kv_len;
-  const int64_t kpad = round_up(std::max<int64_t>(kv_end, 1), C * W);
+  const bool direct = i_end - i_begin <= kDirectRows && sh.k_strides[3] == 1 &&
+                      sh.v_strides[3] == 1;
+  const int64_t kpad = direct ? 0 : round_up(std::max<int64_t>(kv_end, 1), C * W);
   const int64_t words = d * kpad + kpad * dvp + BQ * d + BQ * bk + BQ * dvp + 2 * BQ;
   float *mem = static_cast<float *>(std::aligned_alloc(64, round_up(words * 4, 64)));
   if (mem == nullptr) return false;
@@ -368,7 +393,7 @@ bool attend(const aotc_attention_shape &sh, const float *q, const float *k, cons
   const float *vb = v + b * sh.v_strides[0] + hk * sh.v_strides[1];
   std::memset(kt, 0, sizeof(float) * d * kpad);
   std::memset(vp, 0, sizeof(float) * kpad * dvp);
-  for (int64_t j = 0; j < kv_end; ++j) {
+  for (int64_t j = 0; j < kpad && j < kv_end; ++j) {
     const float *kr = kb + j * sh.k_strides[2];
     for (int64_t t = 0; t < d; ++t) kt[t * kpad + j] = kr[t * sh.k_strides[3]];
     const float *vr = vb + j * sh.v_strides[2];
@@ -395,7 +420,10 @@ bool attend(const aotc_attention_shape &sh, const float *q, const float *k, cons
       const int64_t ncols = round_up(cols, C * W);
       const int64_t len = std::min(bk, sh.kv_len - j0);  // the block's keys, seen or not
       // scores of the block: rows x ncols
-      for (int64_t r = 0; r < rows; r += R) {
+      for (int64_t r = 0; r < rows && direct; ++r)
+        for (int64_t j = 0; j < cols; ++j)
+          s[r * bk + j] = dot_scaled(qs + r * d, kb + (j0 + j) * sh.k_strides[2], d, sh.scale);
+      for (int64_t r = 0; r < rows && !direct; r += R) {
         const int n = static_cast<int>(std::min<int64_t>(R, rows - r));
         with_rows<ScoreRows>(n, d, qs + r * d, kt + j0, kpad, s + r * bk, bk, ncols, sh.scale);
       }
@@ -441,7 +469,10 @@ bool attend(const aotc_attention_shape &sh, const float *q, const float *k, cons
           for (int64_t j = 0; j < cols; ++j) sr[j] = round_bf16(sr[j]);
       }
       // o += p . v over the block's keys
-      for (int64_t r = 0; r < rows; r += R) {
+      for (int64_t r = 0; r < rows && direct; ++r)
+        for (int64_t j = 0; j < cols; ++j)
+          add_scaled_row(o + r * dvp, s[r * bk + j], vb + (j0 + j) * sh.v_strides[2], dv);
+      for (int64_t r = 0; r < rows && !direct; r += R) {
         const int n = static_cast<int>(std::min<int64_t>(R, rows - r));
         with_rows<OutputRows>(n, cols, s + r * bk, bk, vp + j0 * dvp, dvp, o + r * dvp);
       }

@@ -21,7 +21,7 @@ from torch.nn.attention import SDPBackend
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
-from ..ir.expr import Load, cast, substitute_index
+from ..ir.expr import Cast, Load, cast, substitute_index
 from ..ir.nodes import Attention, MaskKind, Operand, Pointwise
 from ..ir.symbols import index_vars, numel, simplify_index
 from .common import broadcast_index
@@ -75,7 +75,8 @@ def _repeated_heads(ctx: LoweringContext, x: TensorValue) -> tuple[TensorValue, 
             continue
         distinct = remap(x, (x.sizes[0], ranges[i1], x.sizes[2], x.sizes[3]),
                          (i0, g * i1, i2, i3))
-        if strided_view(ctx, distinct) is not None:
+        # a widened half cache is read once per distinct head (the operand copies only those)
+        if strided_view(ctx, distinct) is not None or isinstance(distinct.body, Cast):
             return distinct, g
     return None
 
@@ -93,6 +94,8 @@ def _copy_of_load(ctx: LoweringContext, x: TensorValue) -> TensorValue | None:
 
 
 def _simplified(node, ranges):
+    if isinstance(node, Cast):
+        return Cast(_simplified(node.x, ranges), node.dtype)
     if isinstance(node, Load):
         return Load(node.buffer, tuple(simplify_index(sympy.expand(e), ranges)
                                        for e in node.index), node.dtype)

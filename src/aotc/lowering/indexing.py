@@ -11,6 +11,7 @@ from ..errors import UnsupportedOperatorError
 from ..ir.expr import (
     Binary,
     BinaryOp,
+    Cast,
     IndexValue,
     IndirectLoad,
     Load,
@@ -39,16 +40,23 @@ def read_indirect(ctx: LoweringContext, x: TensorValue, src: list, indices: list
     """Output element (i...) = x[src], where src[k] is an index expression for plain dims and
     None for the dims indexed by the int64 expressions in `indices` (in order). The output
     has `sizes` (default: the node's output sizes)."""
-    if not isinstance(x.body, Load):
+    if not isinstance(_stored(x.body), Load):
         x = ctx.realize(x)
     it = iter(range(len(indices)))
     full = [indirect_var(next(it)) if s is None else s for s in src]
     if bounds is None:
         bounds = tuple(x.sizes[k] for k, s in enumerate(src) if s is None)
-    inner = x.load(full)  # x may be a view: compose its index map with ours
+    inner = _stored(x.load(full))  # x may be a view: compose its index map with ours
     assert isinstance(inner, Load)
-    load = IndirectLoad(inner.buffer, inner.index, tuple(indices), bounds, x.dtype, wrap)
-    return ctx.pointwise(load, sizes)
+    load = IndirectLoad(inner.buffer, inner.index, tuple(indices), bounds, inner.dtype, wrap)
+    return ctx.pointwise(cast(load, x.dtype), sizes)
+
+
+def _stored(body):
+    """The load under a widening cast (a half tensor seen in float32, lowering/opmath.py): an
+    indirect read picks the stored values and widens only those, never the whole tensor (an
+    embedding table)."""
+    return body.x if isinstance(body, Cast) and isinstance(body.x, Load) else body
 
 
 def _index_node(t: TensorValue, shape, vars_):

@@ -173,7 +173,10 @@ def _slices(ctx, x, dim, index, source, value, combine: BinaryOp | None) -> Tens
                   value, combine)
 
 
-@register_lowering(aten.index_copy.default, family=FAMILY)
+# The copies into regions (index_copy, slice/select/diagonal_scatter) only move values:
+# half tensors stay in their own type (in_storage_type), so a bfloat16 KV cache is updated in
+# place, not widened whole and rounded back each call.
+@register_lowering(aten.index_copy.default, family=FAMILY, in_storage_type=True)
 def lower_index_copy(ctx, x, dim, index, source):
     """x.index_copy(dim, index, source): source's slice j goes to position index[j]."""
     dim = dim_index(dim, x.ndim)
@@ -278,7 +281,7 @@ def _reduce_along(ctx, x, dim, index, sizes, at, value: Node, reduce: str,
     return ctx.pointwise(Binary(div, total.body, safe, d), x.sizes)
 
 
-@register_lowering(aten.slice_scatter.default, family=FAMILY)
+@register_lowering(aten.slice_scatter.default, family=FAMILY, in_storage_type=True)
 def lower_slice_scatter(ctx, x, src, dim=0, start=None, end=None, step=1):
     dim = dim_index(dim, x.ndim)
     start = sympy.sympify(0 if start is None else start)
@@ -291,7 +294,7 @@ def lower_slice_scatter(ctx, x, src, dim=0, start=None, end=None, step=1):
     return write_regions(ctx, x, [Write(src.sizes, tuple(dest), value)])
 
 
-@register_lowering(aten.select_scatter.default, family=FAMILY)
+@register_lowering(aten.select_scatter.default, family=FAMILY, in_storage_type=True)
 def lower_select_scatter(ctx, x, src, dim, index):
     dim = dim_index(dim, x.ndim)
     index = sympy.sympify(index)
@@ -303,7 +306,7 @@ def lower_select_scatter(ctx, x, src, dim, index):
     return write_regions(ctx, x, [Write(src.sizes, tuple(dest), value)])
 
 
-@register_lowering(aten.diagonal_scatter.default, family=FAMILY)
+@register_lowering(aten.diagonal_scatter.default, family=FAMILY, in_storage_type=True)
 def lower_diagonal_scatter(ctx, x, src, offset=0, dim1=0, dim2=1):
     """x with its diagonal (as x.diagonal(offset, dim1, dim2) reads it) replaced by src."""
     _, _, dest = diagonal_index(x.ndim, int(offset), dim1, dim2)

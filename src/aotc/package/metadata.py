@@ -102,12 +102,16 @@ def _size_json(s):
     return int(s) if s.is_Integer else str(s)
 
 
-def _target_json(target: Target, precision: str) -> dict[str, str]:
+def _target_json(target: Target, precision: str, p: Program) -> dict[str, str]:
     """The target a package records: its arch, and in cpu_features every CPU feature its code
-    needs (the arch's and the precision's, as /proc/cpuinfo spells them), which loaders check
-    against the CPU so that they need no table of the arches' features."""
+    needs (the arch's, the precision's and that of bfloat16 weights packed for the bf16
+    kernel, as /proc/cpuinfo spells them), which loaders check against the CPU so that they
+    need no table of the arches' features."""
     extra = target_metadata(precision, target)
     needs = set(target.features) | set(extra.get("features", "").split())
+    if any(getattr(c.packing, "dtype", "") == "bfloat16" for c in p.constants):
+        assert target.bf16_feature is not None  # prepack packs bfloat16 only for such a level
+        needs.add(target.bf16_feature)
     return {**target.metadata(), "architecture": target.architecture, **extra,
             "cpu_features": " ".join(sorted(needs))}
 
@@ -149,7 +153,7 @@ def build_metadata(ep, p: Program, constants: list[dict], timings: dict[str, flo
         "abi_version": ABI_VERSION,
         "aotc_version": __version__,
         "torch_version": torch.__version__,
-        "target": _target_json(target, precision),
+        "target": _target_json(target, precision, p),
         "inputs": inputs,
         "outputs": outputs,
         "output_leaves": leaves,

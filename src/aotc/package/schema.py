@@ -199,7 +199,9 @@ def _constants(value: Any) -> None:
 
 _PACKING_FIELDS = {"gemm_b_panels": ("k", "n", "offset", "sb_k", "sb_n", "nr", "kc"),
                    "int8_dot_groups": ("k", "n", "offset", "sb_k", "sb_n")}
-_PACKED_DTYPE = {"gemm_b_panels": "float32", "int8_dot_groups": "int8"}
+# the dtypes of the constants each layout packs (GEMM panels: float32, or a half model's
+# weights, packed from their values widened to float32)
+_PACKED_DTYPE = {"gemm_b_panels": ("float32", "bfloat16", "float16"), "int8_dot_groups": ("int8",)}
 
 
 def _packing(value: Any, path: str, numel: int, dtype) -> int:
@@ -210,9 +212,9 @@ def _packing(value: Any, path: str, numel: int, dtype) -> int:
     layout = p.get("layout")
     if layout not in _PACKING_FIELDS:
         raise _Bad(f"{path}.layout", " or ".join(map(repr, _PACKING_FIELDS)), layout)
-    if dtype.name != _PACKED_DTYPE[layout]:
-        raise _Bad(f"{path}", f"a constant of dtype {_PACKED_DTYPE[layout]} (the {layout} "
-                   "layout holds no other)", dtype.name)
+    if dtype.name not in _PACKED_DTYPE[layout]:
+        raise _Bad(f"{path}", f"a constant of dtype {' or '.join(_PACKED_DTYPE[layout])} (the "
+                   f"{layout} layout holds no other)", dtype.name)
     stored = p.get("dtype", "float32")
     if layout == "gemm_b_panels" and stored not in ("float32", "bfloat16"):
         raise _Bad(f"{path}.dtype", "'float32' or 'bfloat16'", stored)

@@ -33,7 +33,10 @@ def pack_weights(program: Program) -> Weights:
         if dropped:
             raw = b""
         elif c.packing is not None:  # in its kernel's layout (for the target)
-            raw = packed_bytes(t.reshape(-1).numpy(), c.packing)
+            # a half constant packs from its values widened (exactly) to float32
+            flat = t.reshape(-1)
+            raw = packed_bytes((flat.float() if flat.is_floating_point() else flat).numpy(),
+                               c.packing)
         else:
             raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
         if len(raw) != nbytes:

@@ -3,6 +3,11 @@ the GEMM micro-kernel's panel layout, so that no call packs it. So is the weight
 convolution on a small output plane (its weights dominate its memory traffic), as the B
 [Cin*taps, Cout] of the GEMM the kernel then runs (kernels/conv.cpp), and an int8 constant
 that only feeds integer products (IntMatmul), in kernels/gemm_int8.cpp's dot-product layout.
+A float16 or bfloat16 constant that GEMMs read only widened to float32 (a half model's
+linear weights) is packed too, from its own values: as bfloat16 panels where this machine
+runs the bf16 kernel (exact: the values are bfloat16 already, and ATen's products take both
+operands in one dtype, so A is too), else widened into float32 panels, never widened on
+every call.
 
 The layout (kernels/aotc_kernels.h, aotc_sgemm_pack_b) depends on the ISA the package is
 built for: the panel width `nr` and slice depth `kc` (the target's gemm_nr and gemm_kc) are
@@ -23,20 +28,24 @@ import sympy
 from ..dtypes import DType
 from ..ir.compress import Count
 from ..ir.control import loop_buffers, predicate_buffers
-from ..ir.expr import Node, loads
+from ..ir.expr import Cast, Load, Node, loads
 from ..ir.integer import IntMatmul
 from ..ir.nodes import (
     SMALL_PLANE,
+    Buffer,
     Conv,
     Gemm,
     Operand,
     PackedGemmB,
     PackedInt8B,
+    Pointwise,
     Program,
     Template,
 )
 from ..ir.queries import body_of
+from ..ir.symbols import flat_offset, index_vars
 from ..target import Target
+from ..target.host import has_bf16_dot_products
 from .precision import pack_panels_bf16
 
 # Narrower weights (a classifier head with a few outputs) would be stored mostly as panel
@@ -133,6 +142,75 @@ def _int8_packing(op: IntMatmul, target: Target) -> PackedInt8B | None:
     return PackedInt8B(k, n, offset, sb_k, sb_n) if k and n else None
 
 
+HALF = (DType.float16, DType.bfloat16)
+
+
+def _widenings(program: Program, readers: dict[str, list], elsewhere: set[str]
+               ) -> dict[str, list[Buffer]]:
+    """Half constant -> the buffers that hold nothing but it widened to float32, 2-D, and
+    are read only as the B of GEMMs (what a half linear lowers to, lowering/opmath.py)."""
+    constants = {c.buffer for c in program.constants}
+    out: dict[str, list[Buffer]] = {}
+    for buf in program.computed():
+        body = buf.op.body if isinstance(buf.op, Pointwise) else None
+        if (not isinstance(body, Cast) or body.dtype is not DType.float32
+                or not isinstance(body.x, Load) or body.x.buffer not in constants
+                or body.x.dtype not in HALF or len(buf.sizes) != 2 or buf.name in elsewhere):
+            continue
+        uses = readers.get(buf.name, [])
+        if uses and all(u is not None and u[0] == "b" for u in uses):
+            out.setdefault(body.x.buffer, []).append(buf)
+    return out
+
+
+def _read_through(op: Gemm, widened: Buffer, source: Buffer) -> Gemm | None:
+    """`op` reading the half constant under `widened` in place of `widened` (B's element
+    (k, n) at the constant's own offset and strides), when B is `widened` [K, N] read
+    row-major or transposed, one matrix for the whole batch."""
+    load = widened.op.body.x  # type: ignore[union-attr]
+    batch_stride, sb_k, sb_n = op.b.strides
+    if op.b.offset != 0 or (batch_stride != 0 and _static(op.batch) != 1):
+        return None
+    cols = widened.sizes[1]
+    k, n = sympy.Symbol("k", integer=True), sympy.Symbol("n", integer=True)
+    i0, i1 = index_vars(2)
+    if sympy.simplify(sb_k - cols) == 0 and sympy.simplify(sb_n - 1) == 0:
+        at = {i0: k, i1: n}
+    elif sympy.simplify(sb_k - 1) == 0 and sympy.simplify(sb_n - cols) == 0:
+        at = {i0: n, i1: k}
+    else:
+        return None
+    flat = sympy.expand(flat_offset(load.index, source.sizes).xreplace(at))
+    ck, cn = flat.coeff(k), flat.coeff(n)
+    rest = sympy.expand(flat - ck * k - cn * n)
+    if any(e.has(k, n) for e in (ck, cn, rest)):
+        return None
+    return dataclasses.replace(op, b=Operand(source.name, rest, (sympy.Integer(0), ck, cn)))
+
+
+def _pack_widened(program: Program, c_buffer: str, widened: list[Buffer],
+                  readers: dict[str, list], target: Target) -> PackedGemmB | None:
+    """Point the GEMMs that read `widened` at the half constant itself, packed; drop the
+    widened copies. None (nothing changed) when they do not all read it alike."""
+    source = program.buffers[c_buffer]
+    gemms = [(u[1], w) for w in widened for u in readers[w.name]]
+    direct = [_read_through(g.op, w, source) for g, w in gemms]
+    found = {None if d is None else _packing_of(d, target) for d in direct}
+    if len(found) != 1 or None in found:
+        return None
+    packing = found.pop()
+    assert packing is not None
+    bf16 = source.dtype is DType.bfloat16 and has_bf16_dot_products(target)
+    if bf16:
+        packing = dataclasses.replace(packing, dtype="bfloat16")
+    for (g, _), d in zip(gemms, direct):
+        g.op = dataclasses.replace(d, b_packed=True, b_bf16=bf16, b_half=not bf16, b=Operand(
+            c_buffer, sympy.Integer(0), (sympy.Integer(0),) * 3))
+    for w in widened:
+        del program.buffers[w.name]
+    return packing
+
+
 def _readers(program: Program) -> dict[str, list]:
     """Buffer -> the ops that read it (a Gemm once per operand it reads it as, a Conv as
     ("conv", buffer) for its weight, an IntMatmul as ("int8_b", buffer) for its B)."""
@@ -174,6 +252,7 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
     for value in program.item_symbols.values():  # a Node, or a Count over a mask Node
         node: Node = value.mask if isinstance(value, Count) else value  # type: ignore[assignment]
         elsewhere |= {ld.buffer for ld in loads(node)}
+    widenings = _widenings(program, readers, elsewhere)
     specs = []
     for c in program.constants:
         buf = program.buffers[c.buffer]
@@ -193,6 +272,14 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
                 assert one is not None
                 packing = (dataclasses.replace(one, dtype="bfloat16")
                            if precision == "bf16" and role == {"b"} else one)
+        elif (buf.dtype in HALF and c.buffer not in elsewhere and c.buffer in widenings
+                and len(uses) == len(widenings[c.buffer]) and None in role and len(role) == 1
+                and math.prod(int(s) for s in buf.sizes) > 0):
+            # read only by its widened copies: the GEMMs read it packed, the copies go
+            half = _pack_widened(program, c.buffer, widenings[c.buffer], readers, target)
+            if half is not None:
+                specs.append(dataclasses.replace(c, packing=half))
+                continue
         if packing is not None and math.prod(int(s) for s in buf.sizes) == 0:
             packing = None
         if packing is not None:

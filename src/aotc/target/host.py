@@ -43,6 +43,14 @@ def has_int8_dot_products(target: Target) -> bool:
     return machine() in target.machines and bool(target.int8_dot_features & cpu_flags())
 
 
+def has_bf16_dot_products(target: Target) -> bool:
+    """Whether this machine runs `target`'s bfloat16 GEMM kernel (vdpbf16ps): the level has
+    one and the CPU has its feature. A half model's bfloat16 weights take that kernel then
+    (scheduler/prepack.py), and the package records the feature."""
+    return (machine() in target.machines and target.bf16_feature is not None
+            and target.bf16_feature in cpu_flags())
+
+
 def cache_dir() -> Path:
     """Where builds and extracted libraries live (callers create their sub-folders)."""
     root = os.environ.get("AOTC_CACHE_DIR") or os.path.join(

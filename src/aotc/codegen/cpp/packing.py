@@ -52,7 +52,33 @@ def _emit_pack_constant(code: CodeBuffer, program: Program) -> None:
         else:
             pack, out = (("aotc_sgemm_pack_b_bf16", "uint16_t") if p.dtype == "bfloat16"
                          else ("aotc_sgemm_pack_b", "float"))
+            source = program.buffers[c.buffer]
+            if source.dtype.is_floating and source.dtype.compute is not source.dtype:
+                # a half model's weight: its values widened to float32, then packed
+                code.lines_of([f"    case {k}: {{", *_widened(source.dtype, _numel(source)),
+                               f"      {pack}({p.k}, {p.n}, wide + {p.offset}, {p.sb_k}, "
+                               f"{p.sb_n}, static_cast<{out} *>(dst));",
+                               "      std::free(wide);", "      return true;", "    }"])
+                continue
             call = (f"{pack}({p.k}, {p.n}, static_cast<const float *>(src) + {p.offset}, "
                     f"{p.sb_k}, {p.sb_n}, static_cast<{out} *>(dst));")
         code.lines_of([f"    case {k}:", f"      {call}", "      return true;"])
     code.lines_of(["    default:", "      return false;", "  }", "}", ""])
+
+
+def _numel(buf) -> int:
+    n = 1
+    for size in buf.sizes:
+        n *= int(size)
+    return n
+
+
+def _widened(dtype, numel: int) -> list[str]:
+    """C++ lines: `wide`, the half values at `src` widened into malloc'ed floats (no memory:
+    pack_constant says so through aotc::g_no_memory)."""
+    load = ("aotc::bf16_bits_to_float(h[i])" if dtype.name == "bfloat16" else "float(h[i])")
+    ctype = "uint16_t" if dtype.name == "bfloat16" else "_Float16"
+    return [f"      const {ctype} *h = static_cast<const {ctype} *>(src);",
+            f"      float *wide = static_cast<float *>(std::malloc(sizeof(float) * {numel}));",
+            "      if (!wide) return !(aotc::g_no_memory = true);",
+            f"      for (int64_t i = 0; i < {numel}; ++i) wide[i] = {load};"]

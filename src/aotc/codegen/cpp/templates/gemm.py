@@ -60,6 +60,8 @@ def gemm_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     name, b = ("aotc_sgemm_prepacked", g["b_packed"]) if op.b_packed else ("aotc_sgemm_fused", g["b"])
     if op.b_bf16:  # the same call with B in the bfloat16 layout (scheduler/precision.py)
         name, b = "aotc_sgemm_prepacked_bf16", f"reinterpret_cast<const uint16_t *>({b})"
+    elif op.b_half:  # a half model's weight packed as float32 panels (scheduler/prepack.py)
+        b = f"reinterpret_cast<const float *>({b})"
     pad = " " * (len(name) + 1)
     call = [f"{name}({sizes}", f"{pad}{g['a']},", f"{pad}{b},", f"{pad}{g['c']},",
             f"{pad}{g['bias']}, {g['scalars']}, {epilogue});"]
