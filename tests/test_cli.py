@@ -84,6 +84,34 @@ def test_readme_model_compile_inspect_run_bench(tmp_path, capsys):
     assert any(r.split("│")[1].strip() == "2" for r in rows if "│" in r), text
 
 
+class KeywordInputs(torch.nn.Module):
+    def forward(self, x, *, scale, shift):
+        return x * scale + shift
+
+
+def test_run_bench_and_profile_a_model_exported_with_keyword_inputs(tmp_path, capsys):
+    """Inputs given by name reach a model exported with keyword arguments as keywords."""
+    args, kwargs = (torch.randn(3, 4),), {"scale": torch.randn(4), "shift": torch.randn(3, 4)}
+    with torch.no_grad():
+        ep = torch.export.export(KeywordInputs(), args, kwargs)
+    torch.export.save(ep, tmp_path / "prog.pt2")
+    pkg = tmp_path / "model.pt2"
+    assert main(["compile", str(tmp_path / "prog.pt2"), "-o", str(pkg)]) == 0
+    np.savez(tmp_path / "in.npz", x=args[0].numpy(), scale=kwargs["scale"].numpy(),
+             shift=kwargs["shift"].numpy())
+    assert main(["run", str(pkg), "--inputs", str(tmp_path / "in.npz"),
+                 "-o", str(tmp_path / "out.npz")]) == 0
+    with np.load(tmp_path / "out.npz") as got:
+        torch.testing.assert_close(torch.from_numpy(got["output_0"]), ep.module()(*args, **kwargs))
+    capsys.readouterr()
+    assert main(["bench", str(pkg), "--iters", "5", "--warmup", "1", "--threads", "1"]) == 0
+    assert "p50 ms" in capsys.readouterr().out
+    trace = tmp_path / "trace.json"
+    assert main(["bench", str(pkg), "--iters", "3", "--warmup", "1", "--threads", "1",
+                 "--profile", str(trace)]) == 0
+    assert trace.exists() and "(outside kernels)" in capsys.readouterr().out
+
+
 def test_compile_errors_name_what_is_wrong(tmp_path, capsys):
     (tmp_path / "factory.py").write_text(FACTORY)
     assert main(["compile", f"{tmp_path / 'factory.py'}:make", "-o", str(tmp_path / "m.pt2")]) == 1

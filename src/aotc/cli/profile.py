@@ -34,7 +34,7 @@ def cmd_profile(args, out) -> int:
     from aotc.errors import InputError
     from aotc.runtime.profile import chrome_trace, profile_calls, summarize
 
-    from .run import gather_inputs
+    from .run import call_arguments, gather_inputs
 
     threads = [int(t) for t in str(args.threads).split(",") if t.strip()]
     if len(threads) != 1:
@@ -42,9 +42,10 @@ def cmd_profile(args, out) -> int:
     path = trace_path(args)
     model = aotc.load_package(args.package, args.model, num_threads=threads[0])
     inputs = gather_inputs(model.package_metadata, args)
+    call_args, call_kwargs = call_arguments(model.package_metadata, inputs)
     for _ in range(args.warmup):
-        model(*inputs)
-    calls, runs = profile_calls(model, inputs, args.iters)
+        model(*call_args, **call_kwargs)
+    calls, runs = profile_calls(model, list(call_args), args.iters, call_kwargs)
     steps = model.profiler().steps
     rows = summarize(steps, calls, runs)
     mean_call = sum(e - b for b, e in calls) / max(1, len(calls)) / 1e3

@@ -71,6 +71,21 @@ def gather_inputs(meta: dict, args) -> list[np.ndarray]:
     return out
 
 
+def call_arguments(meta: dict, tensors: list) -> tuple[tuple, dict]:
+    """The (args, kwargs) that call the model with `tensors` (gather_inputs' order) and the
+    constants export specialized, nested as the exported program takes them: a model
+    exported with keyword inputs is called with keywords."""
+    from aotc.runtime import pytree
+
+    it = iter(tensors)
+    leaves = [next(it) if i["kind"] == "tensor" else i["value"] for i in meta["inputs"]]
+    spec = meta["in_spec"]
+    if spec["kind"] == "tuple" and len(spec["children"]) == 2:
+        args, kwargs = pytree.unflatten(spec, leaves)
+        return tuple(args), dict(kwargs)
+    return tuple(leaves), {}
+
+
 def _numpy_dtype(name: str) -> str:
     from aotc.dtypes import DType
 
@@ -92,8 +107,9 @@ def cmd_run(args) -> int:
 
     model = aotc.load_package(args.package, args.model, num_threads=args.threads)
     inputs = gather_inputs(model.package_metadata, args)
+    call_args, call_kwargs = call_arguments(model.package_metadata, inputs)
     start = time.perf_counter()
-    outputs = model(*inputs)
+    outputs = model(*call_args, **call_kwargs)
     seconds = time.perf_counter() - start
     leaves = _leaves(outputs)
     if args.output:
@@ -131,15 +147,16 @@ def cmd_bench(args) -> int:
         for n in threads:
             model = aotc.load_package(args.package, args.model, num_threads=n)
             inputs = gather_inputs(model.package_metadata, args)
+            call_args, call_kwargs = call_arguments(model.package_metadata, inputs)
             for _ in range(args.warmup):
-                model(*inputs)
+                model(*call_args, **call_kwargs)
             task = progress.add_task(f"{n} thread(s)", total=args.iters)
             latencies = np.empty(args.iters)
             step = max(1, args.iters // 100)  # the bar costs microseconds: move it 100 times
             start = time.perf_counter()
             for k in range(args.iters):
                 t0 = time.perf_counter()
-                model(*inputs)
+                model(*call_args, **call_kwargs)
                 latencies[k] = time.perf_counter() - t0
                 if (k + 1) % step == 0 or k + 1 == args.iters:
                     progress.update(task, completed=k + 1)

@@ -81,8 +81,9 @@ class StepRun:
     runs: int
 
 
-def profile_calls(model, inputs: list, iters: int) -> tuple[list[tuple[int, int]], list[StepRun]]:
-    """Call `model(*inputs)` `iters` times with its profiler on; each call's (start, end) on
+def profile_calls(model, inputs: list, iters: int, kwargs: dict | None = None
+                  ) -> tuple[list[tuple[int, int]], list[StepRun]]:
+    """Call `model(*inputs, **kwargs)` `iters` times with its profiler on; each call's (start, end) on
     time.monotonic_ns's clock, and every step's run in every call (the counts read after
     each call). The profiler's counts are zeroed before and left off after."""
     import time
@@ -95,7 +96,7 @@ def profile_calls(model, inputs: list, iters: int) -> tuple[list[tuple[int, int]
     try:
         for i in range(iters):
             t0 = time.monotonic_ns()
-            model(*inputs)
+            model(*inputs, **(kwargs or {}))
             calls.append((t0, time.monotonic_ns()))
             counts = prof.read()
             for k, c in enumerate(counts):
