@@ -265,3 +265,38 @@ def test_llama_attention_numpy_only(llama_attention, tmp_path):
     for x, outs in zip(xs, results):
         with torch.no_grad():
             np.testing.assert_allclose(outs[0], module(x).numpy(), rtol=2e-5, atol=2e-5)
+
+
+class Accumulate(torch.nn.Module):
+    """A complex registered buffer updated in place: model state."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("acc", torch.ones(4, dtype=torch.complex64))
+
+    def forward(self, z):
+        self.acc.mul_(z)
+        return self.acc * 1
+
+
+def test_complex_state_and_input_updated_in_place(compile_model):
+    torch.manual_seed(9)
+    _, model = compile_model(Accumulate(), (crandn(4),))
+    eager = Accumulate()
+    for _ in range(3):
+        z = crandn(4)
+        torch.testing.assert_close(model(z), eager(z))
+    torch.testing.assert_close(torch.as_tensor(model.get_buffer("acc")), eager.acc)
+    model.set_buffer("acc", np.full(4, 2j, np.complex64))
+    torch.testing.assert_close(model(torch.ones(4, dtype=torch.complex64)),
+                               torch.full((4,), 2j, dtype=torch.complex64))
+
+    def rotate(z):
+        z.mul_(2j)
+        return z.abs()
+
+    ep, model = compile_model(Fn(rotate), (crandn(3, 2),), name="rotate.pt2")
+    a = crandn(3, 2)
+    b = a.clone()
+    torch.testing.assert_close(model(a), ep.module()(b))
+    torch.testing.assert_close(a, b)  # the caller's tensor updated as eager updates it

@@ -111,6 +111,7 @@ def cmd_prepare(args) -> int:
 
 def ops_markdown() -> str:
     """The op coverage table (docs/OPS.md): every ATen overload with a lowering, by family."""
+    from aotc.frontend.complex import complex_ops as complex_forms
     from aotc.lowering import covered_ops
 
     by_family: dict[str, list[str]] = {}
@@ -123,6 +124,12 @@ def ops_markdown() -> str:
     for family in sorted(by_family):
         lines += [f"## {family} ({len(by_family[family])})", ""]
         lines += [f"- `{op}`" for op in by_family[family]] + [""]
+    complex_ops = complex_forms()
+    lines += [f"## complex ({len(complex_ops)})", "",
+              "Ops computed on complex64 and complex128 values, every overload, as real math on",
+              "(real, imag) pairs (`frontend/complex_ops.py`); another op on complex values",
+              "compiles when its decomposition reaches these, and is refused otherwise.", ""]
+    lines += [f"- `{op.replace('::', '.')}`" for op in complex_ops] + [""]
     return "\n".join(lines)
 
 

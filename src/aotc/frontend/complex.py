@@ -53,10 +53,10 @@ def add_pairs_buffer(program: Program, name: str, dtype: torch.dtype, sizes: tup
     return buf
 
 
-def import_complex(imp, node: torch.fx.Node):
-    """The node's value (complex ones as pairs), from its rule traced over the pairs of its
-    operands; an op with no rule is decomposed, and refused if it has no decomposition."""
-    op = node.target
+def import_complex(imp, node: torch.fx.Node, op):
+    """The node's value (complex ones as pairs), from the rule of `op` (the node's op, or its
+    functional form for an in-place one) traced over the pairs of its operands; an op with no
+    rule is decomposed, and refused if it has no decomposition."""
     where = user_source(node.meta.get("stack_trace")) or node.name
     name = getattr(op, "_schema", None) and op._schema.name
     fn = RULES.get(name) if name else None
@@ -107,10 +107,10 @@ def _trace(fn, node: torch.fx.Node) -> torch.fx.GraphModule:
 
 def _unpaired(result, out, node):
     """The rule's result as tensors: a Pair's pairs where export's value is complex, checked
-    against that value's rank and dtype (a rule that disagrees is a defect, not a result)."""
+    against that value's rank and dtype (a rule that disagrees is a defect, never a result)."""
     if isinstance(out, (list, tuple)):
         if not isinstance(result, (list, tuple)) or len(result) != len(out):
-            raise CompileError(f"the complex form of {node.target} returned {type(result)}")
+            raise RuntimeError(f"the complex form of {node.target} returned {type(result)}")
         return [_unpaired(r, o, node) for r, o in zip(result, out)]
     if out.dtype.is_complex:
         ok = isinstance(result, Pair) and result.t.dim() == out.dim() + 1 \
@@ -119,7 +119,7 @@ def _unpaired(result, out, node):
     else:
         ok = isinstance(result, torch.Tensor) and result.dim() == out.dim()
         t = result.to(out.dtype) if ok and result.dtype != out.dtype else result
-    if not ok:
-        raise CompileError(f"the complex form of {node.target} does not give a value of rank "
+    if not ok:  # a defect of the rule: an InternalError naming the op (errors.located)
+        raise RuntimeError(f"the complex form of {node.target} does not give a value of rank "
                            f"{out.dim()} and dtype {out.dtype}")
     return t

@@ -90,6 +90,13 @@ def meta_dtype(val, what: str = "a tensor") -> DType:
     return d
 
 
+def _meta_output(val, what: str) -> tuple:
+    """(sizes, dtype) of a node's tensor value in the IR: a complex one as its real pairs."""
+    if val.dtype.is_complex:
+        return (*meta_sizes(val), sympy.Integer(2)), DType.from_name(str(val.dtype)).real
+    return meta_sizes(val), meta_dtype(val, what)
+
+
 # Shape and metadata assertions that export inserts: the generated input checks already
 # guarantee what they assert, so they compile to nothing (an _assert_scalar's condition is
 # recorded and checked at run time, frontend/guards.py).
@@ -249,9 +256,6 @@ class Importer:
                     "(t instead of t.item())")
             self.env[node] = value
             return
-        if involves_complex(node):  # computed on (real, imag) pairs
-            self.env[node] = import_complex(self, node)
-            return
         op = node.target
         mutated = _mutated_arg(op)
         if mutated is not None and lookup(op) is not None:
@@ -261,7 +265,9 @@ class Importer:
         before = set(self.program.buffers)
         rule = lookup(op)
         writes: dict[int, TensorValue] = {}
-        if rule is None:
+        if involves_complex(node):  # computed on (real, imag) pairs (complex.py)
+            self.env[node] = import_complex(self, node, op)
+        elif rule is None:
             self._import_decomposed(node, op)
         else:
             ctx = self.context(node, op)
@@ -336,8 +342,8 @@ class Importer:
     def context(self, node, op) -> LoweringContext:
         val = node.meta.get("val")
         vals = val if isinstance(val, (tuple, list)) else (val,)
-        outputs = tuple((meta_sizes(v), meta_dtype(v, f"{node.name} ({op})"))
-                        if isinstance(v, torch.Tensor) else None for v in vals)
+        outputs = tuple(_meta_output(v, f"{node.name} ({op})") if isinstance(v, torch.Tensor)
+                        else None for v in vals)
         first = next((o for o in outputs if o is not None), None)
         returns_nothing = isinstance(op, torch._ops.OpOverload) and not op._schema.returns
         if first is None and (returns_nothing or isinstance(val, (tuple, list)) and not val):
