@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
-from aotc.serve.protocol import ProtocolError, encode_infer, parse_infer
+from aotc.serve.protocol import ProtocolError, datatype, encode_infer, parse_infer
 
 
 def _client_body(tensors: dict[str, np.ndarray], binary: bool, outputs=None) -> tuple[bytes, str | None]:
@@ -103,3 +103,10 @@ def test_malformed_requests(body, header, message):
     with pytest.raises(ProtocolError) as e:
         parse_infer(body, header)
     assert message in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["complex64", "complex128"])
+def test_complex_has_no_v2_datatype(name):
+    assert datatype("float32") == "FP32"
+    with pytest.raises(ProtocolError, match=f"no datatype for {name}.*view_as_real"):
+        datatype(name)

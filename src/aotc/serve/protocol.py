@@ -33,7 +33,11 @@ class InferRequest:
 
 
 def datatype(dtype_name: str) -> str:
-    return DATATYPE_OF[DType.from_name(dtype_name)]
+    d = DType.from_name(dtype_name)
+    if d not in DATATYPE_OF:  # complex64, complex128
+        raise ProtocolError(f"the v2 protocol has no datatype for {d.name}; serve a model that "
+                            "takes and returns torch.view_as_real of it (float pairs) instead")
+    return DATATYPE_OF[d]
 
 
 def _shape(value, where: str) -> tuple[int, ...]:

@@ -29,6 +29,8 @@ inline DType dtype_of(at::ScalarType t) {
     case at::kByte: return DType::UInt8;
     case at::kBool: return DType::Bool;
     case at::kUInt64: return DType::UInt64;
+    case at::kComplexFloat: return DType::Complex64;
+    case at::kComplexDouble: return DType::Complex128;
     default:
       throw InputError(AOTC_ERR_INPUT, std::string("aotc has no dtype for torch ") +
                        c10::toString(t));
@@ -38,7 +40,8 @@ inline DType dtype_of(at::ScalarType t) {
 inline at::ScalarType scalar_type_of(DType d) {
   constexpr at::ScalarType types[] = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16,
                                       at::kChar,  at::kShort,  at::kInt,  at::kLong,
-                                      at::kByte,  at::kBool,   at::kUInt64};
+                                      at::kByte,  at::kBool,   at::kUInt64, at::kComplexFloat,
+                                      at::kComplexDouble};
   return types[static_cast<int32_t>(d)];
 }
 
