@@ -8,7 +8,7 @@ import sympy
 import torch
 
 from aotc.dtypes import DType
-from aotc.errors import InternalError
+from aotc.errors import CompileError, InternalError
 from aotc.frontend import complex_ops
 from aotc.frontend.importer import import_program
 from aotc.ir.complex import abi_dtype, abi_sizes
@@ -54,3 +54,13 @@ def test_a_rule_that_disagrees_with_export_is_refused(monkeypatch):
     monkeypatch.setitem(complex_ops.RULES, "aten::mul", lambda out, a, b: a.re)  # a real value
     with pytest.raises(InternalError, match="complex form of aten.mul.Tensor"):
         import_program(export())
+
+
+def test_complex32_is_a_compile_error():
+    class Half(torch.nn.Module):
+        def forward(self, x):
+            return torch.view_as_complex(x) * 2
+
+    ep = torch.export.export(Half(), (torch.randn(3, 2, dtype=torch.float16),))
+    with pytest.raises(CompileError, match="complex32.*complex64, complex128"):
+        import_program(ep)

@@ -17,16 +17,17 @@ from .decompose import _plain, _traced, find_decompositions
 from .source import user_source
 
 
-def _is_complex(v) -> bool:
+def is_complex_value(v) -> bool:
+    """Whether export's value `v` is a complex tensor (or a list holding one)."""
     if isinstance(v, (list, tuple)):
-        return any(_is_complex(x) for x in v)
+        return any(is_complex_value(x) for x in v)
     return isinstance(v, torch.Tensor) and v.dtype.is_complex
 
 
 def involves_complex(node: torch.fx.Node) -> bool:
     """Whether the node computes a complex value or reads one."""
-    return _is_complex(node.meta.get("val")) or any(
-        _is_complex(a.meta.get("val")) for a in node.all_input_nodes)
+    return is_complex_value(node.meta.get("val")) or any(
+        is_complex_value(a.meta.get("val")) for a in node.all_input_nodes)
 
 
 def complex_ops() -> list[str]:
@@ -45,18 +46,28 @@ def add_pairs_buffer(program: Program, name: str, dtype: torch.dtype, sizes: tup
                      kind: BufferKind) -> Buffer:
     """An input or constant buffer; a complex one holds its pairs and is marked complex for
     the ABI (Program.complex_views)."""
-    d = DType.from_name(str(dtype))
-    if not d.is_complex:
-        raise ValueError(f"{name}: {dtype} is not complex")
+    d = complex_dtype(dtype, name)
     buf = program.add(Buffer(name, d.real, (*sizes, sympy.Integer(2)), kind))
     program.complex_views[buf.name] = d
     return buf
+
+
+def complex_dtype(dtype: torch.dtype, what: str) -> DType:
+    """aotc's complex dtype for torch's; complex32 (chalf) is a CompileError."""
+    if dtype not in (torch.complex64, torch.complex128):
+        raise CompileError(f"{what} has dtype {dtype}, which aotc does not compute yet "
+                           "(complex types: complex64, complex128)")
+    return DType.from_name(str(dtype))
 
 
 def import_complex(imp, node: torch.fx.Node, op):
     """The node's value (complex ones as pairs), from the rule of `op` (the node's op, or its
     functional form for an in-place one) traced over the pairs of its operands; an op with no
     rule is decomposed, and refused if it has no decomposition."""
+    for v in (node.meta.get("val"), *(a.meta.get("val") for a in node.all_input_nodes)):
+        for t in v if isinstance(v, (list, tuple)) else (v,):
+            if is_complex_value(t):
+                complex_dtype(t.dtype, f"{node.name} ({op})")
     where = user_source(node.meta.get("stack_trace")) or node.name
     name = getattr(op, "_schema", None) and op._schema.name
     fn = RULES.get(name) if name else None
@@ -97,7 +108,7 @@ def _trace(fn, node: torch.fx.Node) -> torch.fx.GraphModule:
     def run(*ts):
         vals = list(values)
         for k, t in zip(positions, ts):
-            vals[k] = Pair(t) if _is_complex(values[k]) else t
+            vals[k] = Pair(t) if is_complex_value(values[k]) else t
         args, kwargs = pytree.tree_unflatten(vals, spec)
         return _unpaired(fn(out, *args, **kwargs), out, node)
 

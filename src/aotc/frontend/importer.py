@@ -29,7 +29,14 @@ from ..ir.symbols import (
 from ..lowering import LoweringContext, TensorValue, buffer_value, lookup
 from ..lowering.opmath import involves_half, lower_in_float
 from ..lowering.registry import Decompose
-from .complex import add_pairs_buffer, import_complex, involves_complex, pairs_of
+from .complex import (
+    add_pairs_buffer,
+    complex_dtype,
+    import_complex,
+    involves_complex,
+    is_complex_value,
+    pairs_of,
+)
 from .control import COND, LOOPS, WHILE, import_cond, import_while
 from .decompose import decompose_node, traced_args
 from .freezing import weight_placeholders
@@ -93,7 +100,7 @@ def meta_dtype(val, what: str = "a tensor") -> DType:
 def _meta_output(val, what: str) -> tuple:
     """(sizes, dtype) of a node's tensor value in the IR: a complex one as its real pairs."""
     if val.dtype.is_complex:
-        return (*meta_sizes(val), sympy.Integer(2)), DType.from_name(str(val.dtype)).real
+        return (*meta_sizes(val), sympy.Integer(2)), complex_dtype(val.dtype, what).real
     return meta_sizes(val), meta_dtype(val, what)
 
 
@@ -476,16 +483,11 @@ class Importer:
                 name = ctx.pointwise(value.body, value.sizes).buffer_name()
             claimed.add(name)
             self.program.outputs.append(name)
-            if isinstance(a, torch.fx.Node) and _complex_value(a):  # its pairs, complex outside
-                self.program.complex_views[name] = DType.from_name(str(a.meta["val"].dtype))
+            if isinstance(a, torch.fx.Node) and is_complex_value(a.meta.get("val")):  # pairs
+                self.program.complex_views[name] = complex_dtype(a.meta["val"].dtype, name)
             # a float or bool .item() stays a 0-dim tensor here; the caller gets a number
             self.program.output_leaves.append(OutputLeaf(buffer=name, scalar=_SCALAR_OUTPUTS.get(
                 type(spec.arg).__name__)))
-
-
-def _complex_value(node) -> bool:
-    val = node.meta.get("val")
-    return isinstance(val, torch.Tensor) and val.dtype.is_complex
 
 
 def _update_source(program: Program, spec) -> str:
