@@ -273,10 +273,12 @@ class Accumulate(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.register_buffer("acc", torch.ones(4, dtype=torch.complex64))
+        self.register_buffer("last", torch.zeros(2, dtype=torch.complex128))
 
     def forward(self, z):
         self.acc.mul_(z)
-        return self.acc * 1
+        self.last.copy_(z[:2])
+        return self.acc * 1, self.last.abs()
 
 
 def test_complex_state_and_input_updated_in_place(compile_model):
@@ -288,7 +290,8 @@ def test_complex_state_and_input_updated_in_place(compile_model):
         torch.testing.assert_close(model(z), eager(z))
     torch.testing.assert_close(torch.as_tensor(model.get_buffer("acc")), eager.acc)
     model.set_buffer("acc", np.full(4, 2j, np.complex64))
-    torch.testing.assert_close(model(torch.ones(4, dtype=torch.complex64)),
+    torch.testing.assert_close(torch.as_tensor(model.get_buffer("last")), eager.last)
+    torch.testing.assert_close(model(torch.ones(4, dtype=torch.complex64))[0],
                                torch.full((4,), 2j, dtype=torch.complex64))
 
     def rotate(z):
@@ -300,3 +303,24 @@ def test_complex_state_and_input_updated_in_place(compile_model):
     b = a.clone()
     torch.testing.assert_close(model(a), ep.module()(b))
     torch.testing.assert_close(a, b)  # the caller's tensor updated as eager updates it
+
+
+def test_special_values_follow_eager(compile_model):
+    """inf and nan parts: a real operand is promoted to (x, 0) before the product, and add
+    multiplies by alpha (1 + 0j), as eager does: (inf + 1j) * 2 is inf + nan j and
+    0j + inf is inf + nan j there and here."""
+    inf, nan = float("inf"), float("nan")
+    z = torch.tensor([complex(inf, 1), complex(1, -inf), complex(nan, 0), complex(0, 0),
+                      complex(-0.0, 2), complex(3, -4)], dtype=torch.complex64)
+    x = torch.tensor([2.0, -inf, 0.0, 1.0, nan, -1.0])
+
+    def special(z, x):
+        return (z * 2, z * x, x * z, z * z.flip(0), z + x, z - 1, z.conj(), z / 2, z / x,
+                z + z.flip(0), 1 - z, z + float('inf'), torch.add(z, x, alpha=2),
+                z.abs(), torch.isnan(z), torch.isinf(z), torch.isfinite(z))
+
+    ep, model = compile_model(Fn(special), (z, x))
+    for got, want in zip(model(z, x), ep.module()(z, x)):
+        if got.is_complex():
+            got, want = torch.view_as_real(got), torch.view_as_real(want.resolve_conj())
+        torch.testing.assert_close(got, want, equal_nan=True)

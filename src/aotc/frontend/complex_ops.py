@@ -95,6 +95,18 @@ def as_pair(x, dtype: torch.dtype) -> Pair:
     return make(*parts(x, dtype), dtype)
 
 
+def pair_tensor(x, dtype: torch.dtype) -> torch.Tensor:
+    """An operand as a tensor of pairs (a real one with imag 0, as torch promotes it), built
+    over the pairs' own index so that it fuses into the op reading it, never a separate loop
+    over half as many elements (fusion would not inline that into its reader)."""
+    if isinstance(x, Pair):
+        return x.t if x.t.dtype == dtype else x.t.to(dtype)
+    re, im = parts(x, dtype)
+    if isinstance(re, torch.Tensor):
+        return torch.constant_pad_nd(re.unsqueeze(-1), (0, 1), 0.0)
+    return torch.constant_pad_nd(torch.full((1,), re, dtype=dtype), (0, 1), im)
+
+
 def _mul(a, b, dtype):
     ar, ai = parts(a, dtype)
     br, bi = parts(b, dtype)
@@ -105,10 +117,8 @@ def _div(a, b, dtype):
     """Smith's algorithm, as numpy and c10::complex divide: scaled by the larger part of b."""
     ar, ai = parts(a, dtype)
     br, bi = parts(b, dtype)
-    if not isinstance(bi, torch.Tensor) and bi == 0.0:  # a real divisor
-        return ar / br, ai / br
-    br, bi = torch.broadcast_tensors(*(v if isinstance(v, torch.Tensor) else torch.full_like(
-        br if isinstance(br, torch.Tensor) else bi, v) for v in (br, bi)))
+    br, bi = (v if isinstance(v, torch.Tensor) else torch.full((), v, dtype=dtype)
+              for v in (br, bi))
     big_re = br.abs() >= bi.abs()
     rat = torch.where(big_re, bi / br, br / bi)
     scl = 1.0 / torch.where(big_re, br + bi * rat, bi + br * rat)
@@ -117,8 +127,10 @@ def _div(a, b, dtype):
     return re, im
 
 
-def _alpha(b, alpha, dtype):
-    return b if alpha == 1 else make(*_mul(b, alpha, dtype))
+def _times_alpha(b, alpha, dtype) -> Pair:
+    """alpha * b as eager's add and sub compute it for complex values, alpha = 1 included:
+    a complex product, so (inf + 0j) * (1 + 0j) has a nan imaginary part there too."""
+    return mul(None, b, alpha, dtype)
 
 
 # ---- the boundary between real and complex -------------------------------------------------
@@ -180,27 +192,39 @@ def angle(out, x):
 @rule("add")
 def add(out, a, b, alpha=1):
     dtype = _rdt(out)
-    ar, ai = parts(a, dtype)
-    br, bi = parts(_alpha(b, alpha, dtype), dtype)
-    return make(ar + br, ai + bi)
+    return Pair(pair_tensor(a, dtype) + _times_alpha(b, alpha, dtype).t)
 
 
 @rule("sub")
 def sub(out, a, b, alpha=1):
     dtype = _rdt(out)
-    ar, ai = parts(a, dtype)
-    br, bi = parts(_alpha(b, alpha, dtype), dtype)
-    return make(ar - br, ai - bi)
+    return Pair(pair_tensor(a, dtype) - _times_alpha(b, alpha, dtype).t)
 
 
 @rule("rsub")
 def rsub(out, a, b, alpha=1):
-    return sub(out, b, _alpha(a, alpha, _rdt(out)))
+    dtype = _rdt(out)
+    return Pair(pair_tensor(b, dtype) - _times_alpha(a, alpha, dtype).t)
 
 
 @rule("mul")
-def mul(out, a, b):
-    return make(*_mul(a, b, _rdt(out)))
+def mul(out, a, b, dtype: torch.dtype | None = None):
+    """(ar*br - ai*bi, ar*bi + ai*br) as a * br + flip(a) * (-bi, bi) over whole pairs, so
+    the product fuses into one loop (a real operand's bi is 0, as torch promotes it)."""
+    dtype = dtype or _rdt(out)
+    if not isinstance(a, (Pair, torch.Tensor)):  # a number: the other one is a tensor
+        a, b = b, a
+    if not isinstance(a, Pair):
+        a, b = b, a
+    pairs = pair_tensor(a, dtype)
+    if isinstance(b, Pair):
+        bt = pair_tensor(b, dtype)
+        br, bi = bt[..., :1], bt[..., 1:]
+    else:
+        br, bi = parts(b, dtype)
+        br = br.unsqueeze(-1) if isinstance(br, torch.Tensor) else br
+    sign = torch.arange(-1, 2, 2, dtype=dtype)  # (-1, 1)
+    return Pair(pairs * br + pairs.flip(-1) * (bi * sign))
 
 
 @rule("div")
@@ -223,7 +247,7 @@ def neg(out, x):
 
 @rule("conj", "_conj", "conj_physical", "_conj_physical")
 def conj(out, x):
-    return make(x.re, -x.im)
+    return Pair(x.t * torch.arange(1, -2, -2, dtype=x.t.dtype))  # (1, -1): exact
 
 
 @rule("exp")
@@ -481,6 +505,14 @@ def cat(out, tensors, dim=0):
 def stack(out, tensors, dim=0):
     dtype = _rdt(out)
     return Pair(torch.stack([as_pair(v, dtype).t for v in tensors], _dim(dim, out.dim())))
+
+
+@rule("copy")
+def copy(out, x, src, non_blocking=False):
+    """`x.copy_(src)`'s new value: src in x's dtype (its real part for a real x), broadcast."""
+    if not out.dtype.is_complex:
+        return src.re.to(out.dtype).expand(tuple(out.shape)).clone()
+    return Pair(as_pair(src, real_dtype(out.dtype)).t.expand([*out.shape, 2]).clone())
 
 
 @rule("clone", "alias", "detach", "lift_fresh_copy", "contiguous", "resolve_conj",
