@@ -107,12 +107,6 @@ def pair_tensor(x, dtype: torch.dtype) -> torch.Tensor:
     return torch.constant_pad_nd(torch.full((1,), re, dtype=dtype), (0, 1), im)
 
 
-def _mul(a, b, dtype):
-    ar, ai = parts(a, dtype)
-    br, bi = parts(b, dtype)
-    return ar * br - ai * bi, ar * bi + ai * br
-
-
 def _div(a, b, dtype):
     """Smith's algorithm, as numpy and c10::complex divide: scaled by the larger part of b."""
     ar, ai = parts(a, dtype)
