@@ -46,7 +46,9 @@ def pack_weights(program: Program) -> Weights:
                 raise CompileError(f"constant {c.fqn} shares bytes of weights.bin with another "
                                    "whose values differ; the weights layout is wrong")
         elif nbytes:
-            blob[offset:offset + nbytes] = memoryview(raw).cast("B")
+            # through a memoryview: a bytearray slice assigned from another object copies
+            # that object whole first (a second copy of a large model's weights)
+            memoryview(blob)[offset:offset + nbytes] = memoryview(raw).cast("B")
             written.append((offset, offset + nbytes))
         entry = {"name": c.fqn, "dtype": abi_dtype(program, c.buffer).name,
                  "sizes": [int(s) for s in abi_sizes(program, c.buffer)],
