@@ -102,6 +102,25 @@ def views(z, w):
             torch.roll(w, 1, -1), torch.vdot(w[0], w[1]))
 
 
+def updates(z, w, idx):
+    """z [4, 3, 5], w [3, 5] complex, idx int64 [2]: writes into copies of complex tensors."""
+    a, b, c, d = z.clone(), z.clone(), z.clone(), z.clone()
+    a[:, 1:3] = w[:2] * 2
+    b[2] = w
+    c[idx] = w * 1j
+    c[0, idx, 1] += 1
+    d.index_copy_(0, idx, w.unsqueeze(0).expand(2, 3, 5))
+    return (a, b, c, d, z.masked_fill(z.real > 0, 0.5j), z.gather(1, idx.view(1, 2, 1).expand(4, 2, 5)),
+            torch.slice_scatter(z, w[None] * 3, 0, 1, 2))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_updates_and_scatters(compile_model, dtype):
+    torch.manual_seed(10)
+    check(compile_model, updates, (crandn(4, 3, 5, dtype=dtype), crandn(3, 5, dtype=dtype),
+                                   torch.tensor([2, 0])))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_views_and_copies(compile_model, dtype):
     torch.manual_seed(3)

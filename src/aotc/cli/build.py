@@ -127,8 +127,9 @@ def ops_markdown() -> str:
     complex_ops = complex_forms()
     lines += [f"## complex ({len(complex_ops)})", "",
               "Ops computed on complex64 and complex128 values, every overload, as real math on",
-              "(real, imag) pairs (`frontend/complex_ops.py`); another op on complex values",
-              "compiles when its decomposition reaches these, and is refused otherwise.", ""]
+              "(real, imag) pairs (`frontend/complex_ops.py`, `complex_views.py`); another op on",
+              "complex values compiles when its decomposition reaches these, and is refused",
+              "otherwise.", ""]
     lines += [f"- `{op.replace('::', '.')}`" for op in complex_ops] + [""]
     return "\n".join(lines)
 

@@ -12,6 +12,7 @@ from torch.utils import _pytree as pytree
 from ..dtypes import DType
 from ..errors import CompileError, UnsupportedOperatorError
 from ..ir.nodes import Buffer, BufferKind, Program
+from . import complex_views  # noqa: F401  (registers the views' and creation ops' rules)
 from .complex_ops import RULES, Pair, real_dtype
 from .decompose import _plain, _traced, find_decompositions
 from .source import user_source

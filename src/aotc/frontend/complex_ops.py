@@ -1,6 +1,6 @@
 """Complex ops as real math on (real, imag) pairs: one rule per ATen op, over `Pair`s (a
-complex operand whose tensor has its sizes + (2,)), real tensors and Python numbers. The
-rules are traced into real ATen ops (frontend/complex.py), which lower as any others."""
+complex operand whose tensor has its sizes + (2,)), real tensors and Python numbers; the
+arithmetic here, views and creation in complex_views.py. frontend/complex.py traces them."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -53,12 +53,13 @@ def real_dtype(dtype: torch.dtype) -> torch.dtype:
     return dtype.to_real() if dtype.is_complex else dtype
 
 
-def _rdt(out) -> torch.dtype:
+def parts_dtype(out) -> torch.dtype:
+    """The real dtype a rule computes in: that of the node's (first) result's parts."""
     first = out[0] if isinstance(out, (list, tuple)) else out
     return real_dtype(first.dtype)
 
 
-def _dim(d: int, ndim: int) -> int:
+def pair_dim(d: int, ndim: int) -> int:
     """A dim of a complex tensor of rank `ndim`, made non-negative: the same dim of its pairs."""
     return d + ndim if d < 0 else d
 
@@ -164,8 +165,8 @@ def to_copy(out, x, *args, **kwargs):
     """Between complex types a cast of both parts; to a real type the real part (torch drops
     the imaginary one, with a warning), to bool whether either part is nonzero."""
     dtype = out.dtype
-    if dtype.is_complex:
-        return as_pair(x, real_dtype(dtype))
+    if dtype.is_complex:  # a new tensor, never an alias (a later in-place op updates it alone)
+        return Pair(pair_tensor(x, real_dtype(dtype)).clone())
     if dtype == torch.bool:
         return (x.re != 0) | (x.im != 0)
     return x.re.to(dtype)
@@ -185,19 +186,19 @@ def angle(out, x):
 
 @rule("add")
 def add(out, a, b, alpha=1):
-    dtype = _rdt(out)
+    dtype = parts_dtype(out)
     return Pair(pair_tensor(a, dtype) + _times_alpha(b, alpha, dtype).t)
 
 
 @rule("sub")
 def sub(out, a, b, alpha=1):
-    dtype = _rdt(out)
+    dtype = parts_dtype(out)
     return Pair(pair_tensor(a, dtype) - _times_alpha(b, alpha, dtype).t)
 
 
 @rule("rsub")
 def rsub(out, a, b, alpha=1):
-    dtype = _rdt(out)
+    dtype = parts_dtype(out)
     return Pair(pair_tensor(b, dtype) - _times_alpha(a, alpha, dtype).t)
 
 
@@ -205,7 +206,7 @@ def rsub(out, a, b, alpha=1):
 def mul(out, a, b, dtype: torch.dtype | None = None):
     """(ar*br - ai*bi, ar*bi + ai*br) as a * br + flip(a) * (-bi, bi) over whole pairs, so
     the product fuses into one loop (a real operand's bi is 0, as torch promotes it)."""
-    dtype = dtype or _rdt(out)
+    dtype = dtype or parts_dtype(out)
     if not isinstance(a, (Pair, torch.Tensor)):  # a number: the other one is a tensor
         a, b = b, a
     if not isinstance(a, Pair):
@@ -226,12 +227,12 @@ def div(out, a, b, rounding_mode=None):
     if rounding_mode is not None:
         raise CompileError(f"div with rounding_mode={rounding_mode!r} is not defined on complex "
                            "values")
-    return make(*_div(a, b, _rdt(out)))
+    return make(*_div(a, b, parts_dtype(out)))
 
 
 @rule("reciprocal")
 def reciprocal(out, x):
-    return make(*_div(1.0, x, _rdt(out)))
+    return make(*_div(1.0, x, parts_dtype(out)))
 
 
 @rule("neg", "_neg_view")
@@ -331,7 +332,7 @@ def isfinite(out, x):
 
 @rule("where")
 def where(out, condition, a, b):
-    dtype = _rdt(out)
+    dtype = parts_dtype(out)
     return Pair(torch.where(condition.unsqueeze(-1), as_pair(a, dtype).t, as_pair(b, dtype).t))
 
 
@@ -341,19 +342,19 @@ def _reduced_dims(x: Pair, dim) -> list[int]:
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return list(range(x.ndim))
     dims = dim if isinstance(dim, (list, tuple)) else [dim]
-    return [_dim(d, x.ndim) for d in dims]
+    return [pair_dim(d, x.ndim) for d in dims]
 
 
 @rule("sum")
 def sum_(out, x, dim=None, keepdim=False, *, dtype=None):
-    pairs = as_pair(x, _rdt(out)).t
+    pairs = as_pair(x, parts_dtype(out)).t
     dims = _reduced_dims(x, dim)
     return Pair(pairs.sum(dims, keepdim=keepdim) if dims else pairs.clone())
 
 
 @rule("mean")
 def mean(out, x, dim=None, keepdim=False, *, dtype=None):
-    pairs = as_pair(x, _rdt(out)).t
+    pairs = as_pair(x, parts_dtype(out)).t
     dims = _reduced_dims(x, dim)
     return Pair(pairs.mean(dims, keepdim=keepdim) if dims else pairs.clone())
 
@@ -370,181 +371,14 @@ def _product(fn, a, b, dtype):
 
 @rule("mm")
 def mm(out, a, b):
-    return _product(torch.mm, a, b, _rdt(out))
+    return _product(torch.mm, a, b, parts_dtype(out))
 
 
 @rule("bmm")
 def bmm(out, a, b):
-    return _product(torch.bmm, a, b, _rdt(out))
+    return _product(torch.bmm, a, b, parts_dtype(out))
 
 
 @rule("matmul")
 def matmul(out, a, b):
-    return _product(torch.matmul, a, b, _rdt(out))
-
-
-# ---- views and copies: the same on the pairs, dims made non-negative -------------------
-
-@rule("view", "_unsafe_view", "reshape")
-def reshape(out, x, size):
-    return Pair(x.t.reshape([*size, 2]))
-
-
-@rule("permute")
-def permute(out, x, dims):
-    return Pair(x.t.permute([*(_dim(d, x.ndim) for d in dims), x.ndim]))
-
-
-@rule("transpose")
-def transpose(out, x, dim0, dim1):
-    return Pair(x.t.transpose(_dim(dim0, x.ndim), _dim(dim1, x.ndim)))
-
-
-@rule("t")
-def t(out, x):
-    return Pair(x.t.transpose(0, 1)) if x.ndim == 2 else x
-
-
-@rule("unsqueeze")
-def unsqueeze(out, x, dim):
-    return Pair(x.t.unsqueeze(_dim(dim, x.ndim + 1)))
-
-
-@rule("squeeze")
-def squeeze(out, x, dim=None):
-    if dim is None:
-        return Pair(x.t.reshape([*out.shape, 2]))
-    dims = dim if isinstance(dim, (list, tuple)) else [dim]
-    return Pair(x.t.squeeze([_dim(d, x.ndim) for d in dims]))
-
-
-@rule("flatten")
-def flatten(out, x, start_dim=0, end_dim=-1):
-    return Pair(x.t.reshape([*out.shape, 2]))
-
-
-@rule("unflatten")
-def unflatten(out, x, dim, sizes):
-    return Pair(x.t.unflatten(_dim(dim, x.ndim), sizes))
-
-
-@rule("slice")
-def slice_(out, x, dim=0, start=None, end=None, step=1):
-    return Pair(torch.ops.aten.slice.Tensor(x.t, _dim(dim, x.ndim), start, end, step))
-
-
-@rule("narrow")
-def narrow(out, x, dim, start, length):
-    return Pair(x.t.narrow(_dim(dim, x.ndim), start, length))
-
-
-@rule("select")
-def select(out, x, dim, index):
-    return Pair(x.t.select(_dim(dim, x.ndim), index))
-
-
-@rule("expand")
-def expand(out, x, size, *, implicit=False):
-    return Pair(x.t.expand([*size, 2]))
-
-
-@rule("repeat")
-def repeat(out, x, repeats):
-    return Pair(x.t.repeat([*repeats, 1]))
-
-
-@rule("flip")
-def flip(out, x, dims):
-    return Pair(x.t.flip([_dim(d, x.ndim) for d in dims]))
-
-
-@rule("constant_pad_nd")
-def constant_pad_nd(out, x, pad, value=0):
-    v = complex(value)
-    return make(torch.constant_pad_nd(x.re, pad, v.real), torch.constant_pad_nd(x.im, pad, v.imag))
-
-
-@rule("index_select")
-def index_select(out, x, dim, index):
-    return Pair(x.t.index_select(_dim(dim, x.ndim), index))
-
-
-@rule("index")
-def index(out, x, indices):
-    return Pair(torch.ops.aten.index.Tensor(x.t, indices))
-
-
-@rule("split", "split_with_sizes")
-def split(out, x, split_size, dim=0):
-    return [Pair(p) for p in x.t.split(split_size, _dim(dim, x.ndim))]
-
-
-@rule("chunk")
-def chunk(out, x, chunks, dim=0):
-    return [Pair(p) for p in x.t.chunk(chunks, _dim(dim, x.ndim))]
-
-
-@rule("unbind")
-def unbind(out, x, dim=0):
-    return [Pair(p) for p in x.t.unbind(_dim(dim, x.ndim))]
-
-
-@rule("cat", "concat")
-def cat(out, tensors, dim=0):
-    dtype = _rdt(out)
-    return Pair(torch.cat([as_pair(v, dtype).t for v in tensors], _dim(dim, out.dim())))
-
-
-@rule("stack")
-def stack(out, tensors, dim=0):
-    dtype = _rdt(out)
-    return Pair(torch.stack([as_pair(v, dtype).t for v in tensors], _dim(dim, out.dim())))
-
-
-@rule("copy")
-def copy(out, x, src, non_blocking=False):
-    """`x.copy_(src)`'s new value: src in x's dtype (its real part for a real x), broadcast."""
-    if not out.dtype.is_complex:
-        return src.re.to(out.dtype).expand(tuple(out.shape)).clone()
-    return Pair(as_pair(src, real_dtype(out.dtype)).t.expand([*out.shape, 2]).clone())
-
-
-@rule("clone", "alias", "detach", "lift_fresh_copy", "contiguous", "resolve_conj",
-      "resolve_neg")
-def identity(out, x, *args, **kwargs):
-    return x
-
-
-# ---- creation ------------------------------------------------------------------------------
-
-def _filled(out, value) -> Pair:
-    v = complex(value)
-    dtype = real_dtype(out.dtype)
-    return make(torch.full(tuple(out.shape), v.real, dtype=dtype),
-                torch.full(tuple(out.shape), v.imag, dtype=dtype))
-
-
-@rule("full", "new_full")
-def full(out, *args, **kwargs):
-    value = kwargs.get("fill_value", args[-1] if args else 0)
-    return _filled(out, value)
-
-
-@rule("full_like")
-def full_like(out, x, fill_value, **kwargs):
-    return _filled(out, fill_value)
-
-
-@rule("zeros", "new_zeros", "zeros_like", "empty", "new_empty", "empty_like", "empty_strided")
-def zeros(out, *args, **kwargs):
-    return _filled(out, 0)
-
-
-@rule("ones", "new_ones", "ones_like")
-def ones(out, *args, **kwargs):
-    return _filled(out, 1)
-
-
-@rule("scalar_tensor")
-def scalar_tensor(out, value, **kwargs):
-    return _filled(out, value)
+    return _product(torch.matmul, a, b, parts_dtype(out))
