@@ -13,6 +13,9 @@ from aotc.frontend import complex_ops
 from aotc.frontend.importer import import_program
 from aotc.ir.complex import abi_dtype, abi_sizes
 from aotc.ir.nodes import BufferKind
+from aotc.ir.printer import format_program
+from aotc.passes.pipeline import compile_program
+from aotc.target import host_target
 
 
 class Scale(torch.nn.Module):
@@ -64,3 +67,20 @@ def test_complex32_is_a_compile_error():
     ep = torch.export.export(Half(), (torch.randn(3, 2, dtype=torch.float16),))
     with pytest.raises(CompileError, match="complex32.*complex64, complex128"):
         import_program(ep)
+
+
+def test_product_sum_and_conj_fuse_into_one_loop_each():
+    """add, mul and conj are written over whole pairs: after fusion each output is one loop
+    reading the inputs' pairs (only 2-element sign vectors stay apart), never two halves
+    computed apart and stacked."""
+    class Product(torch.nn.Module):
+        def forward(self, z, w):
+            return z * w + 1, z.conj()
+
+    z = torch.randn(3, 4, dtype=torch.complex64)
+    program = compile_program(torch.export.export(Product(), (z, z.clone())), host_target(),
+                              build=False).program
+    loops = [b.name for b in program.computed() if b.sizes != (2,)]
+    assert loops == program.outputs, format_program(program)
+    text = format_program(program)
+    assert "mul(in_z[i0, i1, i2], in_w[i0, i1, 0])" in text and "in_z[i0, i1, 1 - i2]" in text
