@@ -58,6 +58,7 @@ using Vec = __m512;
 inline Vec vzero() { return _mm512_setzero_ps(); }
 inline Vec vload(const float *p) { return _mm512_loadu_ps(p); }
 inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+inline Vec vmul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
 inline float vsum(Vec v) {
     alignas(64) float lanes[16];
     _mm512_store_ps(lanes, v);
@@ -76,6 +77,7 @@ using Vec = __m256;
 inline Vec vzero() { return _mm256_setzero_ps(); }
 inline Vec vload(const float *p) { return _mm256_loadu_ps(p); }
 inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline Vec vmul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
 inline float vsum(Vec v) { return sum8(v); }
 // 8 weight bytes as floats
 inline Vec widen(const int8_t *q) {
@@ -163,6 +165,62 @@ void rows_block(const Problem &p, int64_t m0, int64_t rows, int64_t n0, float su
     return rows_block<C, false>(p, m0, rows, n0, sums);
 }
 
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+// One row of x (decode) and groups of whole vectors: out[n0 .. n0 + C) in vector form only.
+// Each group's products go to a fresh sum that its scale multiplies into the row's total;
+// the zero points' share, s * zp * (sum of x over the group), is one dot product over the
+// groups per row, after the loop, so that nothing scalar runs per group.
+template <int C, int64_t Vectors = 0>  // Vectors: the group's length in vectors, 0 if any
+void gemv_block(const Problem &p, int64_t n0, float *out) {
+    Vec acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = vzero();
+    const int8_t *q[C];
+    const float *scale[C];
+    for (int c = 0; c < C; ++c) {
+        q[c] = p.q + (n0 + c) * p.K;
+        scale[c] = p.scale + (n0 + c) * p.groups;
+    }
+    // Rows are short (K of a few hundred bytes): the hardware prefetcher never sees a stream
+    // long enough to follow, so the rows two blocks ahead are fetched while these are read,
+    // as many bytes per group as a group reads (the block's rows lie one after another).
+    const char *ahead = reinterpret_cast<const char *>(q[0] + 2 * C * p.K);
+    const int64_t step = C * p.group;
+    for (int64_t t = 0; t < C * p.groups * 4; t += 64)  // their scales and zero points
+        _mm_prefetch(reinterpret_cast<const char *>(scale[0] + 2 * C * p.groups) + t,
+                     _MM_HINT_T0);
+    for (int64_t t = 0; p.zero != nullptr && t < C * p.groups; t += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(p.zero + (n0 + 2 * C) * p.groups) + t,
+                     _MM_HINT_T0);
+    for (int64_t g = 0, k0 = 0; g < p.groups; ++g, k0 += p.group) {
+        for (int64_t t = 0; t < step; t += 64) _mm_prefetch(ahead + g * step + t, _MM_HINT_T0);
+        Vec part[C];
+        const Vec x0 = vload(p.x + k0);
+        for (int c = 0; c < C; ++c) part[c] = vmul(x0, widen(q[c] + k0));
+        const int64_t end = Vectors ? k0 + Vectors * VL : k0 + p.group;
+#pragma GCC unroll 8
+        for (int64_t k = k0 + VL; k < end; k += VL) {
+            const Vec xv = vload(p.x + k);
+            for (int c = 0; c < C; ++c) part[c] = vfma(xv, widen(q[c] + k), part[c]);
+        }
+        for (int c = 0; c < C; ++c) acc[c] = vfma(part[c], vset(scale[c][g]), acc[c]);
+    }
+    for (int c = 0; c < C; ++c) {
+        float total = vsum(acc[c]);
+        if (p.zero != nullptr) {
+            const int8_t *zp = p.zero + (n0 + c) * p.groups;
+            Vec shifts = vzero();
+            int64_t g = 0;
+            for (; g + VL <= p.groups; g += VL)
+                shifts = vfma(vmul(vload(scale[c] + g), widen(zp + g)), vload(p.xsum + g), shifts);
+            float shift = vsum(shifts);
+            for (; g < p.groups; ++g) shift += scale[c][g] * float(zp[g]) * p.xsum[g];
+            total -= shift;
+        }
+        out[c] = total;
+    }
+}
+#endif
+
 }  // namespace
 
 extern "C" {
@@ -181,6 +239,26 @@ void aotc_gemm_wo_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t l
             xsum[size_t(m * groups + g)] = sum;
         }
     const Problem p{K, group, groups, x, ldx, q, scale, zero, xsum.data()};
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+    if (M == 1 && groups > 0 && group % VL == 0 && K % group == 0) {
+        const int64_t blocks = (N + 3) / 4;
+#pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 18))
+        for (int64_t u = 0; u < blocks; ++u) {
+            const int64_t n0 = u * 4;
+            float sums[4];
+            if (n0 + 4 <= N && group == 2 * VL) {
+                gemv_block<4, 2>(p, n0, sums);  // int4's groups of 32 on AVX-512
+            } else if (n0 + 4 <= N) {
+                gemv_block<4>(p, n0, sums);
+            } else {
+                for (int64_t c = 0; c < N - n0; ++c) gemv_block<1>(p, n0 + c, sums + c);
+            }
+            for (int64_t c = 0; c < std::min<int64_t>(4, N - n0); ++c)
+                out[n0 + c] = sums[c] + (bias ? bias[n0 + c] : 0.0f);
+        }
+        return;
+    }
+#endif
     // one row of x: four weight rows per block, for four independent accumulator chains
     const int64_t nr = M == 1 ? 4 : NR;
     const int64_t units = (N + nr - 1) / nr;
