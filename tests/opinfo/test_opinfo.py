@@ -139,6 +139,16 @@ HALF_SWEPT = ("add", "mul", "exp", "sigmoid", "tanh", "nn.functional.gelu", "sof
 for _name in HALF_SWEPT:
     MILESTONE[_name] = MILESTONE[_name] + (F16, BF16)
 
+# complex64 (computed as (real, imag) pairs, frontend/complex_ops.py) on the ops it has rules for
+COMPLEX_SWEPT = ("add", "sub", "mul", "div.no_rounding_mode", "neg", "reciprocal", "pow", "exp",
+                 "log", "sqrt", "rsqrt", "abs", "sin", "cos", "eq", "ne", "isnan", "where",
+                 "sum", "mean", "mm", "bmm", "matmul", "view", "reshape", "permute",
+                 "transpose", "expand", "squeeze", "unsqueeze", "narrow", "__getitem__",
+                 "select", "cat", "clone", "to", "full", "zeros", "ones", "repeat", "gather",
+                 "index_select")
+for _name in COMPLEX_SWEPT:
+    MILESTONE[_name] = MILESTONE[_name] + (torch.complex64,)
+
 
 # ---- the expected-failure table ------------------------------------------------------------
 

@@ -53,6 +53,13 @@ def real_dtype(dtype: torch.dtype) -> torch.dtype:
     return dtype.to_real() if dtype.is_complex else dtype
 
 
+class _Typed:
+    """Stands for a rule's `out` where only its dtype is read: a step computed in another."""
+
+    def __init__(self, dtype: torch.dtype):
+        self.dtype = dtype
+
+
 def parts_dtype(out) -> torch.dtype:
     """The real dtype a rule computes in: that of the node's (first) result's parts."""
     first = out[0] if isinstance(out, (list, tuple)) else out
@@ -114,12 +121,14 @@ def _div(a, b, dtype):
     br, bi = parts(b, dtype)
     br, bi = (v if isinstance(v, torch.Tensor) else torch.full((), v, dtype=dtype)
               for v in (br, bi))
+    # a zero divisor gives (ar / 0, ai / 0), as c10::complex divides (inf or nan parts)
+    zero = (br == 0) & (bi == 0)
     big_re = br.abs() >= bi.abs()
     rat = torch.where(big_re, bi / br, br / bi)
     scl = 1.0 / torch.where(big_re, br + bi * rat, bi + br * rat)
     re = torch.where(big_re, (ar + ai * rat) * scl, (ar * rat + ai) * scl)
     im = torch.where(big_re, (ai - ar * rat) * scl, (ai * rat - ar) * scl)
-    return re, im
+    return torch.where(zero, ar / br.abs(), re), torch.where(zero, ai / bi.abs(), im)
 
 
 def _times_alpha(b, alpha, dtype) -> Pair:
@@ -264,8 +273,10 @@ def sqrt(out, x):
     t = torch.sqrt((re.abs() + torch.hypot(re, im)) * 0.5)
     other = torch.where(t == 0, torch.zeros_like(t), im.abs() / (2 * t))
     positive = re >= 0
-    return make(torch.where(positive, t, other),
-                torch.copysign(torch.where(positive, other, t), im))
+    infinite = torch.isinf(im)  # sqrt(x + inf j) is inf + inf j whatever x is, nan too
+    inf = torch.full_like(t, float("inf"))
+    return make(torch.where(infinite, inf, torch.where(positive, t, other)),
+                torch.copysign(torch.where(infinite, inf, torch.where(positive, other, t)), im))
 
 
 @rule("rsqrt")
@@ -285,19 +296,35 @@ def cos(out, x):
 
 @rule("pow")
 def pow_(out, x, exponent):
-    if not isinstance(x, Pair) or isinstance(exponent, (Pair, torch.Tensor, complex)):
-        raise NotImplementedError("pow on complex values takes a real number as exponent")
-    if exponent == 1:
-        return Pair(x.t.clone())
-    if exponent == 2:
-        return mul(out, x, x)
-    if exponent == 0.5:
-        return sqrt(out, x)
-    if exponent == -1:
-        return reciprocal(out, x)
-    r = torch.hypot(x.re, x.im) ** exponent
-    theta = torch.atan2(x.im, x.re) * exponent
-    return make(r * torch.cos(theta), r * torch.sin(theta))
+    """A real number as exponent by the polar form (x * x for 2, as eager); otherwise
+    exp(exponent * log(x)), with eager's values at x = 0: 0 for an exponent of positive real
+    part, inf + nan j for a negative one, nan + nan j for 0."""
+    if isinstance(x, Pair) and not isinstance(exponent, (Pair, torch.Tensor, complex)):
+        if exponent == 1:
+            return Pair(x.t.clone())
+        if exponent == 2:
+            return mul(out, x, x)
+        if exponent == 0.5:
+            return sqrt(out, x)
+        if exponent == -1:
+            return reciprocal(out, x)
+        r = torch.hypot(x.re, x.im) ** exponent
+        theta = torch.atan2(x.im, x.re) * exponent
+        return make(r * torch.cos(theta), r * torch.sin(theta))
+    dtype = parts_dtype(out)
+    wide = _Typed(torch.complex128)  # in double: exp amplifies log's rounding by |exponent|
+    base = Pair(pair_tensor(x, torch.float64))
+    power = Pair(exp(wide, mul(wide, exponent, log(wide, base))).t.to(dtype))
+    base = Pair(base.t.to(dtype))
+    er = parts(exponent, dtype)[0]
+    inf, nan = float("inf"), float("nan")
+    if isinstance(er, torch.Tensor):
+        at_zero = make(torch.where(er > 0, 0.0, torch.where(er < 0, inf, nan)).to(dtype),
+                       torch.where(er > 0, 0.0, nan).to(dtype))
+    else:
+        at_zero = make(0.0 if er > 0 else inf if er < 0 else nan, 0.0 if er > 0 else nan, dtype)
+    zero = ((base.re == 0) & (base.im == 0)).unsqueeze(-1)
+    return Pair(torch.where(zero, at_zero.t, power.t))
 
 
 @rule("eq")
@@ -339,6 +366,8 @@ def where(out, condition, a, b):
 # ---- reductions and products -------------------------------------------------------------
 
 def _reduced_dims(x: Pair, dim) -> list[int]:
+    if x.ndim == 0:  # dim 0 or -1 of a scalar is the scalar itself: nothing to reduce
+        return []
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return list(range(x.ndim))
     dims = dim if isinstance(dim, (list, tuple)) else [dim]

@@ -21,6 +21,8 @@ def permute(out, x, dims):
 
 @rule("transpose")
 def transpose(out, x, dim0, dim1):
+    if x.ndim == 0:  # its only dims are the scalar itself: no change
+        return x
     return Pair(x.t.transpose(pair_dim(dim0, x.ndim), pair_dim(dim1, x.ndim)))
 
 
@@ -79,6 +81,8 @@ def repeat(out, x, repeats):
 
 @rule("flip")
 def flip(out, x, dims):
+    if x.ndim == 0:
+        return Pair(x.t.clone())
     return Pair(x.t.flip([pair_dim(d, x.ndim) for d in dims]))
 
 
@@ -90,6 +94,8 @@ def constant_pad_nd(out, x, pad, value=0):
 
 @rule("index_select")
 def index_select(out, x, dim, index):
+    if x.ndim == 0:  # dim 0 is the scalar: picked (or not) as a tensor of one element
+        return Pair(x.t.reshape(1, 2).index_select(0, index.reshape(-1)).reshape([*out.shape, 2]))
     return Pair(x.t.index_select(pair_dim(dim, x.ndim), index))
 
 
@@ -100,6 +106,9 @@ def index(out, x, indices):
 
 @rule("gather")
 def gather(out, x, dim, index, *, sparse_grad=False):
+    if x.ndim == 0:
+        picked = x.t.reshape(1, 2).index_select(0, index.reshape(-1))
+        return Pair(picked.reshape([*out.shape, 2]))
     return Pair(x.t.gather(pair_dim(dim, x.ndim), index.unsqueeze(-1).expand(*index.shape, 2)))
 
 
@@ -155,7 +164,9 @@ def unbind(out, x, dim=0):
 @rule("cat", "concat")
 def cat(out, tensors, dim=0):
     dtype = parts_dtype(out)
-    return Pair(torch.cat([as_pair(v, dtype).t for v in tensors], pair_dim(dim, out.dim())))
+    # torch's legacy rule: a 1-d empty tensor joins a cat of any rank (and adds nothing)
+    kept = [v for v in tensors if out.dim() == 1 or tuple(v.shape) != (0,)]
+    return Pair(torch.cat([as_pair(v, dtype).t for v in kept], pair_dim(dim, out.dim())))
 
 
 @rule("stack")
