@@ -146,8 +146,19 @@ COMPLEX_SWEPT = ("add", "sub", "mul", "div.no_rounding_mode", "neg", "reciprocal
                  "transpose", "expand", "squeeze", "unsqueeze", "narrow", "__getitem__",
                  "select", "cat", "clone", "to", "full", "zeros", "ones", "repeat", "gather",
                  "index_select")
+# ... and on ops swept in complex64 only: the complex views, parts, copies and scatters, and
+# ops whose decompositions reach the rules
+COMPLEX_ONLY = ("real", "imag", "conj", "conj_physical", "resolve_conj", "angle", "isfinite",
+                "isinf", "flip", "roll", "stack", "unbind", "split", "chunk", "flatten",
+                "unflatten", "t", "masked_fill", "index_put", "index_copy",
+                "nn.functional.pad.constant", "zeros_like", "ones_like", "full_like",
+                "new_zeros", "new_ones", "new_full", "sgn", "square", "dot", "vdot", "einsum",
+                "view_as_real", "true_divide", "rsub", "addcmul", "lerp", "positive",
+                "linalg.vector_norm")
 for _name in COMPLEX_SWEPT:
     MILESTONE[_name] = MILESTONE[_name] + (torch.complex64,)
+for _name in COMPLEX_ONLY:
+    MILESTONE[_name] = MILESTONE.get(_name, ()) + (torch.complex64,)
 
 
 # ---- the expected-failure table ------------------------------------------------------------

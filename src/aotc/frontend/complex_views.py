@@ -129,6 +129,10 @@ def select_scatter(out, x, src, dim, index):
 @rule("index_copy")
 def index_copy(out, x, dim, index, src):
     dtype = parts_dtype(out)
+    if out.dim() == 0:  # dim 0 is the scalar itself: copied as a tensor of one element
+        one = pair_tensor(x, dtype).reshape(1, 2)
+        return Pair(one.index_copy(0, index.reshape(-1), pair_tensor(src, dtype).reshape(1, 2))
+                    .reshape(2))
     return Pair(pair_tensor(x, dtype).index_copy(pair_dim(dim, out.dim()), index,
                                                  pair_tensor(src, dtype)))
 
@@ -196,8 +200,12 @@ def identity(out, x, *args, **kwargs):
 
 # ---- creation ------------------------------------------------------------------------------
 
-def _filled(out, value) -> Pair:
+def _filled(out, value) -> Pair | torch.Tensor:
+    """A new tensor of export's sizes holding `value`; a real one when the op's result is real
+    (zeros_like(z, dtype=torch.float64))."""
     v = complex(value)
+    if not out.dtype.is_complex:
+        return torch.full(tuple(out.shape), v.real, dtype=out.dtype)
     dtype = real_dtype(out.dtype)
     return make(torch.full(tuple(out.shape), v.real, dtype=dtype),
                 torch.full(tuple(out.shape), v.imag, dtype=dtype))
