@@ -389,6 +389,17 @@ def mean(out, x, dim=None, keepdim=False, *, dtype=None):
 
 
 def _product(fn, a, b, dtype):
+    """A complex matrix product. Both operands matrices (or batches): one real product of a's
+    pairs as a [m, 2k] matrix (read in place) by b embedded as [[br, bi], [-bi, br]] blocks,
+    [2k, 2n], whose [m, 2n] result is the product's pairs; otherwise four real products."""
+    if isinstance(a, Pair) and isinstance(b, Pair) and a.ndim >= 2 and b.ndim >= 2:
+        at, bt = pair_tensor(a, dtype), pair_tensor(b, dtype)
+        br, bi = bt[..., 0], bt[..., 1]
+        k, n = bt.shape[-3], bt.shape[-2]
+        blocks = torch.stack([torch.stack([br, bi], -1), torch.stack([-bi, br], -1)], -3)
+        embedded = blocks.reshape(*bt.shape[:-3], 2 * k, 2 * n)
+        flat = fn(at.reshape(*at.shape[:-2], 2 * at.shape[-2]), embedded)
+        return Pair(flat.reshape(*flat.shape[:-1], n, 2))
     ar, ai = parts(a, dtype)
     br, bi = parts(b, dtype)
     if not isinstance(ai, torch.Tensor):
