@@ -317,7 +317,8 @@ class Importer:
         symbol = to_sympy(node.meta.get("val"))
         if not isinstance(value, TensorValue):
             return symbol
-        ndim = node.args[0].meta["val"].dim()  # a complex value's pairs have one dim more
+        # a complex value's pairs have one dim more than the value
+        ndim = value.ndim - is_complex_value(getattr(node.args[0], "meta", {}).get("val"))
         size = sympy.sympify(value.sizes[node.args[1] % max(ndim, 1)])
         if symbol != size:
             self._bind_unbacked(symbol, size)
