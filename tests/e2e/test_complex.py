@@ -323,7 +323,9 @@ def test_complex_state_and_input_updated_in_place(compile_model):
 
     def rotate(z):
         z.mul_(2j)
-        return z.abs()
+        real = z.to(torch.float32)  # a copy: updating it leaves z as it is
+        real.add_(1)
+        return z.abs(), real
 
     ep, model = compile_model(Fn(rotate), (crandn(3, 2),), name="rotate.pt2")
     a = crandn(3, 2)

@@ -178,7 +178,7 @@ def to_copy(out, x, *args, **kwargs):
         return Pair(pair_tensor(x, real_dtype(dtype)).clone())
     if dtype == torch.bool:
         return (x.re != 0) | (x.im != 0)
-    return x.re.to(dtype)
+    return x.re.to(dtype, copy=True)
 
 
 @rule("abs")
