@@ -354,3 +354,21 @@ def test_special_values_follow_eager(compile_model):
         if got.is_complex():
             got, want = torch.view_as_real(got), torch.view_as_real(want.resolve_conj())
         torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_updates_through_real_views_of_complex_tensors(compile_model):
+    """z.real, z.imag and view_as_real(z) are views: updating them updates z (a local, and the
+    caller's input), as in eager."""
+    def fn(z):
+        y = z * 1
+        y.real.mul_(2)
+        y.imag.zero_()
+        v = torch.view_as_real(z)
+        v[..., 1] += 3
+        return y, z * 1
+
+    ep, model = compile_model(Fn(fn), (crandn(3, 4),))
+    a = crandn(3, 4)
+    b = a.clone()
+    torch.testing.assert_close(model(a), ep.module()(b))
+    torch.testing.assert_close(a, b)
