@@ -3,6 +3,7 @@ complex operand whose tensor has its sizes + (2,)), real tensors and Python numb
 arithmetic here, views and creation in complex_views.py. frontend/complex.py traces them."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -41,9 +42,11 @@ RULES: dict[str, Callable] = {}
 
 
 def rule(*names: str) -> Callable:
+    """Register fn for the aten ops `names` ("prims::neg" names a prim: torch's reference
+    decompositions reach those)."""
     def wrap(fn: Callable) -> Callable:
         for name in names:
-            RULES["aten::" + name] = fn
+            RULES[name if "::" in name else "aten::" + name] = fn
         return fn
     return wrap
 
@@ -149,17 +152,17 @@ def view_as_real(out, x):
     return x.t
 
 
-@rule("real")
+@rule("real", "prims::real")
 def real(out, x):
     return x.re
 
 
-@rule("imag")
+@rule("imag", "prims::imag")
 def imag(out, x):
     return x.im
 
 
-@rule("complex")
+@rule("complex", "prims::complex")
 def complex_(out, re, im):
     return make(re, im)
 
@@ -169,7 +172,7 @@ def polar(out, magnitude, angle):
     return make(magnitude * torch.cos(angle), magnitude * torch.sin(angle))
 
 
-@rule("_to_copy", "to", "_to_dim_order_copy")
+@rule("_to_copy", "to", "_to_dim_order_copy", "prims::convert_element_type")
 def to_copy(out, x, *args, **kwargs):
     """Between complex types a cast of both parts; to a real type the real part (torch drops
     the imaginary one, with a warning), to bool whether either part is nonzero."""
@@ -181,7 +184,7 @@ def to_copy(out, x, *args, **kwargs):
     return x.re.to(dtype, copy=True)
 
 
-@rule("abs")
+@rule("abs", "prims::abs")
 def abs_(out, x):
     return torch.hypot(x.re, x.im)
 
@@ -193,13 +196,13 @@ def angle(out, x):
 
 # ---- pointwise ----------------------------------------------------------------------------
 
-@rule("add")
+@rule("add", "prims::add")
 def add(out, a, b, alpha=1):
     dtype = parts_dtype(out)
     return Pair(pair_tensor(a, dtype) + _times_alpha(b, alpha, dtype).t)
 
 
-@rule("sub")
+@rule("sub", "prims::sub")
 def sub(out, a, b, alpha=1):
     dtype = parts_dtype(out)
     return Pair(pair_tensor(a, dtype) - _times_alpha(b, alpha, dtype).t)
@@ -211,7 +214,7 @@ def rsub(out, a, b, alpha=1):
     return Pair(pair_tensor(b, dtype) - _times_alpha(a, alpha, dtype).t)
 
 
-@rule("mul")
+@rule("mul", "prims::mul")
 def mul(out, a, b, dtype: torch.dtype | None = None):
     """(ar*br - ai*bi, ar*bi + ai*br) as a * br + flip(a) * (-bi, bi) over whole pairs, so
     the product fuses into one loop (a real operand's bi is 0, as torch promotes it)."""
@@ -231,7 +234,7 @@ def mul(out, a, b, dtype: torch.dtype | None = None):
     return Pair(pairs * br + pairs.flip(-1) * (bi * sign))
 
 
-@rule("div")
+@rule("div", "prims::div")
 def div(out, a, b, rounding_mode=None):
     if rounding_mode is not None:
         raise CompileError(f"div with rounding_mode={rounding_mode!r} is not defined on complex "
@@ -239,33 +242,34 @@ def div(out, a, b, rounding_mode=None):
     return make(*_div(a, b, parts_dtype(out)))
 
 
-@rule("reciprocal")
+@rule("reciprocal", "prims::reciprocal")
 def reciprocal(out, x):
     return make(*_div(1.0, x, parts_dtype(out)))
 
 
-@rule("neg", "_neg_view")
+@rule("neg", "_neg_view", "prims::neg")
 def neg(out, x):
     return Pair(-x.t)
 
 
-@rule("conj", "_conj", "conj_physical", "_conj_physical")
+@rule("conj", "_conj", "conj_physical", "_conj_physical", "prims::conj_physical",
+      "prims::conj")
 def conj(out, x):
     return Pair(x.t * torch.arange(1, -2, -2, dtype=x.t.dtype))  # (1, -1): exact
 
 
-@rule("exp")
+@rule("exp", "prims::exp")
 def exp(out, x):
     r = torch.exp(x.re)
     return make(r * torch.cos(x.im), r * torch.sin(x.im))
 
 
-@rule("log")
+@rule("log", "prims::log")
 def log(out, x):
     return make(torch.log(torch.hypot(x.re, x.im)), torch.atan2(x.im, x.re))
 
 
-@rule("sqrt")
+@rule("sqrt", "prims::sqrt")
 def sqrt(out, x):
     """The principal root, without cancellation: t = sqrt((|re| + |z|) / 2) is the larger
     part, the other is |im| / 2t; the imag part takes im's sign."""
@@ -284,14 +288,49 @@ def rsqrt(out, x):
     return reciprocal(out, sqrt(out, x))
 
 
-@rule("sin")
+@rule("sin", "prims::sin")
 def sin(out, x):
     return make(torch.sin(x.re) * torch.cosh(x.im), torch.cos(x.re) * torch.sinh(x.im))
 
 
-@rule("cos")
+@rule("cos", "prims::cos")
 def cos(out, x):
     return make(torch.cos(x.re) * torch.cosh(x.im), -(torch.sin(x.re) * torch.sinh(x.im)))
+
+
+@rule("sinh", "prims::sinh")
+def sinh(out, x):
+    return make(torch.sinh(x.re) * torch.cos(x.im), torch.cosh(x.re) * torch.sin(x.im))
+
+
+@rule("cosh", "prims::cosh")
+def cosh(out, x):
+    return make(torch.cosh(x.re) * torch.cos(x.im), torch.sinh(x.re) * torch.sin(x.im))
+
+
+@rule("tanh", "prims::tanh")
+def tanh(out, x):
+    """Kahan's form, which neither overflows nor cancels: with t = tan(b), s = sinh(a),
+    tanh(a + bj) = (s sqrt(1 + s^2) (1 + t^2) + t j) / (1 + s^2 (1 + t^2)); past |a| = 20
+    (float) or 40 (double) it is sign(a) + 4 sin(b) cos(b) exp(-2|a|) j."""
+    a, b = x.re, x.im
+    t, s = torch.tan(b), torch.sinh(a)
+    beta = 1 + t * t
+    denom = 1 + beta * s * s
+    far = a.abs() > (20.0 if a.dtype == torch.float32 else 40.0)
+    re = torch.where(far, torch.sign(a), beta * s * torch.sqrt(1 + s * s) / denom)
+    im = torch.where(far, 4 * torch.sin(b) * torch.cos(b) * torch.exp(-2 * a.abs()), t / denom)
+    return make(re, im)
+
+
+@rule("log10", "prims::log10")
+def log10(out, x):
+    return Pair(log(out, x).t / math.log(10))
+
+
+@rule("log2", "prims::log2")
+def log2(out, x):
+    return Pair(log(out, x).t / math.log(2))
 
 
 @rule("pow")
@@ -327,7 +366,7 @@ def pow_(out, x, exponent):
     return Pair(torch.where(zero, at_zero.t, power.t))
 
 
-@rule("eq")
+@rule("eq", "prims::eq")
 def eq(out, a, b):
     dtype = torch.float64 if any(isinstance(v, (Pair, torch.Tensor)) and (
         v.t if isinstance(v, Pair) else v).dtype in (torch.float64, torch.complex128)
@@ -337,7 +376,7 @@ def eq(out, a, b):
     return (ar == br) & (ai == bi)
 
 
-@rule("ne")
+@rule("ne", "prims::ne")
 def ne(out, a, b):
     return ~eq(out, a, b)
 
@@ -357,7 +396,7 @@ def isfinite(out, x):
     return torch.isfinite(x.re) & torch.isfinite(x.im)
 
 
-@rule("where")
+@rule("where", "prims::where")
 def where(out, condition, a, b):
     dtype = parts_dtype(out)
     return Pair(torch.where(condition.unsqueeze(-1), as_pair(a, dtype).t, as_pair(b, dtype).t))
