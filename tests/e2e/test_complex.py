@@ -113,7 +113,9 @@ def updates(z, w, idx):
     c[0, idx, 1] += 1
     d.index_copy_(0, idx, w.unsqueeze(0).expand(2, 3, 5))
     return (a, b, c, d, z.masked_fill(z.real > 0, 0.5j), z.gather(1, idx.view(1, 2, 1).expand(4, 2, 5)),
-            torch.slice_scatter(z, w[None] * 3, 0, 1, 2))
+            torch.slice_scatter(z, w[None] * 3, 0, 1, 2), z.cumsum(-1), z.cumsum(0),
+            torch.diagonal(z, 1, -2, -1), torch.diagonal(z, 0, 0, 2), w.tril(), w.triu(1),
+            torch.trace(w[:, :3]))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -201,7 +203,6 @@ def test_complex_constant_with_and_without_freezing(compile_model, tmp_path):
 REFUSED = {
     "fft": (lambda z: torch.fft.fft(z) * 2, r"fft_fft.*test_complex\.py:\d+.*fft_c2c"),
     "prod": (lambda z: z.prod(1), r"aten\.prod.*test_complex\.py:\d+.*prims\.prod"),
-    "cumsum": (lambda z: z.cumsum(0), r"aten\.cumsum.*test_complex\.py:\d+.*prims\.sum"),
 }
 
 

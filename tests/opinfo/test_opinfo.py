@@ -154,7 +154,8 @@ COMPLEX_ONLY = ("real", "imag", "conj", "conj_physical", "resolve_conj", "angle"
                 "nn.functional.pad.constant", "zeros_like", "ones_like", "full_like",
                 "new_zeros", "new_ones", "new_full", "sgn", "square", "dot", "vdot", "einsum",
                 "view_as_real", "true_divide", "rsub", "addcmul", "lerp", "positive",
-                "linalg.vector_norm", "sinh", "cosh", "tanh", "log10", "log2", "sigmoid")
+                "linalg.vector_norm", "sinh", "cosh", "tanh", "log10", "log2", "sigmoid",
+                "cumsum", "diagonal", "tril", "triu", "trace")
 for _name in COMPLEX_SWEPT:
     MILESTONE[_name] = MILESTONE[_name] + (torch.complex64,)
 for _name in COMPLEX_ONLY:

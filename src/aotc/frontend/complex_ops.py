@@ -427,6 +427,15 @@ def mean(out, x, dim=None, keepdim=False, *, dtype=None):
     return Pair(pairs.mean(dims, keepdim=keepdim) if dims else pairs.clone())
 
 
+@rule("cumsum")
+def cumsum(out, x, dim, *, dtype=None):
+    """The real and imaginary parts summed apart, along the same dim of the pairs."""
+    pairs = as_pair(x, parts_dtype(out)).t
+    if x.ndim == 0:
+        return Pair(pairs.clone())
+    return Pair(pairs.cumsum(pair_dim(dim, x.ndim)))
+
+
 def _product(fn, a, b, dtype):
     """A complex matrix product. Both operands matrices (or batches): one real product of a's
     pairs as a [m, 2k] matrix (read in place) by b embedded as [[br, bi], [-bi, br]] blocks,

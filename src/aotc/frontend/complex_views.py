@@ -150,6 +150,23 @@ def masked_fill(out, x, mask, value):
     return Pair(torch.where(mask.unsqueeze(-1), pair_tensor(value, dtype), x.t.to(dtype)))
 
 
+@rule("diagonal")
+def diagonal(out, x, offset=0, dim1=0, dim2=1):
+    """torch puts the diagonal's dim last: after the pairs' dim, moved back before it."""
+    d = torch.diagonal(x.t, offset, pair_dim(dim1, x.ndim), pair_dim(dim2, x.ndim))
+    return Pair(d.movedim(-1, -2))
+
+
+@rule("tril")
+def tril(out, x, diagonal=0):
+    return make(torch.tril(x.re, diagonal), torch.tril(x.im, diagonal))
+
+
+@rule("triu")
+def triu(out, x, diagonal=0):
+    return make(torch.triu(x.re, diagonal), torch.triu(x.im, diagonal))
+
+
 @rule("split", "split_with_sizes")
 def split(out, x, split_size, dim=0):
     return [Pair(p) for p in x.t.split(split_size, pair_dim(dim, x.ndim))]
