@@ -78,7 +78,9 @@ def qr(ctx: LoweringContext, a: TensorValue, complete: bool, with_q: bool) -> tu
     v, tau = geqrf(ctx, a)
     r = upper_triangle(ctx, v, m if complete else k)
     if not with_q:  # mode "r": Q is an empty tensor, as eager's
-        sizes, dtype = ctx.outputs[0]
+        q_out = ctx.outputs[0]
+        assert q_out is not None
+        sizes, dtype = q_out
         return ctx.pointwise(constant(0, dtype), sizes, hint=f"{ctx.node_name}_q"), r
     return householder_product(ctx, v, tau, m if complete else k), r
 

@@ -167,7 +167,9 @@ def _read_through(op: Gemm, widened: Buffer, source: Buffer) -> Gemm | None:
     """`op` reading the half constant under `widened` in place of `widened` (B's element
     (k, n) at the constant's own offset and strides), when B is `widened` [K, N] read
     row-major or transposed, one matrix for the whole batch."""
-    load = widened.op.body.x  # type: ignore[union-attr]
+    assert isinstance(widened.op, Pointwise) and isinstance(widened.op.body, Cast)
+    load = widened.op.body.x
+    assert isinstance(load, Load)
     batch_stride, sb_k, sb_n = op.b.strides
     if op.b.offset != 0 or (batch_stride != 0 and _static(op.batch) != 1):
         return None
@@ -204,6 +206,7 @@ def _pack_widened(program: Program, c_buffer: str, widened: list[Buffer],
     if bf16:
         packing = dataclasses.replace(packing, dtype="bfloat16")
     for (g, _), d in zip(gemms, direct):
+        assert d is not None  # every GEMM reads it through, as `found` says
         g.op = dataclasses.replace(d, b_packed=True, b_bf16=bf16, b_half=not bf16, b=Operand(
             c_buffer, sympy.Integer(0), (sympy.Integer(0),) * 3))
     for w in widened:
