@@ -1,0 +1,285 @@
+"""Decode step of a ~124M-parameter LLaMA-style LM (random weights, built from a config)
+through transformers' export path (TorchExportableModuleForDecoderOnlyLM, static KV cache),
+in float32, bfloat16 and with int4 weights (torchao IntxWeightOnlyConfig, group 32), against
+eager transformers, the peers that take this program (OpenVINO and ExecuTorch with XNNPACK,
+float32; both from the strict export, as non-strict export's program fails torch's own
+run_decompositions, which both call) and the machine's memory bandwidth.
+
+    python benchmarks/decode.py [--threads 1,2] [--rounds 3] [--variants fp32,bf16,int4]
+
+Every runtime runs alone in its own process (this script again, with --worker): it loads
+the model, prefills 16 tokens (its logits checked against eager's), then times `--steps`
+decode steps (one token each, the cache position advancing) and reports the median step.
+Rounds rotate the order of the runs. The bandwidth limit is the bytes one step reads (every
+weight but the embedding table, of which it reads one row, and the whole static cache, which
+the attention reads at every step) over the STREAM-triad bandwidth (a = b + s*c, 3 x 256
+MB, torch at the same thread count) measured in the same run, in its own process too.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = 256
+PROMPT = 16
+CONFIG = dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
+              num_attention_heads=12, num_key_value_heads=4, max_position_embeddings=512)
+
+
+def build(variant: str):
+    """The eager LM of this variant, wrapped with its static cache (same weights each time)."""
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers.integrations.executorch import TorchExportableModuleForDecoderOnlyLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**CONFIG)).eval()
+    if variant == "bf16":
+        model = model.to(torch.bfloat16)
+    elif variant == "int4":
+        from torchao.quantization import IntxWeightOnlyConfig, quantize_
+        from torchao.quantization.granularity import PerGroup
+
+        quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
+    model.generation_config = GenerationConfig(
+        use_cache=True, cache_implementation="static", max_length=CACHE,
+        cache_config={"batch_size": 1, "max_cache_len": CACHE})
+    return model, TorchExportableModuleForDecoderOnlyLM(model, batch_size=1, max_cache_len=CACHE)
+
+
+def step_bytes(variant: str) -> int:
+    """Bytes one decode step reads: the weights but the embedding table (one row of it), and
+    the whole K and V cache of every layer."""
+    h, f, v, n = (CONFIG[k] for k in ("hidden_size", "intermediate_size", "vocab_size",
+                                      "num_hidden_layers"))
+    kv = h // CONFIG["num_attention_heads"] * CONFIG["num_key_value_heads"]
+    linear = n * (2 * h * h + 2 * h * kv + 3 * h * f) + h * v  # layers' projections, the head
+    norms = (2 * n + 1) * h
+    per_value = {"fp32": 4.0, "bf16": 2.0, "int4": 1.0 + 4.0 * 2 / 32}[variant]  # int4: a byte,
+    act = 2 if variant == "bf16" else 4  # with a float scale and zero point per 32 values
+    cache = n * 2 * CACHE * kv * act
+    return int(linear * per_value + norms * act + h * act + cache)
+
+
+def export(variant: str, strict: bool):
+    import torch
+
+    _, wrapped = build(variant)
+    seq = torch.export.Dim("seq", min=1, max=CACHE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return wrapped.export(input_ids=torch.tensor([[1, 2, 3, 4]]),
+                              cache_position=torch.arange(4),
+                              dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}},
+                              strict=strict)
+
+
+def prefill_inputs():
+    import numpy as np
+
+    return np.arange(1, PROMPT + 1, dtype=np.int64)[None], np.arange(PROMPT, dtype=np.int64)
+
+
+def compile_all(variant: str, folder: Path) -> dict[str, dict]:
+    """runtime -> {artifact, compile_s}: aotc's package (non-strict export), and for float32
+    OpenVINO's IR and ExecuTorch's XNNPACK program (strict export); eager's prefill logits
+    for the workers' check."""
+    import numpy as np
+    import torch
+
+    import aotc
+
+    ep = export(variant, strict=False)
+    ids, pos = prefill_inputs()
+    with torch.no_grad():
+        np.save(folder / f"expected_{variant}.npy", ep.module()(
+            input_ids=torch.from_numpy(ids), cache_position=torch.from_numpy(pos)).float().numpy())
+    t0 = time.perf_counter()
+    out = {"aotc": {"artifact": str(aotc.compile_and_package(
+        ep, package_path=folder / f"decode_{variant}.pt2")), "compile_s": time.perf_counter() - t0}}
+    if variant != "fp32":
+        return out
+    strict = export(variant, strict=True)
+    try:
+        import openvino as ov
+
+        t0 = time.perf_counter()
+        ov.save_model(ov.convert_model(strict), folder / "decode_fp32.xml")
+        out["openvino"] = {"artifact": str(folder / "decode_fp32.xml"),
+                           "compile_s": time.perf_counter() - t0}
+    except Exception as e:  # noqa: BLE001 - a peer that cannot take it is reported, not fatal
+        print(f"OpenVINO: {type(e).__name__}: {e}", flush=True)
+    try:
+        import peers
+
+        out["executorch"] = peers.compile_executorch(folder, "decode_fp32", strict)
+    except Exception as e:  # noqa: BLE001
+        print(f"ExecuTorch: {type(e).__name__}: {e}", flush=True)
+    return out
+
+
+# ----------------------------------------------------------------------------- workers
+
+def _median_step(step, steps: int, expected) -> float:
+    """Median ms of `steps` decode steps after a prefill of PROMPT tokens (its logits checked
+    against eager's) and 3 warm-ups."""
+    import numpy as np
+
+    logits = np.asarray(step(*prefill_inputs()))
+    if logits.dtype == np.uint16:  # aotc's numpy outputs hold bfloat16 as its bits
+        logits = (logits.astype(np.uint32) << 16).view(np.float32)
+    logits = logits.astype(np.float32)
+    scale = float(np.abs(expected).max())
+    err = float(np.abs(logits.reshape(expected.shape) - expected).max())
+    if not err <= 0.02 * scale:  # bfloat16 and int4 differ from eager by their rounding
+        raise AssertionError(f"prefill logits differ from eager's by {err} (max |logit| {scale})")
+    times = []
+    for k in range(steps + 3):
+        ids = np.array([[7 + k % 100]], dtype=np.int64)
+        pos = np.array([PROMPT + k], dtype=np.int64)
+        t0 = time.perf_counter()
+        step(ids, pos)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[3:]) * 1e3
+
+
+def worker(spec: dict) -> dict:
+    import numpy as np
+
+    runtime, variant, threads, steps = (spec[k] for k in ("runtime", "variant", "threads",
+                                                          "steps"))
+    expected = np.load(spec["expected"]) if spec.get("expected") else None
+    if runtime == "aotc":
+        import aotc
+
+        model = aotc.load_package(spec["artifact"], num_threads=threads)
+        return {"ms": _median_step(lambda i, p: model(input_ids=i, cache_position=p), steps,
+                                   expected)}
+    if runtime == "openvino":
+        import peer_runtimes
+
+        run = peer_runtimes.load_openvino(spec["artifact"], threads)  # keeps the cache state
+        return {"ms": _median_step(lambda i, p: run(i, p)[0], steps, expected)}
+    import torch
+
+    if runtime == "executorch":
+        import peer_runtimes
+
+        run = peer_runtimes.load_executorch(spec["artifact"], threads)
+        return {"ms": _median_step(lambda i, p: run(torch.from_numpy(i), torch.from_numpy(p))[0],
+                                   steps, expected)}
+
+    torch.set_num_threads(threads)
+    if runtime == "triad":
+        n = 64 * 1024 * 1024  # 3 arrays of 256 MB
+        a, b, c = torch.empty(n), torch.rand(n), torch.rand(n)
+        best = float("inf")
+        for _ in range(8):
+            t0 = time.perf_counter()
+            torch.add(b, c, alpha=3.0, out=a)
+            best = min(best, time.perf_counter() - t0)
+        return {"gbs": 3 * n * 4 / best / 1e9}
+    from transformers import StaticCache
+
+    model, _ = build(variant)  # eager transformers, on a static cache of the same length
+    cache = StaticCache(config=model.config, max_cache_len=CACHE)
+
+    def step(ids, pos):
+        with torch.inference_mode():
+            return model(input_ids=torch.from_numpy(ids), cache_position=torch.from_numpy(pos),
+                         cache=cache, use_cache=True).logits.float()
+    return {"ms": _median_step(step, steps, expected)}
+
+
+def run_worker(spec: dict) -> dict:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec, f)
+    proc = subprocess.run([sys.executable, __file__, "--worker", f.name], capture_output=True,
+                          text=True)
+    Path(f.name).unlink()
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- the run
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--variants", default="fp32,bf16,int4")
+    p.add_argument("--out", default=str(HERE.parent / "build" / "bench" / "decode"))
+    p.add_argument("--worker")
+    args = p.parse_args()
+    if args.worker:
+        sys.path.insert(0, str(HERE))
+        print(json.dumps(worker(json.loads(Path(args.worker).read_text()))))
+        return
+    folder = Path(args.out)
+    folder.mkdir(parents=True, exist_ok=True)
+    variants = args.variants.split(",")
+    artifacts = {}
+    for v in variants:
+        for runtime, info in compile_all(v, folder).items():
+            artifacts[runtime, v] = info["artifact"]
+            print(f"compiled {v} for {runtime} in {info['compile_s']:.1f} s", flush=True)
+    threads = [int(t) for t in args.threads.split(",")]
+    jobs = [("triad", "fp32")] + [(r, v) for v in variants for r in ("aotc", "eager")]
+    jobs += [key for key in artifacts if key[0] not in ("aotc", "eager")]
+    results: dict = {}
+    for rnd in range(args.rounds):
+        order = jobs[rnd % len(jobs):] + jobs[:rnd % len(jobs)]
+        for n in threads:
+            for runtime, v in order:
+                spec = {"runtime": runtime, "variant": v, "threads": n, "steps": args.steps,
+                        "artifact": artifacts.get((runtime, v)),
+                        "expected": str(folder / f"expected_{v}.npy")}
+                out = run_worker(spec)
+                results.setdefault((runtime, v, n), []).append(out)
+                print(rnd, n, runtime, v, out, flush=True)
+    report(results, variants, threads)
+
+
+def _med(rows: list[dict], key: str) -> float | None:
+    vals = [r[key] for r in rows if key in r]
+    return statistics.median(vals) if vals else None
+
+
+def report(results: dict, variants: list[str], threads: list[int]) -> None:
+    def f(x, fmt="{:.2f}"):
+        return "n/a" if x is None else fmt.format(x)
+
+    print("\n| threads | variant | aotc ms | eager ms | aotc/eager | OpenVINO ms | ExecuTorch ms "
+          "| aotc/fastest peer | step MB | limit ms (triad) | aotc/limit | tokens/s vs fp32 |")
+    print("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for n in threads:
+        gbs = _med(results.get(("triad", "fp32", n), []), "gbs")
+        fp32 = _med(results.get(("aotc", "fp32", n), []), "ms")
+        for v in variants:
+            a, e, ov, et = (_med(results.get((r, v, n), []), "ms")
+                            for r in ("aotc", "eager", "openvino", "executorch"))
+            fastest = min((x for x in (ov, et) if x is not None), default=None)
+            mb = step_bytes(v) / 1e6
+            limit = mb / gbs if gbs else None  # MB / (GB/s) = ms
+            print(f"| {n} | {v} | {f(a)} | {f(e)} | {f(a and e and a / e)} | {f(ov)} | {f(et)} | "
+                  f"{f(a and fastest and a / fastest)} | {mb:.0f} | {f(limit)} "
+                  f"({f(gbs, '{:.1f}')} GB/s) | {f(a and limit and a / limit)} | "
+                  f"{f(a and fp32 and fp32 / a)} |")
+    errors = {f"{k[0]} {k[1]} {k[2]}": r["error"] for k, rows in results.items() for r in rows
+              if "error" in r}
+    for what, err in sorted(errors.items()):
+        print(f"not timed: {what}: {err}")
+
+
+if __name__ == "__main__":
+    main()
