@@ -69,3 +69,26 @@ def test_swapped_half_weights_are_packed_again(compile_model, tmp_path, dtype):
     with torch.no_grad():
         want = module(ids)
     torch.testing.assert_close(model(ids), want, atol=TOL[dtype], rtol=TOL[dtype])
+
+
+class Float32OverHalfWeight(torch.nn.Module):
+    """float32 activations times a bfloat16 weight widened by the model itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(64, 40).to(torch.bfloat16))
+
+    def forward(self, x):
+        return x @ self.weight.float().t()
+
+
+def test_float32_activations_keep_float32_products(compile_model):
+    """The bf16 kernel rounds A to bfloat16: a float32 A never meets bfloat16 panels, so the
+    product is float32's, as eager's."""
+    torch.manual_seed(0)
+    x = torch.randn(5, 40)
+    ep, model = compile_model(Float32OverHalfWeight(), (x,))
+    torch.testing.assert_close(model(x), ep.module()(x))
+    packed = [c["packing"]["dtype"] for c in model.package_metadata["constants"]
+              if "packing" in c]
+    assert packed and "bfloat16" not in packed

@@ -5,9 +5,8 @@ convolution on a small output plane (its weights dominate its memory traffic), a
 that only feeds integer products (IntMatmul), in kernels/gemm_int8.cpp's dot-product layout.
 A float16 or bfloat16 constant that GEMMs read only widened to float32 (a half model's
 linear weights) is packed too, from its own values: as bfloat16 panels where this machine
-runs the bf16 kernel (exact: the values are bfloat16 already, and ATen's products take both
-operands in one dtype, so A is too), else widened into float32 panels, never widened on
-every call.
+runs the bf16 kernel and every A is bfloat16 widened too (then exact: the kernel rounds A to
+bfloat16), else widened into float32 panels; never widened on every call.
 
 The layout (kernels/aotc_kernels.h, aotc_sgemm_pack_b) depends on the ISA the package is
 built for: the panel width `nr` and slice depth `kc` (the target's gemm_nr and gemm_kc) are
@@ -190,6 +189,16 @@ def _read_through(op: Gemm, widened: Buffer, source: Buffer) -> Gemm | None:
     return dataclasses.replace(op, b=Operand(source.name, rest, (sympy.Integer(0), ck, cn)))
 
 
+def _holds_bfloat16(program: Program, name: str) -> bool:
+    """Whether buffer `name` holds bfloat16 values widened to float32 (so the bf16 kernel,
+    which rounds A to bfloat16, reads it exactly): a pointwise buffer, or a GEMM's fused
+    epilogue, whose value is a cast from bfloat16, as a half model's activations are."""
+    op = program.buffers[name].op
+    body = (op.body if isinstance(op, Pointwise) else
+            op.epilogue if isinstance(op, Gemm) else None)
+    return isinstance(body, Cast) and body.x.dtype is DType.bfloat16
+
+
 def _pack_widened(program: Program, c_buffer: str, widened: list[Buffer],
                   readers: dict[str, list], target: Target) -> PackedGemmB | None:
     """Point the GEMMs that read `widened` at the half constant itself, packed; drop the
@@ -202,7 +211,8 @@ def _pack_widened(program: Program, c_buffer: str, widened: list[Buffer],
         return None
     packing = found.pop()
     assert packing is not None
-    bf16 = source.dtype is DType.bfloat16 and has_bf16_dot_products(target)
+    bf16 = (source.dtype is DType.bfloat16 and has_bf16_dot_products(target)
+            and all(_holds_bfloat16(program, g.op.a.buffer) for g, _ in gemms))
     if bf16:
         packing = dataclasses.replace(packing, dtype="bfloat16")
     for (g, _), d in zip(gemms, direct):
