@@ -8,8 +8,10 @@ run_decompositions, which both call) and the machine's memory bandwidth.
     python benchmarks/decode.py [--threads 1,2] [--rounds 3] [--variants fp32,bf16,int4]
 
 Every runtime runs alone in its own process (this script again, with --worker): it loads
-the model, prefills 16 tokens (its logits checked against eager's), then times `--steps`
-decode steps (one token each, the cache position advancing) and reports the median step.
+the model, times the prefill of a 128-token prompt into an empty cache (the time to the
+first token, 5 times, the state reset before each), then prefills 16 tokens (its logits
+checked against eager's) and times `--steps` decode steps (one token each, the cache
+position advancing), reporting medians.
 Rounds rotate the order of the runs. The bandwidth limit is the bytes one step reads (every
 weight but the embedding table, of which it reads one row, and the whole static cache, which
 the attention reads at every step) over the STREAM-triad bandwidth (a = b + s*c, 3 x 256
@@ -29,7 +31,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CACHE = 256
-PROMPT = 16
+PROMPT = 16  # the prompt before the timed decode steps
+LONG_PROMPT = 128  # the prompt whose prefill is the time to the first token
 CONFIG = dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
               num_attention_heads=12, num_key_value_heads=4, max_position_embeddings=512)
 
@@ -151,34 +154,80 @@ def _median_step(step, steps: int, expected) -> float:
     return statistics.median(times[3:]) * 1e3
 
 
-def worker(spec: dict) -> dict:
+def _prefill_ms(step, reset, reps: int = 5) -> float:
+    """Median ms of the prefill of a LONG_PROMPT-token prompt into an empty cache (the time
+    to the first token), the state reset before each (outside the timing)."""
     import numpy as np
 
-    runtime, variant, threads, steps = (spec[k] for k in ("runtime", "variant", "threads",
-                                                          "steps"))
-    expected = np.load(spec["expected"]) if spec.get("expected") else None
+    ids = (np.arange(LONG_PROMPT, dtype=np.int64) % 1000 + 1)[None]
+    pos = np.arange(LONG_PROMPT, dtype=np.int64)
+    times = []
+    for _ in range(reps + 1):
+        reset()
+        t0 = time.perf_counter()
+        step(ids, pos)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[1:]) * 1e3
+
+
+def _runtime(spec: dict):
+    """(step(ids, pos) -> logits, reset()) of the spec's runtime at its thread count."""
+    runtime, variant, threads = spec["runtime"], spec["variant"], spec["threads"]
     if runtime == "aotc":
         import aotc
 
         model = aotc.load_package(spec["artifact"], num_threads=threads)
-        return {"ms": _median_step(lambda i, p: model(input_ids=i, cache_position=p), steps,
-                                   expected)}
+        return lambda i, p: model(input_ids=i, cache_position=p), model.reset_buffers
     if runtime == "openvino":
+        import openvino as ov
         import peer_runtimes
 
-        run = peer_runtimes.load_openvino(spec["artifact"], threads)  # keeps the cache state
-        return {"ms": _median_step(lambda i, p: run(i, p)[0], steps, expected)}
+        core = ov.Core()
+        request = core.compile_model(core.read_model(spec["artifact"]), "CPU",
+                                     peer_runtimes.ov_config(threads)).create_infer_request()
+
+        def ov_step(i, p):  # the request keeps the cache as its state
+            request.infer([i, p])
+            return request.get_output_tensor(0).data
+        return ov_step, request.reset_state
     import torch
 
     if runtime == "executorch":
         import peer_runtimes
+        from executorch.runtime import Runtime
 
-        run = peer_runtimes.load_executorch(spec["artifact"], threads)
-        return {"ms": _median_step(lambda i, p: run(torch.from_numpy(i), torch.from_numpy(p))[0],
-                                   steps, expected)}
+        peer_runtimes.executorch_threads(threads)
+        method = [None]
 
+        def et_reset():  # the program's buffers start afresh with the method
+            method[0] = Runtime.get().load_program(spec["artifact"]).load_method("forward")
+
+        def et_step(i, p):
+            return method[0].execute([torch.from_numpy(i), torch.from_numpy(p)])[0]
+        return et_step, et_reset
     torch.set_num_threads(threads)
-    if runtime == "triad":
+    from transformers import StaticCache
+
+    model, _ = build(variant)  # eager transformers, on a static cache of the same length
+    cache = [None]
+
+    def eager_reset():
+        cache[0] = StaticCache(config=model.config, max_cache_len=CACHE)
+
+    def eager_step(ids, pos):
+        with torch.inference_mode():
+            return model(input_ids=torch.from_numpy(ids), cache_position=torch.from_numpy(pos),
+                         cache=cache[0], use_cache=True).logits.float()
+    return eager_step, eager_reset
+
+
+def worker(spec: dict) -> dict:
+    import numpy as np
+
+    if spec["runtime"] == "triad":
+        import torch
+
+        torch.set_num_threads(spec["threads"])
         n = 64 * 1024 * 1024  # 3 arrays of 256 MB
         a, b, c = torch.empty(n), torch.rand(n), torch.rand(n)
         best = float("inf")
@@ -187,16 +236,10 @@ def worker(spec: dict) -> dict:
             torch.add(b, c, alpha=3.0, out=a)
             best = min(best, time.perf_counter() - t0)
         return {"gbs": 3 * n * 4 / best / 1e9}
-    from transformers import StaticCache
-
-    model, _ = build(variant)  # eager transformers, on a static cache of the same length
-    cache = StaticCache(config=model.config, max_cache_len=CACHE)
-
-    def step(ids, pos):
-        with torch.inference_mode():
-            return model(input_ids=torch.from_numpy(ids), cache_position=torch.from_numpy(pos),
-                         cache=cache, use_cache=True).logits.float()
-    return {"ms": _median_step(step, steps, expected)}
+    step, reset = _runtime(spec)
+    ttft = _prefill_ms(step, reset)
+    reset()
+    return {"ttft_ms": ttft, "ms": _median_step(step, spec["steps"], np.load(spec["expected"]))}
 
 
 def run_worker(spec: dict) -> dict:
@@ -275,6 +318,16 @@ def report(results: dict, variants: list[str], threads: list[int]) -> None:
                   f"{f(a and fastest and a / fastest)} | {mb:.0f} | {f(limit)} "
                   f"({f(gbs, '{:.1f}')} GB/s) | {f(a and limit and a / limit)} | "
                   f"{f(a and fp32 and fp32 / a)} |")
+    print(f"\nTime to the first token: the prefill of a {LONG_PROMPT}-token prompt, ms\n")
+    print("| threads | variant | aotc | eager | OpenVINO | ExecuTorch | aotc/fastest other |")
+    print("|--:|---|--:|--:|--:|--:|--:|")
+    for n in threads:
+        for v in variants:
+            a, e, ov, et = (_med(results.get((r, v, n), []), "ttft_ms")
+                            for r in ("aotc", "eager", "openvino", "executorch"))
+            fastest = min((x for x in (e, ov, et) if x is not None), default=None)
+            print(f"| {n} | {v} | {f(a)} | {f(e)} | {f(ov)} | {f(et)} | "
+                  f"{f(a and fastest and a / fastest)} |")
     errors = {f"{k[0]} {k[1]} {k[2]}": r["error"] for k, rows in results.items() for r in rows
               if "error" in r}
     for what, err in sorted(errors.items()):
