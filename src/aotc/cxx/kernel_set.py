@@ -19,6 +19,9 @@ _LINALG = ("lu_factor", "lu_solve", "cholesky", "triangular_solve", "lu_permutat
 EXPORTS: dict[str, frozenset[str]] = {
     "attention": frozenset({"aotc_attention_f32"}),
     "conv": frozenset({"aotc_sconv", "aotc_sconv_workspace"}),
+    # aotc::fft_c2c ... : aotc_kernels.h's inline wrappers by element type
+    "fft": frozenset({f"aotc_fft_{k}_{t}" for k in ("c2c", "r2c", "c2r") for t in ("f32", "f64")}
+                     | {f"aotc::fft_{k}" for k in ("c2c", "r2c", "c2r")}),
     "gemm": frozenset({"aotc_sgemm", "aotc_sgemm_batched", "aotc_sgemm_fused",
                        "aotc_sgemm_pack_b", "aotc_sgemm_packed_floats",
                        "aotc_sgemm_packed_layout", "aotc_sgemm_prepacked"}),

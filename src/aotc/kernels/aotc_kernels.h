@@ -203,6 +203,32 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
 AOTC_LINALG_DECLARE(f32, float)
 AOTC_LINALG_DECLARE(f64, double)
 
+/* Discrete Fourier transforms (fft.cpp) of each line of a contiguous tensor viewed as
+   [outer, length, inner], along the middle, float32 (_f32) and float64 (_f64), a complex
+   value being its (real, imag) pair: any length (mixed radix, Bluestein for large prime
+   factors); each line on one thread. Every result is multiplied by 1 (AOTC_FFT_NORM_NONE),
+   1/sqrt(norm_size) or 1/norm_size, torch's normalization codes.
+   - aotc_fft_c2c: y [outer, n, inner] complex = the forward (exp(-2 pi i jk/n)) or, with
+     inverse, the backward (exp(+2 pi i jk/n)) transform of x [outer, n, inner] complex.
+   - aotc_fft_r2c: y [outer, out_n, inner] complex = the first out_n values (out_n <= n) of
+     the forward transform of x [outer, n, inner] real.
+   - aotc_fft_c2r: y [outer, n, inner] real = the backward transform of the Hermitian
+     spectrum whose first n/2 + 1 values are those of x [outer, in_n, inner] complex (0
+     past in_n; the imaginary parts at 0 and n/2 do not count).
+   Returns 0, or 1 when out of memory for the scratch. y may not alias x. */
+#define AOTC_FFT_NORM_NONE 0
+#define AOTC_FFT_NORM_BY_SQRT_N 1
+#define AOTC_FFT_NORM_BY_N 2
+#define AOTC_FFT_DECLARE(suffix, T)                                                          \
+  int aotc_fft_c2c_##suffix(int64_t outer, int64_t n, int64_t inner, int32_t inverse,       \
+                            int32_t norm, int64_t norm_size, const T *x, T *y);             \
+  int aotc_fft_r2c_##suffix(int64_t outer, int64_t n, int64_t inner, int64_t out_n,         \
+                            int32_t norm, int64_t norm_size, const T *x, T *y);             \
+  int aotc_fft_c2r_##suffix(int64_t outer, int64_t in_n, int64_t inner, int64_t n,          \
+                            int32_t norm, int64_t norm_size, const T *x, T *y);
+AOTC_FFT_DECLARE(f32, float)
+AOTC_FFT_DECLARE(f64, double)
+
 /* Sorting positions of each line of a contiguous tensor viewed as [outer, n, inner], along
    the middle: out[o, j, i] = position of the (first + j)-th element of line (o, i) in sorted
    order, j < count (out is [outer, count, inner]); NaN ranks above every number. The
@@ -366,6 +392,23 @@ inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner,
   }
 AOTC_LINALG_OVERLOADS(f32, float)
 AOTC_LINALG_OVERLOADS(f64, double)
+
+/* The Fourier transforms by element type, for generated code. */
+#define AOTC_FFT_OVERLOADS(suffix, T)                                                        \
+  inline int fft_c2c(int64_t outer, int64_t n, int64_t inner, int32_t inverse, int32_t norm, \
+                     int64_t norm_size, const T *x, T *y) {                                  \
+    return aotc_fft_c2c_##suffix(outer, n, inner, inverse, norm, norm_size, x, y);           \
+  }                                                                                          \
+  inline int fft_r2c(int64_t outer, int64_t n, int64_t inner, int64_t out_n, int32_t norm,   \
+                     int64_t norm_size, const T *x, T *y) {                                  \
+    return aotc_fft_r2c_##suffix(outer, n, inner, out_n, norm, norm_size, x, y);             \
+  }                                                                                          \
+  inline int fft_c2r(int64_t outer, int64_t in_n, int64_t inner, int64_t n, int32_t norm,    \
+                     int64_t norm_size, const T *x, T *y) {                                  \
+    return aotc_fft_c2r_##suffix(outer, in_n, inner, n, norm, norm_size, x, y);              \
+  }
+AOTC_FFT_OVERLOADS(f32, float)
+AOTC_FFT_OVERLOADS(f64, double)
 }  // namespace aotc
 #endif
 

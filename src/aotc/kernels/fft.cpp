@@ -1,0 +1,365 @@
+// Batched 1-D discrete Fourier transforms over interleaved (real, imag) pairs (see
+// aotc_kernels.h): complex to complex either way, real to complex (forward) and complex to
+// real (inverse, from the Hermitian half). Any length: one Stockham (autosort) Cooley-Tukey
+// pass per factor, radix 4, 2 and 3 written out and every other prime up to kMaxRadix by a
+// butterfly that pairs the roots k and p - k; a length with a larger prime factor goes
+// through Bluestein's chirp-z, a convolution done by power-of-two transforms. Twiddles are
+// computed in double from exact integer angles, the arithmetic is in the element type. Each
+// line of a batch is done by one thread front to back, so a result never depends on the
+// thread count.
+
+#include "aotc_kernels.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+namespace {
+
+constexpr int64_t kParallelMin = 1 << 14;  // elements of work below which one thread runs
+constexpr int64_t kMaxRadix = 31;          // larger prime factors go through Bluestein
+constexpr double kPi = 3.141592653589793238462643383279502884;
+
+template <typename T>
+struct Cx {
+    T re, im;
+};
+
+template <typename T>
+inline Cx<T> operator+(Cx<T> a, Cx<T> b) { return {a.re + b.re, a.im + b.im}; }
+template <typename T>
+inline Cx<T> operator-(Cx<T> a, Cx<T> b) { return {a.re - b.re, a.im - b.im}; }
+template <typename T>
+inline Cx<T> operator*(Cx<T> a, Cx<T> b) {
+    return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+template <typename T>
+inline Cx<T> scaled(Cx<T> a, T s) { return {a.re * s, a.im * s}; }
+template <typename T>
+inline Cx<T> conj(Cx<T> a) { return {a.re, -a.im}; }
+// a * (sign i): a quarter turn, counterclockwise for sign +1
+template <typename T>
+inline Cx<T> turn(Cx<T> a, int sign) { return sign > 0 ? Cx<T>{-a.im, a.re} : Cx<T>{a.im, -a.re}; }
+
+// exp(sign * 2 pi i * k / n), from k reduced into (-n/2, n/2] so the angle is small
+template <typename T>
+Cx<T> root(int64_t k, int64_t n, int sign) {
+    k %= n;
+    if (k < 0) k += n;
+    if (2 * k > n) k -= n;
+    const double a = 2.0 * kPi * double(k) / double(n);
+    return {T(std::cos(a)), T(sign * std::sin(a))};
+}
+
+// One pass on l sequences of length p*m held interleaved (element j of sequence b at
+// b + l*j): each becomes p sequences of length m, sequence b + l*k2 at position
+// b + l*k2 + l*p*j1, so that after the last pass (m = 1) the data is in natural order.
+template <typename T>
+struct Pass {
+    int64_t p, l, m;
+    size_t twiddles;  // offset of tw[j1*(p-1) + k2-1] = w_{p*m}^(j1*k2) in Plan::twiddles
+    size_t roots;     // offset of w_p^r, r < p, in Plan::twiddles (generic radix)
+};
+
+template <typename T>
+class Plan {
+   public:
+    // false when out of memory
+    bool build(int64_t n, int sign) noexcept {
+        try {
+            make(n, sign);
+            return true;
+        } catch (const std::bad_alloc &) {
+            return false;
+        }
+    }
+
+    // elements of scratch `run` needs besides the line
+    int64_t work() const { return bluestein_ ? 2 * big_ : n_; }
+
+    // the transform of x (n values) in place
+    void run(Cx<T> *x, Cx<T> *work) const {
+        if (bluestein_) return run_bluestein(x, work);
+        Cx<T> *src = x, *dst = work;
+        for (const Pass<T> &pass : passes_) {
+            apply(pass, src, dst);
+            Cx<T> *t = src;
+            src = dst;
+            dst = t;
+        }
+        if (src != x)
+            for (int64_t j = 0; j < n_; ++j) x[j] = src[j];
+    }
+
+   private:
+    int64_t n_ = 0, big_ = 0;
+    int sign_ = -1;
+    bool bluestein_ = false;
+    std::vector<Pass<T>> passes_;
+    std::vector<Cx<T>> twiddles_;
+    std::vector<Cx<T>> chirp_, filter_;  // Bluestein
+    std::vector<Plan<T>> sub_;           // Bluestein: the forward transform of length big_
+
+    void make(int64_t n, int sign) {
+        n_ = n;
+        sign_ = sign;
+        std::vector<int64_t> radices;
+        int64_t rest = n;
+        while (rest % 4 == 0) {
+            radices.push_back(4);
+            rest /= 4;
+        }
+        for (int64_t p = 2; p <= kMaxRadix && rest > 1; ++p)
+            while (rest % p == 0) {
+                radices.push_back(p);
+                rest /= p;
+            }
+        if (rest > 1) return make_bluestein();
+        int64_t l = 1;
+        for (int64_t p : radices) {
+            const int64_t m = n / (l * p);
+            Pass<T> pass{p, l, m, twiddles_.size(), 0};
+            for (int64_t j1 = 0; j1 < m; ++j1)
+                for (int64_t k2 = 1; k2 < p; ++k2) twiddles_.push_back(root<T>(j1 * k2, p * m, sign));
+            pass.roots = twiddles_.size();
+            for (int64_t r = 0; r < p; ++r) twiddles_.push_back(root<T>(r, p, sign));
+            passes_.push_back(pass);
+            l *= p;
+        }
+    }
+
+    // X[k] = c[k] sum_j (x[j] c[j]) conj(c[k - j]), c[t] = exp(sign pi i t^2 / n): a
+    // cyclic convolution of length big_ >= 2n - 1, the filter's transform made once
+    void make_bluestein() {
+        bluestein_ = true;
+        big_ = 1;
+        while (big_ < 2 * n_ - 1) big_ *= 2;
+        chirp_.resize(size_t(n_));
+        int64_t r = 0;  // t^2 mod 2n, exactly
+        for (int64_t t = 0; t < n_; ++t) {
+            const double a = kPi * double(r) / double(n_);
+            chirp_[size_t(t)] = {T(std::cos(a)), T(sign_ * std::sin(a))};
+            r = (r + 2 * t + 1) % (2 * n_);
+        }
+        sub_.resize(1);
+        sub_[0].make(big_, -1);
+        filter_.assign(size_t(big_), Cx<T>{T(0), T(0)});
+        filter_[0] = conj(chirp_[0]);
+        for (int64_t t = 1; t < n_; ++t)
+            filter_[size_t(t)] = filter_[size_t(big_ - t)] = conj(chirp_[size_t(t)]);
+        std::vector<Cx<T>> scratch(static_cast<size_t>(big_));
+        sub_[0].run(filter_.data(), scratch.data());
+        const T inv = T(1.0 / double(big_));
+        for (Cx<T> &f : filter_) f = scaled(f, inv);
+    }
+
+    void run_bluestein(Cx<T> *x, Cx<T> *work) const {
+        Cx<T> *a = work, *scratch = work + big_;
+        for (int64_t j = 0; j < n_; ++j) a[j] = x[j] * chirp_[size_t(j)];
+        for (int64_t j = n_; j < big_; ++j) a[j] = Cx<T>{T(0), T(0)};
+        sub_[0].run(a, scratch);
+        // the inverse transform as conj(forward(conj(.)))
+        for (int64_t j = 0; j < big_; ++j) a[j] = conj(a[j] * filter_[size_t(j)]);
+        sub_[0].run(a, scratch);
+        for (int64_t k = 0; k < n_; ++k) x[k] = conj(a[k]) * chirp_[size_t(k)];
+    }
+
+    void apply(const Pass<T> &pass, const Cx<T> *src, Cx<T> *dst) const {
+        const int64_t p = pass.p, l = pass.l, m = pass.m;
+        const Cx<T> *tw = twiddles_.data() + pass.twiddles;
+        const int64_t in_step = l * m, out_step = l;
+        for (int64_t j1 = 0; j1 < m; ++j1) {
+            const Cx<T> *w = tw + j1 * (p - 1);
+            const Cx<T> *in = src + l * j1;
+            Cx<T> *out = dst + l * p * j1;
+            const bool twiddled = j1 != 0;
+            for (int64_t b = 0; b < l; ++b) {
+                if (p == 4)
+                    radix4(in + b, in_step, out + b, out_step, w, twiddled);
+                else if (p == 2)
+                    radix2(in + b, in_step, out + b, out_step, w, twiddled);
+                else if (p == 3)
+                    radix3(in + b, in_step, out + b, out_step, w, twiddled);
+                else
+                    generic(p, twiddles_.data() + pass.roots, in + b, in_step, out + b, out_step,
+                            w, twiddled);
+            }
+        }
+    }
+
+    static void store(Cx<T> *out, int64_t k, int64_t step, Cx<T> v, const Cx<T> *w, bool twiddled) {
+        out[k * step] = (twiddled && k) ? v * w[k - 1] : v;
+    }
+
+    static void radix2(const Cx<T> *in, int64_t is, Cx<T> *out, int64_t os, const Cx<T> *w,
+                       bool tw) {
+        const Cx<T> a0 = in[0], a1 = in[is];
+        store(out, 0, os, a0 + a1, w, tw);
+        store(out, 1, os, a0 - a1, w, tw);
+    }
+
+    void radix3(const Cx<T> *in, int64_t is, Cx<T> *out, int64_t os, const Cx<T> *w,
+                bool tw) const {
+        const T half_sqrt3 = T(0.866025403784438646763723170752936183);
+        const Cx<T> a0 = in[0], a1 = in[is], a2 = in[2 * is];
+        const Cx<T> s = a1 + a2;
+        const Cx<T> u = {a0.re - T(0.5) * s.re, a0.im - T(0.5) * s.im};
+        const Cx<T> v = turn(scaled(a1 - a2, half_sqrt3), sign_);
+        store(out, 0, os, a0 + s, w, tw);
+        store(out, 1, os, u + v, w, tw);
+        store(out, 2, os, u - v, w, tw);
+    }
+
+    void radix4(const Cx<T> *in, int64_t is, Cx<T> *out, int64_t os, const Cx<T> *w,
+                bool tw) const {
+        const Cx<T> a0 = in[0], a1 = in[is], a2 = in[2 * is], a3 = in[3 * is];
+        const Cx<T> t0 = a0 + a2, t1 = a0 - a2, t2 = a1 + a3, t3 = turn(a1 - a3, sign_);
+        store(out, 0, os, t0 + t2, w, tw);
+        store(out, 1, os, t1 + t3, w, tw);
+        store(out, 2, os, t0 - t2, w, tw);
+        store(out, 3, os, t1 - t3, w, tw);
+    }
+
+    // any odd prime p <= kMaxRadix: c_k and c_{p-k} share the sums over the pairs
+    // a_q +- a_{p-q}, weighted by cos and sin of 2 pi q k / p (`roots`: w_p^r)
+    static void generic(int64_t p, const Cx<T> *roots, const Cx<T> *in, int64_t is, Cx<T> *out,
+                        int64_t os, const Cx<T> *w, bool tw) {
+        Cx<T> sum[kMaxRadix / 2 + 1], diff[kMaxRadix / 2 + 1];
+        const Cx<T> a0 = in[0];
+        Cx<T> total = a0;
+        const int64_t h = p / 2;
+        for (int64_t q = 1; q <= h; ++q) {
+            const Cx<T> x = in[q * is], y = in[(p - q) * is];
+            sum[q] = x + y;
+            diff[q] = x - y;
+            total = total + sum[q];
+        }
+        store(out, 0, os, total, w, tw);
+        for (int64_t k = 1; k <= h; ++k) {
+            Cx<T> even = a0, odd = {T(0), T(0)};
+            int64_t r = 0;
+            for (int64_t q = 1; q <= h; ++q) {
+                r += k;
+                if (r >= p) r -= p;
+                // roots[r] = cos + i sign sin: a_q w^r + a_{p-q} w^-r = sum cos + i sign sin diff
+                even = even + scaled(sum[q], roots[r].re);
+                odd = odd + scaled(diff[q], roots[r].im);
+            }
+            const Cx<T> i_odd = turn(odd, 1);  // roots' imaginary parts carry the sign
+            store(out, k, os, even + i_odd, w, tw);
+            store(out, p - k, os, even - i_odd, w, tw);
+        }
+    }
+};
+
+// Runs line(t, line buffer, work buffer) for each of `lines` lines, each on one thread, with
+// scratch of its own; 1 when some thread could not allocate it.
+template <typename T, typename F>
+int for_lines(int64_t lines, int64_t n, const Plan<T> &plan, F line) {
+    int failed = 0;
+    const int64_t each = n + plan.work();
+#pragma omp parallel if (lines > 1 && lines * n >= kParallelMin)
+    {
+        Cx<T> *buf = static_cast<Cx<T> *>(std::malloc(sizeof(Cx<T>) * size_t(each)));
+        if (buf == nullptr) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < lines; ++t)
+            if (buf != nullptr) line(t, buf, buf + n);
+        std::free(buf);
+    }
+    return failed;
+}
+
+// the factor a normalization mode applies for a signal of `size` elements
+double norm_scale(int32_t norm, int64_t size) {
+    if (norm == AOTC_FFT_NORM_BY_SQRT_N) return 1.0 / std::sqrt(double(size));
+    if (norm == AOTC_FFT_NORM_BY_N) return 1.0 / double(size);
+    return 1.0;
+}
+
+template <typename T>
+int c2c(int64_t outer, int64_t n, int64_t inner, int32_t inverse, int32_t norm, int64_t norm_size,
+        const T *x, T *y) {
+    if (outer * inner == 0 || n == 0) return 0;
+    Plan<T> plan;
+    if (!plan.build(n, inverse ? 1 : -1)) return 1;
+    const T s = T(norm_scale(norm, norm_size));
+    return for_lines<T>(outer * inner, n, plan, [&](int64_t t, Cx<T> *v, Cx<T> *work) {
+        const int64_t base = (t / inner) * n * inner + t % inner;
+        for (int64_t j = 0; j < n; ++j) {
+            const T *e = x + 2 * (base + j * inner);
+            v[j] = {e[0], e[1]};
+        }
+        plan.run(v, work);
+        for (int64_t j = 0; j < n; ++j) {
+            T *e = y + 2 * (base + j * inner);
+            e[0] = v[j].re * s;
+            e[1] = v[j].im * s;
+        }
+    });
+}
+
+template <typename T>
+int r2c(int64_t outer, int64_t n, int64_t inner, int64_t out_n, int32_t norm, int64_t norm_size,
+        const T *x, T *y) {
+    if (outer * inner == 0 || out_n == 0) return 0;
+    Plan<T> plan;
+    if (!plan.build(n, -1)) return 1;
+    const T s = T(norm_scale(norm, norm_size));
+    return for_lines<T>(outer * inner, n, plan, [&](int64_t t, Cx<T> *v, Cx<T> *work) {
+        const int64_t o = t / inner, i = t % inner;
+        for (int64_t j = 0; j < n; ++j) v[j] = {x[(o * n + j) * inner + i], T(0)};
+        plan.run(v, work);
+        for (int64_t k = 0; k < out_n; ++k) {
+            T *e = y + 2 * ((o * out_n + k) * inner + i);
+            e[0] = v[k].re * s;
+            e[1] = v[k].im * s;
+        }
+    });
+}
+
+template <typename T>
+int c2r(int64_t outer, int64_t in_n, int64_t inner, int64_t n, int32_t norm, int64_t norm_size,
+        const T *x, T *y) {
+    if (outer * inner == 0 || n == 0) return 0;
+    Plan<T> plan;
+    if (!plan.build(n, 1)) return 1;
+    const T s = T(norm_scale(norm, norm_size));
+    const int64_t half = n / 2 + 1;
+    return for_lines<T>(outer * inner, n, plan, [&](int64_t t, Cx<T> *v, Cx<T> *work) {
+        const int64_t o = t / inner, i = t % inner;
+        for (int64_t k = 0; k < half; ++k) {
+            const T *e = x + 2 * ((o * in_n + k) * inner + i);
+            v[k] = k < in_n ? Cx<T>{e[0], e[1]} : Cx<T>{T(0), T(0)};
+        }
+        for (int64_t k = half; k < n; ++k) v[k] = conj(v[n - k]);
+        plan.run(v, work);
+        for (int64_t j = 0; j < n; ++j) y[(o * n + j) * inner + i] = v[j].re * s;
+    });
+}
+
+}  // namespace
+
+#define AOTC_FFT_DEFINE(suffix, T)                                                           \
+    int aotc_fft_c2c_##suffix(int64_t outer, int64_t n, int64_t inner, int32_t inverse,      \
+                              int32_t norm, int64_t norm_size, const T *x, T *y) {           \
+        return c2c<T>(outer, n, inner, inverse, norm, norm_size, x, y);                      \
+    }                                                                                        \
+    int aotc_fft_r2c_##suffix(int64_t outer, int64_t n, int64_t inner, int64_t out_n,        \
+                              int32_t norm, int64_t norm_size, const T *x, T *y) {           \
+        return r2c<T>(outer, n, inner, out_n, norm, norm_size, x, y);                        \
+    }                                                                                        \
+    int aotc_fft_c2r_##suffix(int64_t outer, int64_t in_n, int64_t inner, int64_t n,         \
+                              int32_t norm, int64_t norm_size, const T *x, T *y) {           \
+        return c2r<T>(outer, in_n, inner, n, norm, norm_size, x, y);                         \
+    }
+
+extern "C" {
+AOTC_FFT_DEFINE(f32, float)
+AOTC_FFT_DEFINE(f64, double)
+}
