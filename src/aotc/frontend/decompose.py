@@ -23,13 +23,16 @@ def find_decompositions(op) -> list:
     quantized_decomposed op (quantized.py), then the op's own CompositeImplicitAutograd
     kernel: some table entries (Python references) reject arguments that the aten op
     accepts, such as margin_ranking_loss's integer reduction, where the composite kernel
-    traces."""
+    traces. torch.fft's functions take their composite kernel first: it passes the norm mode
+    to aten._fft_* as a code the kernel applies, where the references multiply by 1/n as a
+    Python float, fixed at the example's sizes when the length is dynamic."""
     own = OWN.get(op.name()) if isinstance(op, torch._ops.OpOverload) else None
     found = [fn for fn in (decomposition_table.get(op), own, quantized_decomposition(op))
              if fn is not None]
     if isinstance(op, torch._ops.OpOverload) and torch._C._dispatch_has_kernel_for_dispatch_key(
             op.name(), "CompositeImplicitAutograd"):
-        found.append(op.decompose)
+        found.insert(0, op.decompose) if op.name().startswith("aten::fft_") else \
+            found.append(op.decompose)
     return found
 
 

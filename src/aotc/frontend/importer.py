@@ -272,7 +272,8 @@ class Importer:
         before = set(self.program.buffers)
         rule = lookup(op)
         writes: dict[int, TensorValue] = {}
-        if involves_complex(node):  # computed on (real, imag) pairs (complex.py)
+        if involves_complex(node) and not (rule is not None and rule.on_pairs):
+            # computed on (real, imag) pairs (complex.py)
             self.env[node] = import_complex(self, node, op)
         elif rule is None:
             self._import_decomposed(node, op)

@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     conv,
     creation,
     embedding_bag,
+    fft,
     grid_sample,
     histogram,
     indexing,

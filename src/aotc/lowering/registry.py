@@ -21,14 +21,18 @@ class Rule:
     fn: Callable
     family: str
     in_storage_type: bool = False  # computes half values in their own type, not in float32
+    on_pairs: bool = False  # takes and returns complex values as their (real, imag) pairs
 
 
-def register_lowering(*ops, family: str, in_storage_type: bool = False) -> Callable:
+def register_lowering(*ops, family: str, in_storage_type: bool = False,
+                      on_pairs: bool = False) -> Callable:
     """Register `fn(ctx, *args, **kwargs) -> TensorValue | tuple` for each ATen overload.
 
     Passing an OpOverloadPacket registers every overload of it. Half-precision operands
     are widened to float32 around the rule (lowering/opmath.py) unless `in_storage_type`:
-    an op on the bits of its type (nextafter) sees them as they are.
+    an op on the bits of its type (nextafter) sees them as they are. A rule `on_pairs`
+    gets a complex operand, and gives a complex result, as the real tensor of its pairs
+    (sizes + (2,)) instead of going through frontend/complex.py (the Fourier transforms).
     """
 
     def wrap(fn: Callable) -> Callable:
@@ -37,7 +41,7 @@ def register_lowering(*ops, family: str, in_storage_type: bool = False) -> Calla
             for ov in overloads:
                 if ov in LOWERINGS:
                     raise ValueError(f"two lowerings registered for {ov}")
-                LOWERINGS[ov] = Rule(fn, family, in_storage_type)
+                LOWERINGS[ov] = Rule(fn, family, in_storage_type, on_pairs)
         return fn
 
     return wrap

@@ -83,4 +83,4 @@ def template_call(buf: Buffer, pointer_of: Callable[[str], str],
 
 
 # each file registers its emitters on import
-from . import attention, compress, conv, gemm, linalg, qgemm, regions, scan, sort, wo_gemm  # noqa: E402, F401, I001
+from . import attention, compress, conv, fft, gemm, linalg, qgemm, regions, scan, sort, wo_gemm  # noqa: E402, F401, I001

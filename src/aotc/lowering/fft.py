@@ -1,0 +1,149 @@
+"""Discrete Fourier transforms on the shipped kernel (kernels/fft.cpp): aten._fft_c2c,
+_fft_r2c, _fft_c2r and the prims torch's references reach (what torch.fft's functions
+decompose into). These rules take complex values as their (real, imag) pairs (`on_pairs`)."""
+from __future__ import annotations
+
+import sympy
+import torch
+
+from ..dtypes import DType
+from ..errors import UnsupportedOperatorError
+from ..ir.fft import Fft, FftKind, FftNorm
+from ..ir.symbols import numel
+from .context import LoweringContext, TensorValue
+from .registry import register_lowering
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+FAMILY = "fft"
+KERNEL_DTYPES = (DType.float32, DType.float64)
+ONE = sympy.Integer(1)
+
+
+def _check_dtype(ctx: LoweringContext, x: TensorValue) -> None:
+    if x.dtype not in KERNEL_DTYPES:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, f"of {x.dtype.name} (the "
+                                       "Fourier transforms take float32 or float64 values, "
+                                       "complex64 or complex128)")
+
+
+def _dims(ctx: LoweringContext, dims, ndim: int) -> list[int]:
+    """The transformed dims, non-negative, in the op's order."""
+    out = [int(d) + ndim if int(d) < 0 else int(d) for d in dims]
+    if any(not 0 <= d < ndim for d in out) or len(set(out)) != len(out):
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       f"with dims {list(dims)} of a tensor of rank {ndim}")
+    return out
+
+
+def _norm(ctx: LoweringContext, normalization: int) -> FftNorm:
+    try:
+        return FftNorm(int(normalization))
+    except ValueError:
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       f"with normalization {normalization}") from None
+
+
+def _contiguous(ctx: LoweringContext, x: TensorValue) -> str:
+    """x as a contiguous buffer of its own (copied when a view), its name."""
+    if x.buffer_name() is None:
+        x = ctx.pointwise(x.body, x.sizes, hint=f"{ctx.node_name}_x")
+    name = x.buffer_name()
+    assert name is not None
+    return name
+
+
+def _transform(ctx: LoweringContext, x: TensorValue, kind: FftKind, sizes: tuple, d: int,
+               length, spectrum, inverse: bool, norm: FftNorm = FftNorm.NONE,
+               norm_size: sympy.Expr = ONE) -> TensorValue:
+    """One kernel call along dim d of the signal sizes `sizes` (complex dims for a complex x,
+    without the pair dim); the result's sizes are `sizes` with dim d the other side's."""
+    outer, inner = numel(tuple(sizes[:d])), numel(tuple(sizes[d + 1:]))
+    op = Fft(kind, _contiguous(ctx, x), outer, length, inner, spectrum, inverse, norm,
+             norm_size if norm is not FftNorm.NONE else ONE)
+    out_len = length if kind is FftKind.C2R else spectrum
+    out = tuple(sizes[:d]) + (out_len,) + tuple(sizes[d + 1:])
+    if kind is not FftKind.C2R:
+        out += (sympy.Integer(2),)
+    return ctx.emit(op, out, x.dtype, hint=f"{ctx.node_name}_{kind.value}")
+
+
+def fft_c2c(ctx: LoweringContext, x: TensorValue, dims, norm: FftNorm, forward: bool,
+            norm_size: sympy.Expr | None = None) -> TensorValue:
+    """The complex transform of pairs x along each of `dims` in turn, scaled once at the end
+    by `norm_size` (the product of their lengths unless given)."""
+    _check_dtype(ctx, x)
+    sizes = x.sizes[:-1]
+    dims = _dims(ctx, dims, len(sizes))
+    total = numel(tuple(sizes[d] for d in dims)) if norm_size is None else norm_size
+    for k, d in enumerate(dims):
+        last = k == len(dims) - 1
+        x = _transform(ctx, x, FftKind.C2C, sizes, d, sizes[d], sizes[d], not forward,
+                       norm if last else FftNorm.NONE, total)
+    return x
+
+
+def fft_r2c(ctx: LoweringContext, x: TensorValue, dims, norm: FftNorm, onesided: bool
+            ) -> TensorValue:
+    """The forward transform of real x: along the last of `dims` from real (its first
+    n // 2 + 1 values when onesided), then complex along the others."""
+    _check_dtype(ctx, x)
+    sizes = x.sizes
+    dims = _dims(ctx, dims, len(sizes))
+    if not dims:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "over no dims")
+    total = numel(tuple(sizes[d] for d in dims))
+    d = dims[-1]
+    n = sizes[d]
+    spectrum = ctx.out_sizes[d]  # n // 2 + 1 when onesided, as export sized it
+    rest = dims[:-1]
+    y = _transform(ctx, x, FftKind.R2C, sizes, d, n, spectrum, False,
+                   FftNorm.NONE if rest else norm, total)
+    return fft_c2c(ctx, y, rest, norm, True, total) if rest else y
+
+
+def fft_c2r(ctx: LoweringContext, x: TensorValue, dims, norm: FftNorm, last_dim_size
+            ) -> TensorValue:
+    """The inverse transform to real: complex along all but the last of `dims`, then from
+    the Hermitian half along the last, `last_dim_size` real values."""
+    _check_dtype(ctx, x)
+    sizes = x.sizes[:-1]
+    dims = _dims(ctx, dims, len(sizes))
+    if not dims:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "over no dims")
+    d = dims[-1]
+    n = sympy.sympify(last_dim_size)
+    total = numel(tuple(sizes[k] for k in dims[:-1])) * n
+    if dims[:-1]:
+        x = fft_c2c(ctx, x, dims[:-1], FftNorm.NONE, False)
+    return _transform(ctx, x, FftKind.C2R, sizes, d, n, sizes[d], True, norm, total)
+
+
+@register_lowering(aten._fft_c2c.default, family=FAMILY, on_pairs=True)
+def lower_fft_c2c(ctx, x, dim, normalization, forward):
+    return fft_c2c(ctx, x, dim, _norm(ctx, normalization), forward)
+
+
+@register_lowering(aten._fft_r2c.default, family=FAMILY, on_pairs=True)
+def lower_fft_r2c(ctx, x, dim, normalization, onesided):
+    return fft_r2c(ctx, x, dim, _norm(ctx, normalization), onesided)
+
+
+@register_lowering(aten._fft_c2r.default, family=FAMILY, on_pairs=True)
+def lower_fft_c2r(ctx, x, dim, normalization, last_dim_size):
+    return fft_c2r(ctx, x, dim, _norm(ctx, normalization), last_dim_size)
+
+
+@register_lowering(prims.fft_c2c.default, family=FAMILY, on_pairs=True)
+def lower_prims_fft_c2c(ctx, x, *, dim, forward):
+    return fft_c2c(ctx, x, dim, FftNorm.NONE, forward)
+
+
+@register_lowering(prims.fft_r2c.default, family=FAMILY, on_pairs=True)
+def lower_prims_fft_r2c(ctx, x, *, dim, onesided):
+    return fft_r2c(ctx, x, dim, FftNorm.NONE, onesided)
+
+
+@register_lowering(prims.fft_c2r.default, family=FAMILY, on_pairs=True)
+def lower_prims_fft_c2r(ctx, x, *, dim, last_dim_size):
+    return fft_c2r(ctx, x, dim, FftNorm.NONE, last_dim_size)
