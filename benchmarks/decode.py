@@ -1,9 +1,10 @@
 """Decode step of a ~124M-parameter LLaMA-style LM (random weights, built from a config)
 through transformers' export path (TorchExportableModuleForDecoderOnlyLM, static KV cache),
 in float32, bfloat16 and with int4 weights (torchao IntxWeightOnlyConfig, group 32), against
-eager transformers, the peers that take this program (OpenVINO and ExecuTorch with XNNPACK,
-float32; both from the strict export, as non-strict export's program fails torch's own
-run_decompositions, which both call) and the machine's memory bandwidth.
+eager transformers, the peers (float32: OpenVINO and ExecuTorch with XNNPACK from the strict
+export, as non-strict export's program fails torch's own run_decompositions, which both
+call; ONNX Runtime on the step exported with the cache as explicit inputs and outputs) and
+the machine's memory bandwidth.
 
     python benchmarks/decode.py [--threads 1,2] [--rounds 3] [--variants fp32,bf16,int4]
 
@@ -91,6 +92,41 @@ def prefill_inputs():
     return np.arange(1, PROMPT + 1, dtype=np.int64)[None], np.arange(PROMPT, dtype=np.int64)
 
 
+def explicit_cache_step(model):
+    """The LM as one step whose KV cache is explicit inputs and outputs, as ONNX Runtime
+    takes it (ONNX has no in-place state): (input_ids, cache_position, [k0, v0, k1, ...])
+    -> (logits, k0', v0', ...), transformers' own StaticCache filled from the inputs."""
+    import torch
+    from transformers import StaticCache
+
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, cache_position, kv):
+            cache = StaticCache(config=self.model.config, max_cache_len=CACHE)
+            for i, layer in enumerate(cache.layers):
+                layer.keys, layer.values = kv[2 * i].clone(), kv[2 * i + 1].clone()
+                layer.cumulative_length = cache_position[:1].clone()
+                layer.max_batch_size, layer.num_heads = 1, kv[0].shape[1]
+                layer.device, layer.dtype, layer.is_initialized = kv[0].device, kv[0].dtype, True
+            out = [self.model(input_ids=input_ids, cache_position=cache_position, cache=cache,
+                              use_cache=True).logits]
+            for layer in cache.layers:
+                out += [layer.keys, layer.values]
+            return tuple(out)
+    return Step().eval()
+
+
+def empty_cache(dtype="float32") -> list:
+    import numpy as np
+
+    heads = CONFIG["num_key_value_heads"]
+    dim = CONFIG["hidden_size"] // CONFIG["num_attention_heads"]
+    return [np.zeros((1, heads, CACHE, dim), dtype) for _ in range(2 * CONFIG["num_hidden_layers"])]
+
+
 def compile_all(variant: str, folder: Path) -> dict[str, dict]:
     """runtime -> {artifact, compile_s}: aotc's package (non-strict export), and for float32
     OpenVINO's IR and ExecuTorch's XNNPACK program (strict export); eager's prefill logits
@@ -126,6 +162,21 @@ def compile_all(variant: str, folder: Path) -> dict[str, dict]:
         out["executorch"] = peers.compile_executorch(folder, "decode_fp32", strict)
     except Exception as e:  # noqa: BLE001
         print(f"ExecuTorch: {type(e).__name__}: {e}", flush=True)
+    try:
+        t0 = time.perf_counter()
+        step = explicit_cache_step(build(variant)[0])
+        seq = torch.export.Dim("seq", min=1, max=CACHE)
+        kv = [torch.from_numpy(k) for k in empty_cache()]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(step, (torch.from_numpy(ids), torch.from_numpy(pos), kv),
+                              dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq},
+                                              "kv": [None] * len(kv)},
+                              dynamo=True, verbose=False).save(folder / "decode_fp32.onnx")
+        out["ort"] = {"artifact": str(folder / "decode_fp32.onnx"),
+                      "compile_s": time.perf_counter() - t0}
+    except Exception as e:  # noqa: BLE001
+        print(f"ONNX Runtime: {type(e).__name__}: {e}", flush=True)
     return out
 
 
@@ -178,6 +229,18 @@ def _runtime(spec: dict):
 
         model = aotc.load_package(spec["artifact"], num_threads=threads)
         return lambda i, p: model(input_ids=i, cache_position=p), model.reset_buffers
+    if runtime == "ort":
+        import peer_runtimes
+
+        sess = peer_runtimes.ort_session(spec["artifact"], threads)
+        names = [i.name for i in sess.get_inputs()]
+        kv = [empty_cache()]
+
+        def ort_step(i, p):  # the cache goes in and comes back out each step
+            out = sess.run(None, dict(zip(names, [i, p, *kv[0]])))
+            kv[0] = out[1:]
+            return out[0]
+        return ort_step, lambda: kv.__setitem__(0, empty_cache())
     if runtime == "openvino":
         import openvino as ov
         import peer_runtimes
@@ -302,31 +365,34 @@ def report(results: dict, variants: list[str], threads: list[int]) -> None:
     def f(x, fmt="{:.2f}"):
         return "n/a" if x is None else fmt.format(x)
 
-    print("\n| threads | variant | aotc ms | eager ms | aotc/eager | OpenVINO ms | ExecuTorch ms "
-          "| aotc/fastest peer | step MB | limit ms (triad) | aotc/limit | tokens/s vs fp32 |")
-    print("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    print("\n| threads | variant | aotc ms | eager ms | aotc/eager | ONNX Runtime ms | OpenVINO ms "
+          "| ExecuTorch ms | aotc/fastest peer | step MB | limit ms (triad) | aotc/limit "
+          "| tokens/s vs fp32 |")
+    print("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for n in threads:
         gbs = _med(results.get(("triad", "fp32", n), []), "gbs")
         fp32 = _med(results.get(("aotc", "fp32", n), []), "ms")
         for v in variants:
-            a, e, ov, et = (_med(results.get((r, v, n), []), "ms")
-                            for r in ("aotc", "eager", "openvino", "executorch"))
-            fastest = min((x for x in (ov, et) if x is not None), default=None)
+            a, e, ox, ov, et = (_med(results.get((r, v, n), []), "ms")
+                                for r in ("aotc", "eager", "ort", "openvino", "executorch"))
+            fastest = min((x for x in (ox, ov, et) if x is not None), default=None)
             mb = step_bytes(v) / 1e6
             limit = mb / gbs if gbs else None  # MB / (GB/s) = ms
-            print(f"| {n} | {v} | {f(a)} | {f(e)} | {f(a and e and a / e)} | {f(ov)} | {f(et)} | "
+            print(f"| {n} | {v} | {f(a)} | {f(e)} | {f(a and e and a / e)} | {f(ox)} | {f(ov)} | "
+                  f"{f(et)} | "
                   f"{f(a and fastest and a / fastest)} | {mb:.0f} | {f(limit)} "
                   f"({f(gbs, '{:.1f}')} GB/s) | {f(a and limit and a / limit)} | "
                   f"{f(a and fp32 and fp32 / a)} |")
     print(f"\nTime to the first token: the prefill of a {LONG_PROMPT}-token prompt, ms\n")
-    print("| threads | variant | aotc | eager | OpenVINO | ExecuTorch | aotc/fastest other |")
-    print("|--:|---|--:|--:|--:|--:|--:|")
+    print("| threads | variant | aotc | eager | ONNX Runtime | OpenVINO | ExecuTorch "
+          "| aotc/fastest other |")
+    print("|--:|---|--:|--:|--:|--:|--:|--:|")
     for n in threads:
         for v in variants:
-            a, e, ov, et = (_med(results.get((r, v, n), []), "ttft_ms")
-                            for r in ("aotc", "eager", "openvino", "executorch"))
-            fastest = min((x for x in (e, ov, et) if x is not None), default=None)
-            print(f"| {n} | {v} | {f(a)} | {f(e)} | {f(ov)} | {f(et)} | "
+            a, e, ox, ov, et = (_med(results.get((r, v, n), []), "ttft_ms")
+                                for r in ("aotc", "eager", "ort", "openvino", "executorch"))
+            fastest = min((x for x in (e, ox, ov, et) if x is not None), default=None)
+            print(f"| {n} | {v} | {f(a)} | {f(e)} | {f(ox)} | {f(ov)} | {f(et)} | "
                   f"{f(a and fastest and a / fastest)} |")
     errors = {f"{k[0]} {k[1]} {k[2]}": r["error"] for k, rows in results.items() for r in rows
               if "error" in r}
