@@ -122,8 +122,41 @@ def test_runs_without_torch(tmp_path):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
 
 
-def test_unknown_normalization_code_is_unsupported(tmp_path):
-    fn = Fn(lambda x: aten._fft_c2c(x.to(torch.complex64), [0], 3, True))
-    ep = torch.export.export(fn, (torch.randn(8),))
-    with pytest.raises(UnsupportedOperatorError, match="_fft_c2c.*normalization 3"):
+REFUSED = {
+    "normalization": (lambda x: aten._fft_c2c(x.to(torch.complex64), [0], 3, True),
+                      r"_fft_c2c.*normalization 3"),
+    "complex_stft": (lambda x: torch.stft(x.to(torch.complex64), 4, return_complex=True),
+                     r"stft.*complex signal"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_what_aotc_does_not_compute_is_unsupported(tmp_path, name):
+    fn, message = REFUSED[name]
+    ep = torch.export.export(Fn(fn), (torch.randn(8),))
+    with pytest.raises(UnsupportedOperatorError, match=message):
         aotc.compile_and_package(ep, package_path=tmp_path / "bad.pt2")
+
+
+def stfts(x, y):
+    """x [batch, length], y [length]: centered (reflect, constant) and not, one- and two-sided,
+    normalized, a window shorter than n_fft, the default hop, no window."""
+    hann = torch.hann_window(16, dtype=x.dtype)
+    return (torch.stft(x, 16, hop_length=4, window=hann, return_complex=True),
+            torch.stft(x, 16, hop_length=5, window=hann, pad_mode="constant", onesided=False,
+                       return_complex=True),
+            torch.stft(y, 12, hop_length=3, win_length=9, center=False, normalized=True,
+                       window=torch.hann_window(9, periodic=False, dtype=x.dtype),
+                       return_complex=True),
+            torch.stft(y, 20, window=torch.hann_window(20, dtype=x.dtype), return_complex=True),
+            torch.stft(x[:, ::2], 7, hop_length=2, center=False, return_complex=True))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_stft(compile_model, dtype):
+    torch.manual_seed(5)
+    x, y = torch.randn(3, 101, dtype=dtype), torch.randn(257, dtype=dtype)
+    ep, model = compile_model(Fn(stfts), (x, y))
+    got, want = model(x, y), ep.module()(x, y)
+    assert len(got) == 5
+    torch.testing.assert_close(got, want)

@@ -1,6 +1,6 @@
 """Discrete Fourier transforms on the shipped kernel (kernels/fft.cpp): aten._fft_c2c,
 _fft_r2c, _fft_c2r and the prims torch's references reach (what torch.fft's functions
-decompose into). These rules take complex values as their (real, imag) pairs (`on_pairs`)."""
+decompose into), and stft. These rules take complex values as their pairs (`on_pairs`)."""
 from __future__ import annotations
 
 import sympy
@@ -8,10 +8,13 @@ import torch
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
+from ..ir.expr import Binary, BinaryOp, cast
 from ..ir.fft import Fft, FftKind, FftNorm
-from ..ir.symbols import numel
+from ..ir.symbols import index_vars, numel
 from .context import LoweringContext, TensorValue
+from .padding import constant_pad
 from .registry import register_lowering
+from .views import remap
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -59,6 +62,7 @@ def _transform(ctx: LoweringContext, x: TensorValue, kind: FftKind, sizes: tuple
     """One kernel call along dim d of the signal sizes `sizes` (complex dims for a complex x,
     without the pair dim); the result's sizes are `sizes` with dim d the other side's."""
     outer, inner = numel(tuple(sizes[:d])), numel(tuple(sizes[d + 1:]))
+    length, spectrum = sympy.sympify(length), sympy.sympify(spectrum)
     op = Fft(kind, _contiguous(ctx, x), outer, length, inner, spectrum, inverse, norm,
              norm_size if norm is not FftNorm.NONE else ONE)
     out_len = length if kind is FftKind.C2R else spectrum
@@ -147,3 +151,45 @@ def lower_prims_fft_r2c(ctx, x, *, dim, onesided):
 @register_lowering(prims.fft_c2r.default, family=FAMILY, on_pairs=True)
 def lower_prims_fft_c2r(ctx, x, *, dim, last_dim_size):
     return fft_c2r(ctx, x, dim, FftNorm.NONE, last_dim_size)
+
+
+@register_lowering(aten.stft.default, family=FAMILY, on_pairs=True)
+def lower_stft(ctx, x, n_fft, hop_length=None, win_length=None, window=None, normalized=False,
+               onesided=None, return_complex=None, align_to_window=None):
+    """Frames of x [batch?, length] every hop values, times the window (centered in n_fft),
+    each transformed from real: [batch?, freq, frames] (torch.stft pads for `center` first)."""
+    example, example_window = ctx.example_args[0], _arg(ctx, 4, "window")
+    if example.dtype.is_complex or (example_window is not None and
+                                    example_window.dtype.is_complex):
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "of a complex signal or window")
+    if align_to_window or return_complex is False:
+        raise UnsupportedOperatorError(ctx.target, ctx.source,
+                                       "with align_to_window or return_complex=False")
+    _check_dtype(ctx, x)
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    batch, length = x.sizes[:-1], x.sizes[-1]
+    frames = (length - n_fft) // hop + 1
+    iv = index_vars(len(batch) + 2)
+    f, t = iv[-2], iv[-1]
+    body = x.load(tuple(iv[:-2]) + (f * hop + t,))
+    if window is not None:
+        left = (n_fft - win) // 2
+        padded = constant_pad(ctx, window, [left, n_fft - win - left], 0)
+        body = Binary(BinaryOp.MUL, body, cast(padded.load((t,)), x.dtype), x.dtype)
+    framed = ctx.pointwise(body, batch + (frames, n_fft), hint=f"{ctx.node_name}_frames")
+    spectrum = _transform(ctx, framed, FftKind.R2C, framed.sizes, len(batch) + 1, n_fft,
+                          n_fft // 2 + 1 if onesided is not False else n_fft, False,
+                          FftNorm.BY_SQRT_N if normalized else FftNorm.NONE, sympy.Integer(n_fft))
+    k = len(batch)
+    out = spectrum.sizes
+    sizes = batch + (out[k + 1], out[k], sympy.Integer(2))
+    jv = index_vars(k + 3)
+    return remap(spectrum, sizes, tuple(jv[:k]) + (jv[k + 1], jv[k], jv[k + 2]))
+
+
+def _arg(ctx: LoweringContext, position: int, name: str):
+    """An argument's example value as export recorded it (positional or keyword)."""
+    if len(ctx.example_args) > position:
+        return ctx.example_args[position]
+    return ctx.example_kwargs.get(name)
