@@ -29,6 +29,31 @@ class Fn(torch.nn.Module):
         return self.fn(*xs)
 
 
+def widened(t):
+    return t.to({torch.float32: torch.float64, torch.complex64: torch.complex128}.get(t.dtype,
+                                                                                    t.dtype))
+
+
+def check(fn, got, want, args) -> None:
+    """got == eager's want within assert_close, dtypes and shapes included. In single precision
+    a long unnormalized transform's elements near zero (of outputs up to ~100) carry eager's
+    own error past assert_close's absolute 1e-5; there each output passes when its error
+    against the double-precision transform is at most twice eager's, as the OpInfo sweep takes
+    eager's complex64 pow."""
+    try:
+        torch.testing.assert_close(got, want)
+        return
+    except AssertionError:
+        if not any(a.dtype in (torch.float32, torch.complex64) for a in args):
+            raise
+    exact = fn(*[widened(a) for a in args])
+    flat = zip(*(torch.utils._pytree.tree_leaves(v) for v in (got, want, exact)))
+    for k, (g, w, e) in enumerate(flat):
+        assert (g.dtype, g.shape) == (w.dtype, w.shape), k
+        ours, eagers = (g.to(e.dtype) - e).abs().max(), (w.to(e.dtype) - e).abs().max()
+        assert ours <= 2 * eagers + 1e-7, f"output {k}: error {ours}, eager's {eagers}"
+
+
 def one_dim(x, z):
     """Every 1-D op in every norm mode on real x and complex z [batch, n]."""
     n = x.shape[-1]
@@ -49,7 +74,7 @@ def test_one_dim_ops_on_every_length(compile_model, dtype):
     ep, model = compile_model(fn, xs + zs)
     got, want = model(*xs, *zs), ep.module()(*xs, *zs)
     assert len(got) == len(LENGTHS) and len(got[0]) == 21
-    torch.testing.assert_close(got, want)
+    check(fn, got, want, xs + zs)
 
 
 def n_dim(x, z, v):
@@ -83,7 +108,7 @@ def test_n_dim_ops_non_contiguous_inputs_and_norm_codes(compile_model, dtype):
     ep, model = compile_model(Fn(n_dim), (x, z, v))
     got, want = model(x, z, v), ep.module()(x, z, v)
     assert len(got) == 42
-    torch.testing.assert_close(got, want)
+    check(n_dim, got, want, (x, z, v))
 
 
 def test_dynamic_length_and_batch(compile_model):
@@ -96,7 +121,7 @@ def test_dynamic_length_and_batch(compile_model):
     ep, model = compile_model(fn, (x, z), dynamic_shapes=(dims,))
     for b, n in [(2, 8), (1, 97), (4, 1000), (3, 4093)]:
         x, z = torch.randn(b, n), torch.randn(b + 1, n + 3, dtype=torch.complex64)
-        torch.testing.assert_close(model(x, z), ep.module()(x, z))
+        check(fn, model(x, z), ep.module()(x, z), (x, z))
 
 
 def test_same_result_at_every_thread_count(compile_model, tmp_path):
@@ -159,4 +184,4 @@ def test_stft(compile_model, dtype):
     ep, model = compile_model(Fn(stfts), (x, y))
     got, want = model(x, y), ep.module()(x, y)
     assert len(got) == 5
-    torch.testing.assert_close(got, want)
+    check(stfts, got, want, (x, y))

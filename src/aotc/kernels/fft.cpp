@@ -254,8 +254,8 @@ class Plan {
     }
 };
 
-// Runs line(t, line buffer, work buffer) for each of `lines` lines, each on one thread, with
-// scratch of its own; 1 when some thread could not allocate it.
+// Runs line(t, line buffer of n values, work buffer) for each of `lines` lines, each on one
+// thread, with scratch of its own; 1 when some thread could not allocate it.
 template <typename T, typename F>
 int for_lines(int64_t lines, int64_t n, const Plan<T> &plan, F line) {
     int failed = 0;
@@ -304,42 +304,97 @@ int c2c(int64_t outer, int64_t n, int64_t inner, int32_t inverse, int32_t norm, 
     });
 }
 
+// w^k = exp(sign 2 pi i k / n) for k <= n / 2: what joins the two halves of an even real
+// transform done as one complex transform of half its length; false when out of memory
+template <typename T>
+bool half_twiddles(std::vector<Cx<T>> &tw, int64_t n, int sign) noexcept {
+    try {
+        tw.resize(size_t(n / 2 + 1));
+    } catch (const std::bad_alloc &) {
+        return false;
+    }
+    for (int64_t k = 0; k <= n / 2; ++k) tw[size_t(k)] = root<T>(k, n, sign);
+    return true;
+}
+
+// An even length n = 2h transforms z[j] = x[2j] + i x[2j+1] (h values) and takes the
+// spectrum apart: X[k] = E[k] + w^k O[k], E[k] = (Z[k] + conj Z[h-k]) / 2,
+// O[k] = (Z[k] - conj Z[h-k]) / 2i (indices mod h), X[n-k] = conj X[k]. An odd one is
+// transformed as complex with zero imaginary parts.
 template <typename T>
 int r2c(int64_t outer, int64_t n, int64_t inner, int64_t out_n, int32_t norm, int64_t norm_size,
         const T *x, T *y) {
     if (outer * inner == 0 || out_n == 0) return 0;
+    const bool even = n % 2 == 0;
+    const int64_t h = even ? n / 2 : n;
     Plan<T> plan;
-    if (!plan.build(n, -1)) return 1;
+    std::vector<Cx<T>> tw;
+    if (!plan.build(h, -1) || (even && !half_twiddles(tw, n, -1))) return 1;
     const T s = T(norm_scale(norm, norm_size));
+    const T half = T(0.5);
     return for_lines<T>(outer * inner, n, plan, [&](int64_t t, Cx<T> *v, Cx<T> *work) {
         const int64_t o = t / inner, i = t % inner;
-        for (int64_t j = 0; j < n; ++j) v[j] = {x[(o * n + j) * inner + i], T(0)};
+        const T *in = x + o * n * inner + i;
+        if (even)
+            for (int64_t j = 0; j < h; ++j) v[j] = {in[2 * j * inner], in[(2 * j + 1) * inner]};
+        else
+            for (int64_t j = 0; j < n; ++j) v[j] = {in[j * inner], T(0)};
         plan.run(v, work);
         for (int64_t k = 0; k < out_n; ++k) {
+            const int64_t kk = 2 * k > n ? n - k : k;  // X[n-k] = conj X[k]
+            Cx<T> value = v[kk];
+            if (even) {
+                const Cx<T> a = v[kk % h], b = conj(v[(h - kk) % h]);
+                value = scaled(a + b, half) + tw[size_t(kk)] * turn(scaled(a - b, half), -1);
+            }
+            if (kk != k) value = conj(value);
             T *e = y + 2 * ((o * out_n + k) * inner + i);
-            e[0] = v[k].re * s;
-            e[1] = v[k].im * s;
+            e[0] = value.re * s;
+            e[1] = value.im * s;
         }
     });
 }
 
+// An even length n = 2h: Z[k] = E[k] + i O[k], E[k] = X[k] + conj X[h-k],
+// O[k] = (X[k] - conj X[h-k]) w^k, whose backward transform of length h is
+// x[2j] + i x[2j+1]. The imaginary parts of X[0] and X[h] do not count, as in a c2r
+// (they would leak into this one). An odd one completes the Hermitian spectrum.
 template <typename T>
 int c2r(int64_t outer, int64_t in_n, int64_t inner, int64_t n, int32_t norm, int64_t norm_size,
         const T *x, T *y) {
     if (outer * inner == 0 || n == 0) return 0;
+    const bool even = n % 2 == 0;
+    const int64_t h = even ? n / 2 : n;
     Plan<T> plan;
-    if (!plan.build(n, 1)) return 1;
+    std::vector<Cx<T>> tw;
+    if (!plan.build(h, 1) || (even && !half_twiddles(tw, n, 1))) return 1;
     const T s = T(norm_scale(norm, norm_size));
-    const int64_t half = n / 2 + 1;
-    return for_lines<T>(outer * inner, n, plan, [&](int64_t t, Cx<T> *v, Cx<T> *work) {
+    const int64_t given = n / 2 + 1;
+    return for_lines<T>(outer * inner, n + 2, plan, [&](int64_t t, Cx<T> *v, Cx<T> *work) {
         const int64_t o = t / inner, i = t % inner;
-        for (int64_t k = 0; k < half; ++k) {
+        for (int64_t k = 0; k < given; ++k) {
             const T *e = x + 2 * ((o * in_n + k) * inner + i);
             v[k] = k < in_n ? Cx<T>{e[0], e[1]} : Cx<T>{T(0), T(0)};
         }
-        for (int64_t k = half; k < n; ++k) v[k] = conj(v[n - k]);
-        plan.run(v, work);
-        for (int64_t j = 0; j < n; ++j) y[(o * n + j) * inner + i] = v[j].re * s;
+        T *out = y + o * n * inner + i;
+        if (!even) {
+            for (int64_t k = given; k < n; ++k) v[k] = conj(v[n - k]);
+            plan.run(v, work);
+            for (int64_t j = 0; j < n; ++j) out[j * inner] = v[j].re * s;
+            return;
+        }
+        v[0].im = T(0);
+        v[h].im = T(0);
+        Cx<T> *z = v + h + 1;
+        for (int64_t k = 0; k < h; ++k) {
+            const Cx<T> a = v[k], b = conj(v[h - k]);
+            z[k] = (a + b) + turn((a - b) * tw[size_t(k)], 1);
+        }
+        plan.run(z, work);
+        for (int64_t j = 0; j < h; ++j) {
+            out[2 * j * inner] = z[j].re * s;
+            out[(2 * j + 1) * inner] = z[j].im * s;
+        }
     });
 }
 
