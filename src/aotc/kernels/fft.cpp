@@ -167,65 +167,76 @@ class Plan {
     }
 
     void apply(const Pass<T> &pass, const Cx<T> *src, Cx<T> *dst) const {
-        const int64_t p = pass.p, l = pass.l, m = pass.m;
+        if (pass.p == 4) return sweep<4>(pass, src, dst);
+        if (pass.p == 2) return sweep<2>(pass, src, dst);
+        if (pass.p == 3) return sweep<3>(pass, src, dst);
+        sweep<0>(pass, src, dst);
+    }
+
+    // The butterflies of one pass, the radix a template argument (0: generic) so that each
+    // loop holds one; j1 = 0 needs no twiddles, and the longer of the b and j1 loops runs
+    // innermost.
+    template <int R>
+    void sweep(const Pass<T> &pass, const Cx<T> *src, Cx<T> *dst) const {
+        const int64_t p = pass.p, l = pass.l, m = pass.m, is = l * m, os = l;
         const Cx<T> *tw = twiddles_.data() + pass.twiddles;
-        const int64_t in_step = l * m, out_step = l;
-        for (int64_t j1 = 0; j1 < m; ++j1) {
-            const Cx<T> *w = tw + j1 * (p - 1);
-            const Cx<T> *in = src + l * j1;
-            Cx<T> *out = dst + l * p * j1;
-            const bool twiddled = j1 != 0;
-            for (int64_t b = 0; b < l; ++b) {
-                if (p == 4)
-                    radix4(in + b, in_step, out + b, out_step, w, twiddled);
-                else if (p == 2)
-                    radix2(in + b, in_step, out + b, out_step, w, twiddled);
-                else if (p == 3)
-                    radix3(in + b, in_step, out + b, out_step, w, twiddled);
-                else
-                    generic(p, twiddles_.data() + pass.roots, in + b, in_step, out + b, out_step,
-                            w, twiddled);
+        const Cx<T> *roots = twiddles_.data() + pass.roots;
+        for (int64_t b = 0; b < l; ++b) butterfly<R, false>(p, roots, src + b, is, dst + b, os, tw);
+        if (l >= m) {
+            for (int64_t j1 = 1; j1 < m; ++j1) {
+                const Cx<T> *w = tw + j1 * (p - 1), *in = src + l * j1;
+                Cx<T> *out = dst + l * p * j1;
+                for (int64_t b = 0; b < l; ++b) butterfly<R, true>(p, roots, in + b, is, out + b, os, w);
             }
+        } else {
+            for (int64_t b = 0; b < l; ++b)
+                for (int64_t j1 = 1; j1 < m; ++j1)
+                    butterfly<R, true>(p, roots, src + l * j1 + b, is, dst + l * p * j1 + b, os,
+                                       tw + j1 * (p - 1));
         }
     }
 
-    static void store(Cx<T> *out, int64_t k, int64_t step, Cx<T> v, const Cx<T> *w, bool twiddled) {
-        out[k * step] = (twiddled && k) ? v * w[k - 1] : v;
+    template <bool Tw>
+    static void store(Cx<T> *out, int64_t k, int64_t step, Cx<T> v, const Cx<T> *w) {
+        if constexpr (Tw)
+            out[k * step] = k ? v * w[k - 1] : v;
+        else
+            out[k * step] = v;
     }
 
-    static void radix2(const Cx<T> *in, int64_t is, Cx<T> *out, int64_t os, const Cx<T> *w,
-                       bool tw) {
-        const Cx<T> a0 = in[0], a1 = in[is];
-        store(out, 0, os, a0 + a1, w, tw);
-        store(out, 1, os, a0 - a1, w, tw);
-    }
-
-    void radix3(const Cx<T> *in, int64_t is, Cx<T> *out, int64_t os, const Cx<T> *w,
-                bool tw) const {
-        const T half_sqrt3 = T(0.866025403784438646763723170752936183);
-        const Cx<T> a0 = in[0], a1 = in[is], a2 = in[2 * is];
-        const Cx<T> s = a1 + a2;
-        const Cx<T> u = {a0.re - T(0.5) * s.re, a0.im - T(0.5) * s.im};
-        const Cx<T> v = turn(scaled(a1 - a2, half_sqrt3), sign_);
-        store(out, 0, os, a0 + s, w, tw);
-        store(out, 1, os, u + v, w, tw);
-        store(out, 2, os, u - v, w, tw);
-    }
-
-    void radix4(const Cx<T> *in, int64_t is, Cx<T> *out, int64_t os, const Cx<T> *w,
-                bool tw) const {
-        const Cx<T> a0 = in[0], a1 = in[is], a2 = in[2 * is], a3 = in[3 * is];
-        const Cx<T> t0 = a0 + a2, t1 = a0 - a2, t2 = a1 + a3, t3 = turn(a1 - a3, sign_);
-        store(out, 0, os, t0 + t2, w, tw);
-        store(out, 1, os, t1 + t3, w, tw);
-        store(out, 2, os, t0 - t2, w, tw);
-        store(out, 3, os, t1 - t3, w, tw);
+    template <int R, bool Tw>
+    void butterfly(int64_t p, const Cx<T> *roots, const Cx<T> *in, int64_t is, Cx<T> *out,
+                   int64_t os, const Cx<T> *w) const {
+        if constexpr (R == 2) {
+            const Cx<T> a0 = in[0], a1 = in[is];
+            store<Tw>(out, 0, os, a0 + a1, w);
+            store<Tw>(out, 1, os, a0 - a1, w);
+        } else if constexpr (R == 3) {
+            const T half_sqrt3 = T(0.866025403784438646763723170752936183);
+            const Cx<T> a0 = in[0], a1 = in[is], a2 = in[2 * is];
+            const Cx<T> s = a1 + a2;
+            const Cx<T> u = {a0.re - T(0.5) * s.re, a0.im - T(0.5) * s.im};
+            const Cx<T> v = turn(scaled(a1 - a2, half_sqrt3), sign_);
+            store<Tw>(out, 0, os, a0 + s, w);
+            store<Tw>(out, 1, os, u + v, w);
+            store<Tw>(out, 2, os, u - v, w);
+        } else if constexpr (R == 4) {
+            const Cx<T> a0 = in[0], a1 = in[is], a2 = in[2 * is], a3 = in[3 * is];
+            const Cx<T> t0 = a0 + a2, t1 = a0 - a2, t2 = a1 + a3, t3 = turn(a1 - a3, sign_);
+            store<Tw>(out, 0, os, t0 + t2, w);
+            store<Tw>(out, 1, os, t1 + t3, w);
+            store<Tw>(out, 2, os, t0 - t2, w);
+            store<Tw>(out, 3, os, t1 - t3, w);
+        } else {
+            generic<Tw>(p, roots, in, is, out, os, w);
+        }
     }
 
     // any odd prime p <= kMaxRadix: c_k and c_{p-k} share the sums over the pairs
     // a_q +- a_{p-q}, weighted by cos and sin of 2 pi q k / p (`roots`: w_p^r)
+    template <bool Tw>
     static void generic(int64_t p, const Cx<T> *roots, const Cx<T> *in, int64_t is, Cx<T> *out,
-                        int64_t os, const Cx<T> *w, bool tw) {
+                        int64_t os, const Cx<T> *w) {
         Cx<T> sum[kMaxRadix / 2 + 1], diff[kMaxRadix / 2 + 1];
         const Cx<T> a0 = in[0];
         Cx<T> total = a0;
@@ -236,7 +247,7 @@ class Plan {
             diff[q] = x - y;
             total = total + sum[q];
         }
-        store(out, 0, os, total, w, tw);
+        store<Tw>(out, 0, os, total, w);
         for (int64_t k = 1; k <= h; ++k) {
             Cx<T> even = a0, odd = {T(0), T(0)};
             int64_t r = 0;
@@ -248,8 +259,8 @@ class Plan {
                 odd = odd + scaled(diff[q], roots[r].im);
             }
             const Cx<T> i_odd = turn(odd, 1);  // roots' imaginary parts carry the sign
-            store(out, k, os, even + i_odd, w, tw);
-            store(out, p - k, os, even - i_odd, w, tw);
+            store<Tw>(out, k, os, even + i_odd, w);
+            store<Tw>(out, p - k, os, even - i_odd, w);
         }
     }
 };
