@@ -150,8 +150,8 @@ def test_runs_without_torch(tmp_path):
 REFUSED = {
     "normalization": (lambda x: aten._fft_c2c(x.to(torch.complex64), [0], 3, True),
                       r"_fft_c2c.*normalization 3"),
-    "complex_stft": (lambda x: torch.stft(x.to(torch.complex64), 4, return_complex=True),
-                     r"stft.*complex signal"),
+    "complex_window": (lambda x: torch.stft(x, 4, window=torch.ones(4, dtype=torch.complex64),
+                                            return_complex=True), r"stft.*complex window"),
 }
 
 
@@ -165,7 +165,7 @@ def test_what_aotc_does_not_compute_is_unsupported(tmp_path, name):
 
 def stfts(x, y):
     """x [batch, length], y [length]: centered (reflect, constant) and not, one- and two-sided,
-    normalized, a window shorter than n_fft, the default hop, no window."""
+    normalized, a window shorter than n_fft, the default hop, no window, a complex signal."""
     hann = torch.hann_window(16, dtype=x.dtype)
     return (torch.stft(x, 16, hop_length=4, window=hann, return_complex=True),
             torch.stft(x, 16, hop_length=5, window=hann, pad_mode="constant", onesided=False,
@@ -174,7 +174,9 @@ def stfts(x, y):
                        window=torch.hann_window(9, periodic=False, dtype=x.dtype),
                        return_complex=True),
             torch.stft(y, 20, window=torch.hann_window(20, dtype=x.dtype), return_complex=True),
-            torch.stft(x[:, ::2], 7, hop_length=2, center=False, return_complex=True))
+            torch.stft(x[:, ::2], 7, hop_length=2, center=False, return_complex=True),
+            torch.stft(torch.polar(x, y[:101]), 10, hop_length=3, window=hann[:10],
+                       normalized=True, return_complex=True))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -183,5 +185,18 @@ def test_stft(compile_model, dtype):
     x, y = torch.randn(3, 101, dtype=dtype), torch.randn(257, dtype=dtype)
     ep, model = compile_model(Fn(stfts), (x, y))
     got, want = model(x, y), ep.module()(x, y)
-    assert len(got) == 5
+    assert len(got) == 6
     check(stfts, got, want, (x, y))
+
+
+def test_stft_of_a_dynamic_length(compile_model):
+    torch.manual_seed(6)
+    fn = Fn(lambda x: torch.stft(x, 16, hop_length=4, window=torch.hann_window(16),
+                                 return_complex=True))
+    dims = ({0: torch.export.Dim("b"), 1: torch.export.Dim("n", min=20, max=5000)},)
+    ep, model = compile_model(fn, (torch.randn(2, 100),), dynamic_shapes=(dims,))
+    for b, n in [(2, 100), (1, 37), (3, 999)]:
+        x = torch.randn(b, n)
+        got = model(x)
+        assert got.shape == (b, 9, 1 + n // 4)
+        check(fn, got, ep.module()(x), (x,))

@@ -157,35 +157,39 @@ def lower_prims_fft_c2r(ctx, x, *, dim, last_dim_size):
 def lower_stft(ctx, x, n_fft, hop_length=None, win_length=None, window=None, normalized=False,
                onesided=None, return_complex=None, align_to_window=None):
     """Frames of x [batch?, length] every hop values, times the window (centered in n_fft),
-    each transformed from real: [batch?, freq, frames] (torch.stft pads for `center` first)."""
-    example, example_window = ctx.example_args[0], _arg(ctx, 4, "window")
-    if example.dtype.is_complex or (example_window is not None and
-                                    example_window.dtype.is_complex):
-        raise UnsupportedOperatorError(ctx.target, ctx.source, "of a complex signal or window")
+    each transformed (from real, or complex for a complex signal): [batch?, freq, frames]
+    (torch.stft pads for `center` before the op)."""
+    signal, example_window = ctx.example_args[0], _arg(ctx, 4, "window")
+    if example_window is not None and example_window.dtype.is_complex:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "with a complex window")
     if align_to_window or return_complex is False:
         raise UnsupportedOperatorError(ctx.target, ctx.source,
                                        "with align_to_window or return_complex=False")
     _check_dtype(ctx, x)
+    pairs = 1 if signal.dtype.is_complex else 0
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
-    batch, length = x.sizes[:-1], x.sizes[-1]
-    frames = (length - n_fft) // hop + 1
-    iv = index_vars(len(batch) + 2)
-    f, t = iv[-2], iv[-1]
-    body = x.load(tuple(iv[:-2]) + (f * hop + t,))
+    k = x.ndim - 1 - pairs  # batch dims
+    batch, frames, freq = x.sizes[:k], ctx.out_sizes[k + 1], ctx.out_sizes[k]
+    iv = index_vars(k + 2 + pairs)
+    f, t = iv[k], iv[k + 1]
+    body = x.load(tuple(iv[:k]) + (f * hop + t,) + tuple(iv[k + 2:]))
     if window is not None:
         left = (n_fft - win) // 2
         padded = constant_pad(ctx, window, [left, n_fft - win - left], 0)
         body = Binary(BinaryOp.MUL, body, cast(padded.load((t,)), x.dtype), x.dtype)
-    framed = ctx.pointwise(body, batch + (frames, n_fft), hint=f"{ctx.node_name}_frames")
-    spectrum = _transform(ctx, framed, FftKind.R2C, framed.sizes, len(batch) + 1, n_fft,
-                          n_fft // 2 + 1 if onesided is not False else n_fft, False,
-                          FftNorm.BY_SQRT_N if normalized else FftNorm.NONE, sympy.Integer(n_fft))
-    k = len(batch)
-    out = spectrum.sizes
-    sizes = batch + (out[k + 1], out[k], sympy.Integer(2))
+    framed = ctx.pointwise(body, batch + (frames, sympy.Integer(n_fft)) + x.sizes[k + 1:],
+                           hint=f"{ctx.node_name}_frames")
+    norm = FftNorm.BY_SQRT_N if normalized else FftNorm.NONE
+    sizes = batch + (frames, sympy.Integer(n_fft))
+    if pairs:
+        spectrum = fft_c2c(ctx, framed, [k + 1], norm, True)
+    else:
+        spectrum = _transform(ctx, framed, FftKind.R2C, sizes, k + 1, n_fft, freq, False, norm,
+                              sympy.Integer(n_fft))
     jv = index_vars(k + 3)
-    return remap(spectrum, sizes, tuple(jv[:k]) + (jv[k + 1], jv[k], jv[k + 2]))
+    return remap(spectrum, batch + (freq, frames, sympy.Integer(2)),
+                 tuple(jv[:k]) + (jv[k + 1], jv[k], jv[k + 2]))
 
 
 def _arg(ctx: LoweringContext, position: int, name: str):
