@@ -156,6 +156,13 @@ COMPLEX_ONLY = ("real", "imag", "conj", "conj_physical", "resolve_conj", "angle"
                 "view_as_real", "true_divide", "rsub", "addcmul", "lerp", "positive",
                 "linalg.vector_norm", "sinh", "cosh", "tanh", "log10", "log2", "sigmoid",
                 "cumsum", "diagonal", "tril", "triu", "trace")
+# the Fourier transforms (lowering/fft.py on kernels/fft.cpp), real and complex inputs
+FFT_SWEPT = ("fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.hfft", "fft.ihfft", "fft.fft2",
+             "fft.ifft2", "fft.fftn", "fft.ifftn", "fft.rfft2", "fft.irfft2", "fft.rfftn",
+             "fft.irfftn", "fft.hfft2", "fft.ihfft2", "fft.hfftn", "fft.ihfftn", "fft.fftshift",
+             "fft.ifftshift", "stft")
+for _name in FFT_SWEPT:
+    MILESTONE[_name] = (F32, torch.complex64)
 for _name in COMPLEX_SWEPT:
     MILESTONE[_name] = MILESTONE[_name] + (torch.complex64,)
 for _name in COMPLEX_ONLY:

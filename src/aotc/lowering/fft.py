@@ -8,7 +8,7 @@ import torch
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
-from ..ir.expr import Binary, BinaryOp, cast
+from ..ir.expr import Binary, BinaryOp, IndexValue, Node, Where, cast, constant
 from ..ir.fft import Fft, FftKind, FftNorm
 from ..ir.symbols import index_vars, numel
 from .context import LoweringContext, TensorValue
@@ -157,32 +157,27 @@ def lower_prims_fft_c2r(ctx, x, *, dim, last_dim_size):
 def lower_stft(ctx, x, n_fft, hop_length=None, win_length=None, window=None, normalized=False,
                onesided=None, return_complex=None, align_to_window=None):
     """Frames of x [batch?, length] every hop values, times the window (centered in n_fft),
-    each transformed (from real, or complex for a complex signal): [batch?, freq, frames]
-    (torch.stft pads for `center` before the op)."""
+    each transformed (from real, or complex for a complex signal or window):
+    [batch?, freq, frames], or its pairs with return_complex=False (torch.stft pads for
+    `center` before the op)."""
     signal, example_window = ctx.example_args[0], _arg(ctx, 4, "window")
-    if example_window is not None and example_window.dtype.is_complex:
-        raise UnsupportedOperatorError(ctx.target, ctx.source, "with a complex window")
-    if align_to_window or return_complex is False:
-        raise UnsupportedOperatorError(ctx.target, ctx.source,
-                                       "with align_to_window or return_complex=False")
+    if align_to_window:
+        raise UnsupportedOperatorError(ctx.target, ctx.source, "with align_to_window")
     _check_dtype(ctx, x)
-    pairs = 1 if signal.dtype.is_complex else 0
+    complex_signal = signal.dtype.is_complex
+    complex_window = example_window is not None and example_window.dtype.is_complex
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
-    k = x.ndim - 1 - pairs  # batch dims
-    batch, frames, freq = x.sizes[:k], ctx.out_sizes[k + 1], ctx.out_sizes[k]
-    iv = index_vars(k + 2 + pairs)
-    f, t = iv[k], iv[k + 1]
-    body = x.load(tuple(iv[:k]) + (f * hop + t,) + tuple(iv[k + 2:]))
-    if window is not None:
-        left = (n_fft - win) // 2
-        padded = constant_pad(ctx, window, [left, n_fft - win - left], 0)
-        body = Binary(BinaryOp.MUL, body, cast(padded.load((t,)), x.dtype), x.dtype)
-    framed = ctx.pointwise(body, batch + (frames, sympy.Integer(n_fft)) + x.sizes[k + 1:],
+    k = x.ndim - 1 - int(complex_signal)  # batch dims
+    batch = x.sizes[:k]
+    frames, freq = ctx.out_sizes[k + 1], ctx.out_sizes[k]
+    body = _windowed(ctx, x, k, hop, complex_signal, complex_window, window, n_fft, win)
+    pair = (sympy.Integer(2),) if complex_signal or complex_window else ()
+    framed = ctx.pointwise(body, batch + (frames, sympy.Integer(n_fft)) + pair,
                            hint=f"{ctx.node_name}_frames")
     norm = FftNorm.BY_SQRT_N if normalized else FftNorm.NONE
     sizes = batch + (frames, sympy.Integer(n_fft))
-    if pairs:
+    if pair:
         spectrum = fft_c2c(ctx, framed, [k + 1], norm, True)
     else:
         spectrum = _transform(ctx, framed, FftKind.R2C, sizes, k + 1, n_fft, freq, False, norm,
@@ -190,6 +185,39 @@ def lower_stft(ctx, x, n_fft, hop_length=None, win_length=None, window=None, nor
     jv = index_vars(k + 3)
     return remap(spectrum, batch + (freq, frames, sympy.Integer(2)),
                  tuple(jv[:k]) + (jv[k + 1], jv[k], jv[k + 2]))
+
+
+def _windowed(ctx: LoweringContext, x: TensorValue, k: int, hop: int, complex_signal: bool,
+              complex_window: bool, window: TensorValue | None, n_fft: int, win: int):
+    """The body of the frames [*batch, frame f, t (, part)]: x[..., f*hop + t] times the
+    window zero-padded to n_fft, a complex product where either is complex."""
+    iv = index_vars(k + 2 + int(complex_signal or complex_window))
+    f, t = iv[k], iv[k + 1]
+
+    def sample(part: int | None) -> Node:
+        return x.load(tuple(iv[:k]) + (f * hop + t,) + (() if part is None else (part,)))
+
+    if window is None:
+        return sample(iv[-1] if complex_signal else None)
+    left = (n_fft - win) // 2
+    pads = [0, 0, left, n_fft - win - left] if complex_window else [left, n_fft - win - left]
+    padded = constant_pad(ctx, window, pads, 0)
+
+    def weight(part: int | None) -> Node:
+        return cast(padded.load((t,) if part is None else (t, part)), x.dtype)
+
+    def mul(a: Node, b: Node) -> Node:
+        return Binary(BinaryOp.MUL, a, b, x.dtype)
+
+    if not complex_window:
+        return mul(sample(iv[-1] if complex_signal else None), weight(None))
+    if not complex_signal:
+        return mul(sample(None), weight(iv[-1]))
+    re = Binary(BinaryOp.SUB, mul(sample(0), weight(0)), mul(sample(1), weight(1)), x.dtype)
+    im = Binary(BinaryOp.ADD, mul(sample(0), weight(1)), mul(sample(1), weight(0)), x.dtype)
+    first = Binary(BinaryOp.EQ, IndexValue(iv[-1], DType.int64), constant(0, DType.int64),
+                   DType.bool)
+    return Where(first, re, im, x.dtype)
 
 
 def _arg(ctx: LoweringContext, position: int, name: str):

@@ -269,7 +269,11 @@ REORDERS = {"mm", "addmm", "addbmm", "bmm", "nn.functional.linear", "matmul", "s
             "log_softmax.with_dtype", "nn.functional.conv1d", "nn.functional.conv2d",
             "nn.functional.conv3d", "nn.functional.conv_transpose1d",
             "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d", "cdist",
-            "nn.functional.scaled_dot_product_attention"}
+            "nn.functional.scaled_dot_product_attention",
+            # Fourier transforms: sums of n terms in the order of each one's factorization
+            "fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.hfft", "fft.ihfft", "fft.fft2",
+            "fft.ifft2", "fft.fftn", "fft.ifftn", "fft.rfft2", "fft.irfft2", "fft.rfftn",
+            "fft.irfftn", "fft.hfft2", "fft.ihfft2", "fft.hfftn", "fft.ihfftn", "stft"}
 
 
 _WIDER = {F32: torch.float64, torch.float16: torch.float64, torch.bfloat16: torch.float64,
