@@ -166,7 +166,7 @@ def test_what_aotc_does_not_compute_is_unsupported(tmp_path, name):
 def stfts(x, y):
     """x [batch, length], y [length]: centered (reflect, constant) and not, one- and two-sided,
     normalized, a window shorter than n_fft, the default hop, no window, complex signals and
-    windows, return_complex=False."""
+    windows, return_complex=False; istft of stft's results, one- and two-sided."""
     hann = torch.hann_window(16, dtype=x.dtype)
     return (torch.stft(x, 16, hop_length=4, window=hann, return_complex=True),
             torch.stft(x, 16, hop_length=5, window=hann, pad_mode="constant", onesided=False,
@@ -180,7 +180,11 @@ def stfts(x, y):
                        normalized=True, return_complex=True),
             torch.stft(x, 8, window=torch.polar(hann[:8], hann[8:]), return_complex=True),
             torch.stft(torch.polar(x, y[:101]), 8, window=torch.polar(hann[:8], hann[8:]),
-                       return_complex=False))
+                       return_complex=False),
+            torch.istft(torch.stft(x, 16, hop_length=4, window=hann, return_complex=True), 16,
+                        hop_length=4, window=hann, length=101),
+            torch.istft(torch.stft(y, 12, hop_length=3, onesided=False, return_complex=True),
+                        12, hop_length=3, onesided=False))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -189,7 +193,7 @@ def test_stft(compile_model, dtype):
     x, y = torch.randn(3, 101, dtype=dtype), torch.randn(257, dtype=dtype)
     ep, model = compile_model(Fn(stfts), (x, y))
     got, want = model(x, y), ep.module()(x, y)
-    assert len(got) == 8
+    assert len(got) == 10
     check(stfts, got, want, (x, y))
 
 
