@@ -166,7 +166,7 @@ def test_what_aotc_does_not_compute_is_unsupported(tmp_path, name):
 def stfts(x, y):
     """x [batch, length], y [length]: centered (reflect, constant) and not, one- and two-sided,
     normalized, a window shorter than n_fft, the default hop, no window, complex signals and
-    windows, return_complex=False; istft of stft's results, one- and two-sided."""
+    windows, return_complex=False; istft of stft's results, one- and two-sided, complex."""
     hann = torch.hann_window(16, dtype=x.dtype)
     return (torch.stft(x, 16, hop_length=4, window=hann, return_complex=True),
             torch.stft(x, 16, hop_length=5, window=hann, pad_mode="constant", onesided=False,
@@ -184,7 +184,10 @@ def stfts(x, y):
             torch.istft(torch.stft(x, 16, hop_length=4, window=hann, return_complex=True), 16,
                         hop_length=4, window=hann, length=101),
             torch.istft(torch.stft(y, 12, hop_length=3, onesided=False, return_complex=True),
-                        12, hop_length=3, onesided=False))
+                        12, hop_length=3, onesided=False),
+            torch.istft(torch.stft(torch.polar(x, y[:101]), 10, hop_length=2,
+                                   return_complex=True), 10, hop_length=2, window=hann[:10],
+                        onesided=False, return_complex=True))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -193,7 +196,7 @@ def test_stft(compile_model, dtype):
     x, y = torch.randn(3, 101, dtype=dtype), torch.randn(257, dtype=dtype)
     ep, model = compile_model(Fn(stfts), (x, y))
     got, want = model(x, y), ep.module()(x, y)
-    assert len(got) == 10
+    assert len(got) == 11
     check(stfts, got, want, (x, y))
 
 

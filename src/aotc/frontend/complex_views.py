@@ -157,6 +157,15 @@ def diagonal(out, x, offset=0, dim1=0, dim2=1):
     return Pair(d.movedim(-1, -2))
 
 
+@rule("unfold_backward")
+def unfold_backward(out, grad, input_sizes, dim, size, step):
+    """The windows' sum back into place (istft's overlap-add): the window dim torch puts last
+    comes before the pairs' dim."""
+    sizes = [*input_sizes, 2]
+    return Pair(torch.ops.aten.unfold_backward(grad.t.movedim(-1, -2), sizes,
+                                               pair_dim(dim, len(input_sizes)), size, step))
+
+
 @rule("tril")
 def tril(out, x, diagonal=0):
     return make(torch.tril(x.re, diagonal), torch.tril(x.im, diagonal))
