@@ -1,7 +1,7 @@
 // Batched 1-D discrete Fourier transforms over interleaved (real, imag) pairs (see
 // aotc_kernels.h): complex to complex either way, real to complex (forward) and complex to
 // real (inverse, from the Hermitian half). Any length: one Stockham (autosort) Cooley-Tukey
-// pass per factor, radix 4, 2 and 3 written out and every other prime up to kMaxRadix by a
+// pass per factor, radix 4, 2, 3 and 5 written out and every other prime up to kMaxRadix by a
 // butterfly that pairs the roots k and p - k; a length with a larger prime factor goes
 // through Bluestein's chirp-z, a convolution done by power-of-two transforms. Twiddles are
 // computed in double from exact integer angles, the arithmetic is in the element type. Each
@@ -170,6 +170,7 @@ class Plan {
         if (pass.p == 4) return sweep<4>(pass, src, dst);
         if (pass.p == 2) return sweep<2>(pass, src, dst);
         if (pass.p == 3) return sweep<3>(pass, src, dst);
+        if (pass.p == 5) return sweep<5>(pass, src, dst);
         sweep<0>(pass, src, dst);
     }
 
@@ -227,6 +228,23 @@ class Plan {
             store<Tw>(out, 1, os, t1 + t3, w);
             store<Tw>(out, 2, os, t0 - t2, w);
             store<Tw>(out, 3, os, t1 - t3, w);
+        } else if constexpr (R == 5) {
+            // cos and sin of 2 pi / 5 and 4 pi / 5; w^3 and w^4 are the conjugates of w^2, w
+            const T c1 = T(0.309016994374947424102293417182819059);
+            const T c2 = T(-0.809016994374947424102293417182819059);
+            const T s1 = T(0.951056516295153572116439333379382143);
+            const T s2 = T(0.587785252292473129168705954639072769);
+            const Cx<T> a0 = in[0], a1 = in[is], a2 = in[2 * is], a3 = in[3 * is], a4 = in[4 * is];
+            const Cx<T> p1 = a1 + a4, p2 = a2 + a3, d1 = a1 - a4, d2 = a2 - a3;
+            const Cx<T> e1 = a0 + scaled(p1, c1) + scaled(p2, c2);
+            const Cx<T> e2 = a0 + scaled(p1, c2) + scaled(p2, c1);
+            const Cx<T> o1 = turn(scaled(d1, s1) + scaled(d2, s2), sign_);
+            const Cx<T> o2 = turn(scaled(d1, s2) - scaled(d2, s1), sign_);
+            store<Tw>(out, 0, os, a0 + p1 + p2, w);
+            store<Tw>(out, 1, os, e1 + o1, w);
+            store<Tw>(out, 2, os, e2 + o2, w);
+            store<Tw>(out, 3, os, e2 - o2, w);
+            store<Tw>(out, 4, os, e1 - o1, w);
         } else {
             generic<Tw>(p, roots, in, is, out, os, w);
         }
