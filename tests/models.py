@@ -7,7 +7,19 @@ import torch
 import torch.nn.functional as F
 from model import Model as ReadmeModel  # examples/model.py: the README's example itself
 
-__all__ = ["ReadmeModel", "GeluMLP", "EncoderBlock", "ScaledLinear", "TiedLM", "ConvBN", "layer_norm"]
+__all__ = ["ReadmeModel", "GeluMLP", "EncoderBlock", "ScaledLinear", "TiedLM", "ConvBN", "layer_norm",
+           "Fn"]
+
+
+class Fn(torch.nn.Module):
+    """A function as a module, to export a few ops without writing a class."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
 
 
 class SDPA(torch.nn.Module):

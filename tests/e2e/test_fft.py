@@ -12,21 +12,13 @@ from numpy_only import run_without_torch
 
 import aotc
 from aotc.errors import UnsupportedOperatorError
+from models import Fn
 
 F = torch.fft
 aten = torch.ops.aten
 LENGTHS = [1, 2, 7, 12, 17, 60, 97, 128, 257, 1000]
 NORMS = ["backward", "ortho", "forward"]
 REAL = {torch.complex64: torch.float32, torch.complex128: torch.float64}
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 def widened(t):

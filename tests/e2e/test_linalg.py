@@ -11,18 +11,10 @@ import torch
 from numpy_only import run_without_torch
 
 import aotc
+from models import Fn
 
 L = torch.linalg
 Dim = torch.export.Dim
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 def spd(a: torch.Tensor) -> torch.Tensor:

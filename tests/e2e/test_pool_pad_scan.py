@@ -6,16 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from models import Fn
+
 Dim = torch.export.Dim
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 CASES = {
