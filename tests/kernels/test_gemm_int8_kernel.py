@@ -1,7 +1,7 @@
 """kernels/gemm_int8.cpp through its C ABI, built for every -march level this CPU runs, each
-with each of its paths forced in turn (vpdpbusd on 512 bits where the CPU has avx512_vnni,
-on 256 bits where it has avx_vnni, and the widened vpmaddwd path or the portable loop
-otherwise): int32 products exactly equal to numpy's int64 product of the operands, for
+with each of its paths forced in turn (AMX tiles where the CPU has amx_int8, vpdpbusd on
+512 bits where it has avx512_vnni, on 256 bits where it has avx_vnni, and the widened
+vpmaddwd path or the portable loop otherwise): int32 products exactly equal to numpy's int64 product of the operands, for
 uint8 and int8 A with zero points, odd shapes, strided and transposed operands, the extreme
 values (where vpmaddubsw would saturate), and every thread count alike; and convolutions
 read as products of their patches (aotc_qconv_s32), equal to numpy's sum over the taps with
@@ -23,7 +23,8 @@ FLAGS = ["-O3", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-Wall", "-Wextra"
 NEEDS = {"x86-64-v4": {"avx512f", "avx512bw", "avx512vl", "avx512dq"},
          "x86-64-v3": {"avx2", "fma", "bmi2"}, "x86-64": set()}
 # path -> (the CPU feature it runs on, the defines that leave it the first one taken)
-PATHS = {"vnni512": ("avx512_vnni", []), "avxvnni": ("avx_vnni", ["-DAOTC_QGEMM_NO_AVX512_VNNI"]),
+PATHS = {"amx": ("amx_int8", []), "vnni512": ("avx512_vnni", ["-DAOTC_QGEMM_NO_AMX"]),
+         "avxvnni": ("avx_vnni", ["-DAOTC_QGEMM_NO_AVX512_VNNI"]),
          "novnni": (None, ["-DAOTC_QGEMM_NO_VNNI"])}
 BUILDS = [(march, path) for march in NEEDS for path in PATHS]
 
@@ -78,8 +79,11 @@ def _expected(a, zero, b):
     return ((a.astype(np.int64) - zero) @ b.astype(np.int64)).astype(np.int32)
 
 
+# AMX takes products of 16 rows and more: whole and partial tiles of rows (16, 17, 33),
+# one or two panels, K past and short of a tile's 64
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (3, 17, 5), (4, 16, 4), (13, 45, 37),
-                                   (64, 33, 128), (65, 70, 1031), (130, 16, 3), (5, 100, 0)])
+                                   (64, 33, 128), (65, 70, 1031), (130, 16, 3), (5, 100, 0),
+                                   (16, 16, 64), (17, 48, 65), (33, 80, 200), (100, 1, 7)])
 @pytest.mark.parametrize("signed", [False, True])
 def test_products_are_exact(lib, m, n, k, signed):
     rng = np.random.default_rng(m * 1000 + n + k)
@@ -119,7 +123,7 @@ def test_layout_is_the_documented_one(lib):
     k, n = 9, 20
     b = rng.integers(-128, 128, (k, n)).astype(np.int8)
     packed = _pack(lib, b)
-    groups, panels = -(-k // 4), -(-n // 16)
+    groups, panels = 16, -(-n // 16)  # ceil(9 / 4) groups padded to a whole tile's 16
     padded = np.zeros((groups * 4, panels * 16), np.int8)
     padded[:k, :n] = b
     data = padded.reshape(groups, 4, panels, 16).transpose(2, 0, 3, 1).reshape(-1)

@@ -136,7 +136,7 @@ def test_default_package_path_is_a_temp_file(package):
     ("nr", 48, r"constants\[0\].nbytes"),  # no build's panel width (AVX-512 32, others 16)
     ("layout", "other", r"constants\[0\].packing.layout"),
     # the int8 kernel's layout holds int8 constants only
-    ("layout", "int8_dot_groups", r"constants\[0\].packing.*expected a constant of dtype int8"),
+    ("layout", "int8_dot_groups16", r"constants\[0\].packing.*expected a constant of dtype int8"),
 ])
 def test_packed_layouts_are_checked(package, tmp_path, field, value, message):
     """A packed weight's record must describe bytes inside the value it was packed from."""

@@ -39,12 +39,13 @@ class IntMatmul(Template):
         return 2 * self.m * self.n * self.k  # integer operations
 
     def workspace(self) -> sympy.Expr:
-        """A bound on aotc_qgemm_packed_bytes(k, n): k rounded up to groups of 4 and n to
-        panels of 16 bytes of int8, then 16-padded int32 column sums; none for a packed B."""
+        """A bound on aotc_qgemm_packed_bytes(k, n): k rounded up to whole tiles of 64 rows
+        and n to panels of 16 bytes of int8, then 16-padded int32 column sums; none for a
+        packed B."""
         if self.b_packed:
             return sympy.Integer(0)
         n = sympy.sympify(self.n) + 15
-        return sympy.expand((sympy.sympify(self.k) + 3) * n + 4 * n)
+        return sympy.expand((sympy.sympify(self.k) + 63) * n + 4 * n)
 
     def describe(self) -> str:
         kind = "s8" if self.a_signed else "u8"

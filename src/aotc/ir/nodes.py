@@ -519,7 +519,7 @@ class PackedInt8B:
     of kernels/gemm_int8.cpp (aotc_qgemm_pack_b): element (k, n) is the constant's flat
     element offset + k*sb_k + n*sb_n; the layout is the same on every build."""
 
-    LAYOUT: ClassVar[str] = "int8_dot_groups"
+    LAYOUT: ClassVar[str] = "int8_dot_groups16"
 
     k: int
     n: int
@@ -527,11 +527,15 @@ class PackedInt8B:
     sb_k: int
     sb_n: int
 
+    def groups(self) -> int:
+        """Groups of 4 rows of k as stored: padded to a multiple of 16 (an AMX tile's depth)."""
+        return -(-self.k // 64) * 16
+
     def nbytes(self) -> int:
-        """aotc_qgemm_packed_bytes: k in groups of 4 rows, n in panels of 16 columns (both
-        zero padded), then the panels' int32 column sums."""
+        """aotc_qgemm_packed_bytes: k in groups of 4 rows (16 groups a tile), n in panels of
+        16 columns (all zero padded), then the panels' int32 column sums."""
         panels = -(-self.n // 16)
-        return panels * -(-self.k // 4) * 64 + panels * 64
+        return panels * self.groups() * 64 + panels * 64
 
 
 @dataclass

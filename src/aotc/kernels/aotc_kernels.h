@@ -263,12 +263,14 @@ AOTC_SORT_DECLARE(b8, bool)
 
 /* int8 GEMM with int32 accumulation (gemm_int8.cpp): the integer core of quantized linear
    layers and of aten._int_mm. A constant B [K, N] int8 (element (k, n) at B + k*sb_k + n*sb_n)
-   is packed once into aotc_qgemm_packed_bytes(K, N) bytes: K in groups of 4 rows, N in panels
-   of 16 columns (both zero padded), packed[q][g][j][t] = B(4g + t, 16q + j), then the int32
-   column sums of B. Then
+   is packed once into aotc_qgemm_packed_bytes(K, N) bytes: K in groups of 4 rows (the
+   groups padded to a multiple of 16, an AMX tile's depth), N in panels of 16 columns (all
+   zero padded), packed[q][g][j][t] = B(4g + t, 16q + j), then the int32 column sums of B.
+   Then
      C[m, n] = sum_k (A[m, k] - a_zero) * B[k, n]      (int32, exact)
    for A [M, K] of uint8 (a_signed = 0) or int8 (a_signed = 1) with row stride lda, C rows
-   of stride ldc. Multi-threaded with OpenMP. */
+   of stride ldc. Multi-threaded with OpenMP; AMX-INT8 tiles where the CPU has them (for
+   M >= 16), else vpdpbusd or widened products. */
 int64_t aotc_qgemm_packed_bytes(int64_t K, int64_t N);
 void aotc_qgemm_pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int64_t sb_n,
                        void *packed);

@@ -2,11 +2,13 @@
 // quantized linear layers and convolutions and of aten._int_mm (the contract is in
 // aotc_kernels.h).
 //
-// B (int8, K x N) is packed once into the dot-product layout: K in groups of four rows
-// (zero padded), N in panels of 16 columns (zero padded), each panel group-major with a
-// column's four bytes adjacent:
+// B (int8, K x N) is packed once into the dot-product layout: K in groups of four rows,
+// the groups zero padded to a multiple of 16 (K to a multiple of 64: one AMX tile's depth),
+// N in panels of 16 columns (zero padded), each panel group-major with a column's four
+// bytes adjacent:
 //     packed[q][g][j][t] = B(4g + t, 16q + j)
-// followed by the int32 column sums of B (16-padded). A (uint8, or int8 taken as
+// followed by the int32 column sums of B (16-padded). Sixteen groups of a panel are then
+// one 16 x 64-byte AMX tile of B as they lie. A (uint8, or int8 taken as
 // uint8 + 128) is packed per block of MB rows to the same four-byte groups, group-major:
 //     apack[g][r][t] = A(m0 + r, 4g + t)
 // so that the rows of a micro-tile lie side by side. An unsigned-times-signed dot product
@@ -16,7 +18,8 @@
 // gathered straight from the input into the packed block (no patch matrix in memory).
 //
 // Paths, chosen at run time where the CPU has the feature (no x86 level includes it):
-// AVX-512 VNNI (vpdpbusd on 512 bits, avx512_vnni: micro-tiles of 4 rows x 64 columns),
+// AMX-INT8 (tdpbusd on 16 x 64-byte tiles: blocks of 32 rows x 32 columns in four int32
+// tiles, A packed row-major for it), for products of at least 16 rows; AVX-512 VNNI (vpdpbusd on 512 bits, avx512_vnni: micro-tiles of 4 rows x 64 columns),
 // AVX-VNNI (the same on 256 bits, avx_vnni); else AVX-512BW and AVX2 (bytes widened to
 // int16, vpmaddwd: exact, where vpmaddubsw would saturate); and a portable loop.
 
@@ -29,11 +32,20 @@
 #include <vector>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
+#endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+// GCC 12 reports the undefined passthrough operand of AVX-512 intrinsics (unpack, shuffle,
+// convert) as maybe-uninitialized once they are inlined
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace {
 
@@ -42,11 +54,15 @@ constexpr int64_t PG = 4;    // panels per micro-tile
 constexpr int64_t MB = 64;   // rows per packed block of A
 constexpr int64_t MR = 4;    // rows per micro-tile
 constexpr int64_t GS = MB * 4;  // bytes from one group of a packed block to the next
+constexpr int64_t KG = 16;      // a panel's groups are padded to a multiple of KG
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Groups of four rows of K as stored: ceil(K / 4) rounded up to whole AMX tiles.
+inline int64_t stored_groups(int64_t K) { return ceil_div(ceil_div(K, 4), KG) * KG; }
+
 struct Packed {
-    int64_t K, N, groups, panels;
+    int64_t K, N, groups, kgroups, panels;  // groups: of K's rows; kgroups: as stored
     const int8_t *data;
     const int32_t *colsum;
 };
@@ -56,23 +72,37 @@ Packed view(int64_t K, int64_t N, const void *packed) {
     p.K = K;
     p.N = N;
     p.groups = ceil_div(K, 4);
+    p.kgroups = stored_groups(K);
     p.panels = ceil_div(N, NP);
     p.data = static_cast<const int8_t *>(packed);
-    p.colsum = reinterpret_cast<const int32_t *>(p.data + p.panels * p.groups * NP * 4);
+    p.colsum = reinterpret_cast<const int32_t *>(p.data + p.panels * p.kgroups * NP * 4);
     return p;
 }
+
+// Where a packed block of A puts its bytes: row r's group g (four bytes) at
+// r * row + g * group. The VNNI and AVX2 tiles read it group-major (row 4, group GS), the
+// AMX tiles row-major (row: the padded K in bytes, group 4).
+struct Layout {
+    int64_t row, group;
+};
 
 // The accumulators of one micro-tile: MR rows of up to PG panels.
 using Tile = int32_t[MR][PG * NP];
 
-// Rows [m0, m0 + rows) of a row-major A as a packed block (each byte xor `flip`: 0x80
-// takes a signed A to uint8 + 128; the K padding zero).
+// Rows [m0, m0 + rows) of a row-major A as a packed block of `groups` groups (each byte
+// xor `flip`: 0x80 takes a signed A to uint8 + 128; the K padding zero).
 void pack_a(const uint8_t *A, int64_t lda, uint8_t flip, int64_t m0, int64_t rows, int64_t K,
-            int64_t groups, uint8_t *dst) {
+            int64_t groups, Layout to, uint8_t *dst) {
     for (int64_t r = 0; r < rows; ++r) {
         const uint8_t *src = A + (m0 + r) * lda;
+        if (to.group == 4) {  // row-major: the row's bytes in place, then the padding
+            uint8_t *out = dst + r * to.row;
+            for (int64_t k = 0; k < K; ++k) out[k] = static_cast<uint8_t>(src[k] ^ flip);
+            std::memset(out + K, 0, size_t(4 * groups - K));
+            continue;
+        }
         for (int64_t g = 0; g < groups; ++g) {
-            uint8_t *out = dst + g * GS + 4 * r;
+            uint8_t *out = dst + g * to.group + r * to.row;
             for (int64_t t = 0; t < 4; ++t) {
                 const int64_t k = 4 * g + t;
                 out[t] = k < K ? static_cast<uint8_t>(src[k] ^ flip) : 0;
@@ -110,17 +140,80 @@ struct Span {
     int64_t lo, hi, first;
 };
 
-// Four columns of the patches, one byte per row of the block, as four-byte groups.
+// Four columns of the patches, one byte per row of the block, as the block's four-byte
+// groups (group-major: row r's group at 4 r). The rows up to the next 16 are written too
+// (the block has room for MB rows; their sums are never used).
 void interleave(const uint8_t (*col)[MB], int64_t rows, uint8_t *out) {
-    for (int64_t r = 0; r < rows; ++r) {
-        out[4 * r] = col[0][r];
-        out[4 * r + 1] = col[1][r];
-        out[4 * r + 2] = col[2][r];
-        out[4 * r + 3] = col[3][r];
+#if defined(__SSE2__)
+    for (int64_t r = 0; r < rows; r += 16) {
+        const auto load = [&](int t) {
+            return _mm_load_si128(reinterpret_cast<const __m128i *>(col[t] + r));
+        };
+        const __m128i a = load(0), b = load(1), c = load(2), d = load(3);
+        const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+        const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+        __m128i *o = reinterpret_cast<__m128i *>(out + 4 * r);
+        _mm_storeu_si128(o, _mm_unpacklo_epi16(ab_lo, cd_lo));
+        _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
+        _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
+        _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
     }
+#else
+    for (int64_t r = 0; r < rows; ++r) {
+        const uint32_t v = uint32_t(col[0][r]) | uint32_t(col[1][r]) << 8
+                           | uint32_t(col[2][r]) << 16 | uint32_t(col[3][r]) << 24;
+        std::memcpy(out + 4 * r, &v, 4);
+    }
+#endif
 }
 
-void pack_patches(const Patches &p, const uint8_t *x, int64_t m0, int64_t rows, uint8_t *dst) {
+#if defined(__AVX512BW__) && defined(__BMI2__)
+// Bits [lo, hi) of a 64-bit mask (0 <= lo <= hi <= 64).
+inline __mmask64 bits(int64_t lo, int64_t hi) {
+    const uint64_t below_hi = hi >= 64 ? ~uint64_t(0) : (uint64_t(1) << hi) - 1;
+    const uint64_t below_lo = lo >= 64 ? ~uint64_t(0) : (uint64_t(1) << lo) - 1;
+    return below_hi & ~below_lo;
+}
+#endif
+
+// v[j] for j < len: the tap src[j * sw] (xor flip) for j in [lo, hi), the padding outside.
+// Masked loads on AVX-512 for strides 1 and 2 (a lane outside [lo, hi) reads nothing).
+inline void copy_run(uint8_t *v, const uint8_t *src, int64_t lo, int64_t hi, int64_t len,
+                     int64_t sw, const Patches &p) {
+#if defined(__AVX512BW__) && defined(__BMI2__)
+    if (len <= 64 && sw <= 2) {
+        const __mmask64 inside = bits(lo, hi);
+        __m512i vals;
+        if (sw == 1) {
+            vals = _mm512_maskz_loadu_epi8(inside, src);
+        } else {  // the even bytes of src[0, 128): low bytes of 16-bit words
+            const uint64_t even = 0x5555555555555555ull;
+            const __m512i w0 = _mm512_maskz_loadu_epi8(_pdep_u64(inside & 0xffffffffu, even), src);
+            const __m512i w1 = _mm512_maskz_loadu_epi8(_pdep_u64(inside >> 32, even), src + 64);
+            vals = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(w0)),
+                                      _mm512_cvtepi16_epi8(w1), 1);
+        }
+        vals = _mm512_xor_si512(vals, _mm512_set1_epi8(static_cast<char>(p.flip)));
+        vals = _mm512_mask_blend_epi8(inside, _mm512_set1_epi8(static_cast<char>(p.pad)), vals);
+        _mm512_mask_storeu_epi8(v, bits(0, len), vals);
+        return;
+    }
+#endif
+    std::memset(v, p.pad, size_t(lo));
+    if (sw == 1) {
+        std::memcpy(v + lo, src + lo, size_t(hi - lo));
+        if (p.flip)
+            for (int64_t j = lo; j < hi; ++j) v[j] ^= p.flip;
+    } else {
+        for (int64_t j = lo; j < hi; ++j) v[j] = src[j * sw] ^ p.flip;
+    }
+    std::memset(v + hi, p.pad, size_t(len - hi));
+}
+
+// The block's patches group-major (row r's group g at g * GS + 4 r): `groups` groups, those
+// past the taps zero.
+void pack_patches(const Patches &p, const uint8_t *x, int64_t m0, int64_t rows, int64_t groups,
+                  uint8_t *dst) {
     Run runs[MB];
     int64_t n_runs = 0;
     for (int64_t r = 0; r < rows;) {
@@ -155,15 +248,7 @@ void pack_patches(const Patches &p, const uint8_t *x, int64_t m0, int64_t rows, 
                     }
                     const Span &s = spans[size_t(i * p.kw + kx)];
                     const uint8_t *src = x + ((run.b * p.c + ci) * p.h + iy) * p.w + s.first;
-                    std::memset(v, p.pad, size_t(s.lo));
-                    if (p.sw == 1) {
-                        std::memcpy(v + s.lo, src + s.lo, size_t(s.hi - s.lo));
-                        if (p.flip)
-                            for (int64_t j = s.lo; j < s.hi; ++j) v[j] ^= p.flip;
-                    } else {
-                        for (int64_t j = s.lo; j < s.hi; ++j) v[j] = src[j * p.sw] ^ p.flip;
-                    }
-                    std::memset(v + s.hi, p.pad, size_t(run.len - s.hi));
+                    copy_run(v, src, s.lo, s.hi, run.len, p.sw, p);
                 }
                 if (++t == 4) {
                     interleave(col, rows, dst + g * GS);
@@ -174,7 +259,59 @@ void pack_patches(const Patches &p, const uint8_t *x, int64_t m0, int64_t rows, 
     if (t) {  // the last group's padding: B's rows there are zero
         for (; t < 4; ++t) std::memset(col[t], 0, size_t(rows));
         interleave(col, rows, dst + g * GS);
+        ++g;
     }
+    for (; g < groups; ++g) std::memset(dst + g * GS, 0, size_t(4 * rows));
+}
+
+#if defined(__AVX512F__)
+// A 16 x 16 block of int32: dst row i (stride ld) = src column i (rows `sld` apart).
+inline void transpose16(const int32_t *src, int64_t sld, int32_t *dst, int64_t ld) {
+    __m512i r[16], t[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(src + i * sld);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    // r[4q + j] holds, in 128-bit lane l, column 4 l + (j's place) of rows 4q .. 4q + 3
+    for (int i = 0; i < 4; ++i) {
+        t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);       // lanes 0, 2 | 0, 2
+        t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);   // lanes 1, 3 | 1, 3
+        t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+    for (int i = 0; i < 4; ++i) {
+        const __m512i c0 = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+        const __m512i c1 = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
+        const __m512i c2 = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
+        const __m512i c3 = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xdd);
+        _mm512_storeu_si512(dst + (i)*ld, c0);
+        _mm512_storeu_si512(dst + (i + 4) * ld, c1);
+        _mm512_storeu_si512(dst + (i + 8) * ld, c2);
+        _mm512_storeu_si512(dst + (i + 12) * ld, c3);
+    }
+}
+#endif
+
+// A group-major block of `groups` groups (a multiple of 16) as row-major rows `row` bytes
+// apart, all MB rows.
+void to_rows(const uint8_t *src, int64_t groups, uint8_t *dst, int64_t row) {
+    const int32_t *s = reinterpret_cast<const int32_t *>(src);
+    int32_t *d = reinterpret_cast<int32_t *>(dst);
+    const int64_t ld = row / 4;
+#if defined(__AVX512F__)
+    for (int64_t g = 0; g < groups; g += 16)
+        for (int64_t r = 0; r < MB; r += 16) transpose16(s + g * MB + r, MB, d + r * ld + g, ld);
+#else
+    for (int64_t g = 0; g < groups; ++g)
+        for (int64_t r = 0; r < MB; ++r) d[r * ld + g] = s[g * MB + r];
+#endif
 }
 
 #if !defined(__AVX2__)
@@ -299,6 +436,106 @@ bool has_avx_vnni() {
 }
 #endif
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// AMX-INT8: the tile unit's tdpbusd multiplies a 16 x 64-byte tile of A (16 rows, 16
+// groups) by a 16 x 64-byte tile of B (16 groups of one panel) into 16 x 16 int32 sums.
+// Every tile used is 16 rows of 64 bytes: C in tmm0-3 (two row halves x two panels), A in
+// tmm4-5, B in tmm6-7. Linux hands the tile state to a process that asks for it
+// (arch_prctl); a thread loads the configuration before its first tile instruction.
+struct alignas(64) TileConfig {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+};
+
+bool has_amx() {
+#if defined(AOTC_QGEMM_NO_VNNI) || defined(AOTC_QGEMM_NO_AVX512_VNNI) || \
+    defined(AOTC_QGEMM_NO_AMX) || !defined(__linux__)
+    return false;
+#else
+    static const bool yes = [] {
+        unsigned a, b, c, d;
+        if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+        const bool tile = d & (1u << 24), int8 = d & (1u << 25);
+        if (!tile || !int8) return false;
+        constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+        return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+    }();
+    return yes;
+#endif
+}
+
+// Palette 1, tiles 0-7 of 16 rows x 64 bytes: static data, since a configuration built on
+// the stack is a set of stores the compiler may drop (it does not see ldtilecfg read them).
+constexpr TileConfig kTiles = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64},
+                               {16, 16, 16, 16, 16, 16, 16, 16}};
+
+__attribute__((target("amx-tile,amx-int8")))
+void amx_begin() { _tile_loadconfig(&kTiles); }
+
+__attribute__((target("amx-tile,amx-int8")))
+void amx_end() { _tile_release(); }
+
+// sums[r][16 q + j] = row r of the block . column j of panel q over `chunks` tiles of 16
+// groups, for rows [r0, r0 + 16 R) and panels [q0, q0 + P); the A block row-major with rows
+// `lda` bytes apart (rows past the block's end are read, their sums not used).
+template <int R, int P>
+__attribute__((target("amx-tile,amx-int8")))
+void amx_tiles(const uint8_t *a, int64_t lda, int64_t chunks, const int8_t *panel,
+               int64_t pstride, int32_t (*sums)[PG * NP]) {
+    _tile_zero(0);
+    if (P == 2) _tile_zero(1);
+    if (R == 2) _tile_zero(2);
+    if (R == 2 && P == 2) _tile_zero(3);
+    for (int64_t c = 0; c < chunks; ++c) {
+        const uint8_t *ac = a + c * 64;
+        const int8_t *bc = panel + c * KG * NP * 4;
+        _tile_loadd(4, ac, lda);
+        _tile_loadd(6, bc, 64);
+        if (P == 2) _tile_loadd(7, bc + pstride, 64);
+        _tile_dpbusd(0, 4, 6);
+        if (P == 2) _tile_dpbusd(1, 4, 7);
+        if (R == 2) {
+            _tile_loadd(5, ac + 16 * lda, lda);
+            _tile_dpbusd(2, 5, 6);
+            if (P == 2) _tile_dpbusd(3, 5, 7);
+        }
+    }
+    constexpr int64_t ld = PG * NP * 4;
+    _tile_stored(0, sums[0], ld);
+    if (P == 2) _tile_stored(1, sums[0] + NP, ld);
+    if (R == 2) _tile_stored(2, sums[16], ld);
+    if (R == 2 && P == 2) _tile_stored(3, sums[16] + NP, ld);
+}
+
+// The sums of a packed block's `rows` rows with `panels` panels, in AMX tiles.
+void amx_block(const uint8_t *a, int64_t lda, int64_t rows, int64_t chunks, const int8_t *panel,
+               int64_t pstride, int64_t panels, int32_t (*sums)[PG * NP]) {
+    for (int64_t r = 0; r < rows; r += 32) {
+        const bool two_rows = rows - r > 16;
+        const uint8_t *ar = a + r * lda;
+        for (int64_t q = 0; q < panels; q += 2) {
+            const int8_t *pq = panel + q * pstride;
+            int32_t(*sq)[PG * NP] = reinterpret_cast<int32_t(*)[PG * NP]>(sums[r] + q * NP);
+            if (panels - q > 1) {
+                if (two_rows) amx_tiles<2, 2>(ar, lda, chunks, pq, pstride, sq);
+                else amx_tiles<1, 2>(ar, lda, chunks, pq, pstride, sq);
+            } else {
+                if (two_rows) amx_tiles<2, 1>(ar, lda, chunks, pq, pstride, sq);
+                else amx_tiles<1, 1>(ar, lda, chunks, pq, pstride, sq);
+            }
+        }
+    }
+}
+#else
+bool has_amx() { return false; }
+void amx_begin() {}
+void amx_end() {}
+void amx_block(const uint8_t *, int64_t, int64_t, int64_t, const int8_t *, int64_t, int64_t,
+               int32_t (*)[PG * NP]) {}
+#endif
+
+
 #if defined(__AVX2__)
 // Four columns at a time: their 16 bytes widened to int16, times the row's group
 // broadcast as four int16 (vpmaddwd sums pairs exactly into int32); the two pair sums of
@@ -350,7 +587,7 @@ void tile(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride
 // B [K, N] (element (k, n) = B[k * sb_k + n * sb_n]) in the dot-product layout, then its
 // column sums.
 void pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int64_t sb_n, void *packed) {
-    const int64_t groups = ceil_div(K, 4), panels = ceil_div(N, NP);
+    const int64_t groups = stored_groups(K), panels = ceil_div(N, NP);
     int8_t *out = static_cast<int8_t *>(packed);
     std::memset(out, 0, size_t(panels * groups * NP * 4 + panels * NP * int64_t(sizeof(int32_t))));
     int32_t *colsum = reinterpret_cast<int32_t *>(out + panels * groups * NP * 4);
@@ -374,8 +611,36 @@ struct Out {
     int64_t plane, sb, sp, sn;
 };
 
-// C = (A - a_zero) B for an A whose blocks of rows `pack(m0, rows, groups, dst)` writes
-// packed (a signed A as uint8 + 128).
+// C's rows [m0, m0 + rows) and columns [n0, n0 + cols) from a block's sums: each sum less
+// the zero point's share of its column (zero * colsum).
+void store(const Out &out, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
+           const int32_t (*sums)[PG * NP], int32_t zero, const int32_t *colsum) {
+    if (out.sp == 1) {  // channels first: a column's rows lie together within an image
+        for (int64_t r = 0; r < rows;) {
+            const int64_t m = m0 + r, pos = m % out.plane;
+            const int64_t len = std::min(rows - r, out.plane - pos);
+            int32_t *base = out.c + (m / out.plane) * out.sb + pos + n0 * out.sn;
+            for (int64_t j = 0; j < cols; ++j) {
+                int32_t *d = base + j * out.sn;
+                const int32_t off = zero * colsum[j];
+                for (int64_t i = 0; i < len; ++i) d[i] = sums[r + i][j] - off;
+            }
+            r += len;
+        }
+        return;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t m = m0 + r;
+        int32_t *c = out.c + (m / out.plane) * out.sb + (m % out.plane) * out.sp + n0 * out.sn;
+        for (int64_t j = 0; j < cols; ++j) c[j * out.sn] = sums[r][j] - zero * colsum[j];
+    }
+}
+
+// Products of at least this many rows take the AMX tiles where the CPU has them.
+constexpr int64_t AMX_MIN_ROWS = 16;
+
+// C = (A - a_zero) B for an A whose blocks of rows `pack(m0, rows, groups, layout, dst)`
+// writes packed (a signed A as uint8 + 128).
 template <class PackA>
 void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
              const void *packed_b, const Out &out, PackA pack) {
@@ -385,35 +650,44 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
     const int32_t zero = a_signed ? a_zero + 128 : a_zero;
     const int64_t blocks = ceil_div(M, MB), strips = ceil_div(p.panels, PG);
     const int64_t units = blocks * strips;
-    const int64_t pstride = p.groups * NP * 4;
+    const int64_t pstride = p.kgroups * NP * 4;
+    const bool amx = M >= AMX_MIN_ROWS && has_amx();
+    // AMX: the block row-major over the stored groups (whole tiles); else group-major
+    const Layout layout = amx ? Layout{p.kgroups * 4, 4} : Layout{4, GS};
+    const int64_t packed_groups = amx ? p.kgroups : p.groups;
 #pragma omp parallel if (M * N * std::max<int64_t>(K, 1) >= (int64_t(1) << 16))
     {
-        std::vector<uint8_t> apack(size_t(GS * p.groups));
+        // zero filled: the AMX tiles read all MB rows of a block that may hold fewer
+        std::vector<uint8_t> apack(size_t(GS * packed_groups));
         int64_t packed_block = -1;
+        if (amx) amx_begin();
 #pragma omp for schedule(static)
         for (int64_t u = 0; u < units; ++u) {
             const int64_t blk = u / strips, q0 = (u % strips) * PG;
             const int64_t m0 = blk * MB, rows = std::min<int64_t>(MB, M - m0);
             if (packed_block != blk) {  // consecutive units of a thread share the block
-                pack(m0, rows, p.groups, apack.data());
+                pack(m0, rows, packed_groups, layout, apack.data());
                 packed_block = blk;
             }
             const int64_t panels = std::min<int64_t>(PG, p.panels - q0);
             const int64_t cols = std::min<int64_t>(PG * NP, N - q0 * NP);
             const int8_t *panel = p.data + q0 * pstride;
-            for (int64_t r0 = 0; r0 < rows; r0 += MR) {
-                const int64_t n_rows = std::min<int64_t>(MR, rows - r0);
-                alignas(64) Tile acc = {};
-                tile(apack.data() + 4 * r0, p.groups, panel, pstride, panels, n_rows, acc);
-                for (int64_t r = 0; r < n_rows; ++r) {
-                    const int64_t m = m0 + r0 + r;
-                    int32_t *c = out.c + (m / out.plane) * out.sb + (m % out.plane) * out.sp
-                                 + q0 * NP * out.sn;
-                    const int32_t *sums = p.colsum + q0 * NP;
-                    for (int64_t j = 0; j < cols; ++j) c[j * out.sn] = acc[r][j] - zero * sums[j];
+            const int32_t *colsum = p.colsum + q0 * NP;
+            alignas(64) int32_t sums[MB][PG * NP];
+            if (amx) {
+                amx_block(apack.data(), layout.row, rows, p.kgroups / KG, panel, pstride, panels,
+                          sums);
+            } else {
+                for (int64_t r0 = 0; r0 < rows; r0 += MR) {
+                    Tile &acc = *reinterpret_cast<Tile *>(sums[r0]);
+                    std::memset(acc, 0, sizeof(Tile));
+                    const int64_t n_rows = std::min<int64_t>(MR, rows - r0);
+                    tile(apack.data() + 4 * r0, p.groups, panel, pstride, panels, n_rows, acc);
                 }
             }
+            store(out, m0, rows, q0 * NP, cols, sums, zero, colsum);
         }
+        if (amx) amx_end();
     }
 }
 
@@ -423,7 +697,7 @@ extern "C" {
 
 int64_t aotc_qgemm_packed_bytes(int64_t K, int64_t N) {
     const int64_t panels = ceil_div(N, NP);
-    return panels * ceil_div(K, 4) * NP * 4 + panels * NP * int64_t(sizeof(int32_t));
+    return panels * stored_groups(K) * NP * 4 + panels * NP * int64_t(sizeof(int32_t));
 }
 
 void aotc_qgemm_pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int64_t sb_n,
@@ -436,8 +710,8 @@ void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
     const uint8_t *a = static_cast<const uint8_t *>(A);
     const uint8_t flip = a_signed ? 0x80 : 0;
     product(M, N, K, a_signed != 0, a_zero, packed_b, Out{C, std::max<int64_t>(M, 1), 0, ldc, 1},
-            [=](int64_t m0, int64_t rows, int64_t groups, uint8_t *dst) {
-                pack_a(a, lda, flip, m0, rows, K, groups, dst);
+            [=](int64_t m0, int64_t rows, int64_t groups, Layout to, uint8_t *dst) {
+                pack_a(a, lda, flip, m0, rows, K, groups, to, dst);
             });
 }
 
@@ -448,8 +722,13 @@ void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry
     const int64_t plane = p.oh * p.ow;
     product(M, N, p.c * p.kh * p.kw, a_signed != 0, a_zero, packed_b,
             Out{C, std::max<int64_t>(plane, 1), N * plane, 1, plane},
-            [&p, x](int64_t m0, int64_t rows, int64_t, uint8_t *dst) {
-                pack_patches(p, x, m0, rows, dst);
+            [&p, x](int64_t m0, int64_t rows, int64_t groups, Layout to, uint8_t *dst) {
+                if (to.group == GS) return pack_patches(p, x, m0, rows, groups, dst);
+                // AMX: the patches group-major, then turned row-major 16 x 16 groups at once
+                thread_local std::vector<uint8_t> scratch;
+                scratch.resize(size_t(GS * groups));
+                pack_patches(p, x, m0, rows, groups, scratch.data());
+                to_rows(scratch.data(), groups, dst, to.row);
             });
 }
 

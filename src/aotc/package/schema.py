@@ -17,7 +17,9 @@ from ..target import architectures, known_arches
 # 2: chunked CRC-32s (field crc32) are what loading checks; 3: a constant's packing may be
 # the int8 kernel's layout (int8_dot_groups); 4: constants may share bytes of weights.bin
 # (one range: a tie, which load_constants swaps together), a constant the run never reads
-# (folded into others) is not stored (stored: false, nbytes 0), and the archive may be zip64
+# (folded into others) is not stored (stored: false, nbytes 0), and the archive may be zip64.
+# The int8 layout's groups are padded to whole AMX tiles since int8_dot_groups16 (packages
+# of int8_dot_groups, before that, keep loading: their library packs and reads their own).
 FORMAT_VERSION = 4
 ARCHES = known_arches()
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
@@ -197,11 +199,15 @@ def _constants(value: Any) -> None:
             raise _Bad(f"{path}.nbytes", f"{stored} ({what})", nbytes)
 
 
+_INT8_FIELDS = ("k", "n", "offset", "sb_k", "sb_n")
 _PACKING_FIELDS = {"gemm_b_panels": ("k", "n", "offset", "sb_k", "sb_n", "nr", "kc"),
-                   "int8_dot_groups": ("k", "n", "offset", "sb_k", "sb_n")}
+                   "int8_dot_groups": _INT8_FIELDS, "int8_dot_groups16": _INT8_FIELDS}
+# the groups of 4 rows each int8 layout stores for k rows
+_INT8_GROUPS = {"int8_dot_groups": lambda k: -(-k // 4), "int8_dot_groups16": lambda k: -(-k // 64) * 16}
 # the dtypes of the constants each layout packs (GEMM panels: float32, or a half model's
 # weights, packed from their values widened to float32)
-_PACKED_DTYPE = {"gemm_b_panels": ("float32", "bfloat16", "float16"), "int8_dot_groups": ("int8",)}
+_PACKED_DTYPE = {"gemm_b_panels": ("float32", "bfloat16", "float16"), "int8_dot_groups": ("int8",),
+                 "int8_dot_groups16": ("int8",)}
 
 
 def _packing(value: Any, path: str, numel: int, dtype) -> int:
@@ -227,9 +233,9 @@ def _packing(value: Any, path: str, numel: int, dtype) -> int:
                for i in (0, 1) for j in (0, 1)]
     if min(corners) < 0 or max(corners) >= numel:
         raise _Bad(path, f"a layout reading inside the constant's {numel} values", corners)
-    if layout == "int8_dot_groups":  # aotc_qgemm_packed_bytes: groups of 4 rows, 16-column
+    if layout in _INT8_GROUPS:  # aotc_qgemm_packed_bytes: groups of 4 rows, 16-column
         panels = -(-f["n"] // 16)  # panels, then their int32 column sums
-        return panels * -(-f["k"] // 4) * 64 + panels * 64
+        return panels * _INT8_GROUPS[layout](f["k"]) * 64 + panels * 64
     if stored == "bfloat16":  # whole pairs of rows, 2 bytes a value
         return (f["k"] + f["k"] % 2) * -(-f["n"] // f["nr"]) * f["nr"] * 2
     return f["k"] * -(-f["n"] // f["nr"]) * f["nr"] * 4

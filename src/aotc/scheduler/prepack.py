@@ -79,7 +79,7 @@ def pack_int8_groups(data: np.ndarray, packing: PackedInt8B) -> np.ndarray:
     flat = np.ascontiguousarray(data, dtype=np.int8).reshape(-1)
     b = np.lib.stride_tricks.as_strided(flat[packing.offset:], shape=(k, n),
                                         strides=(packing.sb_k, packing.sb_n))
-    groups, panels = -(-k // 4), -(-n // 16)
+    groups, panels = packing.groups(), -(-n // 16)
     padded = np.zeros((groups * 4, panels * 16), np.int8)
     padded[:k, :n] = b
     data_part = padded.reshape(groups, 4, panels, 16).transpose(2, 0, 3, 1).reshape(-1)

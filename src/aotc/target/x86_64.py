@@ -8,7 +8,9 @@ ARCHITECTURE = "x86_64"
 MACHINES = frozenset({"x86_64", "AMD64"})
 COMPILER, COMPILER_ENV = "g++", "CXX"
 BF16_FEATURE = "avx512_bf16"  # vdpbf16ps (kernels/gemm_bf16.cpp), as /proc/cpuinfo spells it
-INT8_DOT_FEATURES = frozenset({"avx512_vnni", "avx_vnni"})  # vpdpbusd (kernels/gemm_int8.cpp)
+# int8 dot products (kernels/gemm_int8.cpp): vpdpbusd, and the AMX tiles (whose processors
+# have avx512_vnni too)
+INT8_DOT_FEATURES = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 
 # The slice depth of every build and the panel width by level (AVX-512: 32, AVX2 and
 # portable: 16): NR/KC of kernels/gemm_microkernels.h, which picks them by __AVX512F__.
