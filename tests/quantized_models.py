@@ -16,14 +16,16 @@ def assert_close_to_largest(got: torch.Tensor, want: torch.Tensor) -> None:
 
 
 class ConvNet(torch.nn.Module):
-    """conv + batchnorm + relu, then a residual block whose add reads the quantized input."""
+    """conv + batchnorm + relu, then a residual block whose add reads the quantized input.
+    The 3-channel stem's patches are gathered channels first, the 16-channel convolutions'
+    tap-major from a channels-last copy (lowering/quantize.py: TAPS_MAJOR_CHANNELS)."""
 
-    def __init__(self):
+    def __init__(self, width: int = 16):
         super().__init__()
-        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.bn = torch.nn.BatchNorm2d(8)
-        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
-        self.head = torch.nn.Conv2d(8, 4, 1)
+        self.conv1 = torch.nn.Conv2d(3, width, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(width)
+        self.conv2 = torch.nn.Conv2d(width, width, 3, padding=1)
+        self.head = torch.nn.Conv2d(width, 4, 1)
 
     def forward(self, x):
         y = torch.relu(self.bn(self.conv1(x)))

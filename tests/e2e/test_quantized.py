@@ -110,8 +110,10 @@ def test_pt2e_int8_weights_swap(tmp_path):
     _, compiled = compile_ep(ep, tmp_path, freezing=False, int8_kernels="on")
     g = torch.Generator().manual_seed(1)
     module = ep.module()
-    new = {"_frozen_param1": torch.randint(-127, 128, (8, 8, 3, 3), dtype=torch.int8, generator=g),
-           "_scale_1": torch.rand(8, generator=g) * 0.01 + 0.001}
+    # conv2's weight: packed tap-major again (aotc_qconv_pack_b)
+    new = {"_frozen_param1": torch.randint(-127, 128, (16, 16, 3, 3), dtype=torch.int8,
+                                           generator=g),
+           "_scale_1": torch.rand(16, generator=g) * 0.01 + 0.001}
     assert set(new) <= set(compiled.constant_names())
     compiled.load_constants(new, check_full_update=False)
     for name, value in new.items():

@@ -54,7 +54,9 @@ def lib(request, tmp_path_factory):
     out.aotc_qgemm_s32.restype = None
     out.aotc_qgemm_s32.argtypes = [i64, i64, i64, ptr, i64, ctypes.c_int, i32, ptr, ptr, i64]
     out.aotc_qconv_s32.restype = None
-    out.aotc_qconv_s32.argtypes = [i64, i64, ptr, ptr, ctypes.c_int, i32, ptr, ptr]
+    out.aotc_qconv_s32.argtypes = [i64, i64, ptr, ptr, ctypes.c_int, i32, ptr, ptr, ptr]
+    out.aotc_qconv_pack_b.restype = None
+    out.aotc_qconv_pack_b.argtypes = [i64, i64, i64, ptr, i64, i64, ptr]
     return out
 
 
@@ -180,27 +182,69 @@ def _conv_expected(x, zero, w, stride, padding, dilation):
     return out.astype(np.int32), oh, ow
 
 
-@pytest.mark.parametrize("shape,kernel,stride,padding,dilation", [
+CONVS = [
     ((1, 3, 17, 19), (7, 7), (2, 2), (3, 3), (1, 1)),    # a stem: 3 channels, K not 4-aligned
     ((2, 8, 9, 9), (3, 3), (1, 1), (1, 1), (1, 1)),      # batch 2, blocks across images
     ((1, 16, 70, 5), (3, 1), (1, 2), (1, 0), (2, 1)),    # rows of 5, stride 2, dilation 2
     ((1, 20, 6, 6), (1, 1), (1, 1), (0, 0), (1, 1)),     # 1x1: a plain product
     ((1, 4, 3, 3), (5, 5), (1, 1), (2, 2), (1, 1)),      # taps mostly outside the input
     ((1, 6, 11, 80), (2, 3), (3, 1), (0, 4), (1, 3)),    # rows longer than a block
-])
+    ((1, 32, 17, 18), (3, 3), (2, 2), (1, 1), (1, 1)),   # 32 channels: whole 16-byte blocks
+    ((3, 48, 5, 7), (3, 3), (1, 1), (1, 1), (1, 1)),     # planes of 35: blocks across images
+]
+
+
+def _conv(lib, x, zero, w, stride, padding, dilation, taps_major):
+    """aotc_qconv_s32's output for x and w, the weight packed for the column order."""
+    shape, kernel = x.shape, w.shape[2:]
+    oc, taps = w.shape[0], kernel[0] * kernel[1]
+    k = shape[1] * taps
+    oh, ow = _out_size(shape, kernel, stride, padding, dilation)
+    b = w.reshape(oc, k).T
+    if taps_major:
+        packed = np.full(lib.aotc_qgemm_packed_bytes(k, oc), 0x5A, np.uint8)
+        lib.aotc_qconv_pack_b(k, oc, taps, b.ctypes.data, b.strides[0], b.strides[1],
+                              packed.ctypes.data)
+    else:
+        packed = _pack(lib, b)
+    geometry = np.array([shape[1], *shape[2:], *kernel, oh, ow, *stride, *padding, *dilation,
+                         int(taps_major)], np.int64)
+    workspace = np.full(x.size, 0xA5, np.uint8)  # the channels-last copy's room
+    c = np.full((shape[0], oc, oh, ow), -7, np.int32)
+    lib.aotc_qconv_s32(shape[0] * oh * ow, oc, x.ctypes.data, geometry.ctypes.data,
+                       int(x.dtype == np.int8), zero, packed.ctypes.data, c.ctypes.data,
+                       workspace.ctypes.data)
+    return c
+
+
+def _out_size(shape, kernel, stride, padding, dilation):
+    return tuple((shape[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i]
+                 + 1 for i in range(2))
+
+
+@pytest.mark.parametrize("shape,kernel,stride,padding,dilation", CONVS)
 @pytest.mark.parametrize("signed", [False, True])
-def test_convolutions_are_exact(lib, shape, kernel, stride, padding, dilation, signed):
+@pytest.mark.parametrize("taps_major", [False, True], ids=["channels_first", "taps_major"])
+def test_convolutions_are_exact(lib, shape, kernel, stride, padding, dilation, signed,
+                                taps_major):
     rng = np.random.default_rng(sum(shape) + sum(kernel) + signed)
     dt, lo, hi, zero = (np.int8, -128, 128, -5) if signed else (np.uint8, 0, 256, 131)
     x = rng.integers(lo, hi, shape).astype(dt)
-    oc = 37
-    w = rng.integers(-128, 128, (oc, shape[1], *kernel)).astype(np.int8)
-    expected, oh, ow = _conv_expected(x, zero, w, stride, padding, dilation)
-    k = shape[1] * kernel[0] * kernel[1]
-    packed = _pack(lib, w.reshape(oc, k).T)
-    geometry = np.array([shape[1], *shape[2:], *kernel, oh, ow, *stride, *padding, *dilation],
-                        np.int64)
-    c = np.full(expected.shape, -7, np.int32)
-    lib.aotc_qconv_s32(shape[0] * oh * ow, oc, x.ctypes.data, geometry.ctypes.data,
-                       int(signed), zero, packed.ctypes.data, c.ctypes.data)
+    w = rng.integers(-128, 128, (37, shape[1], *kernel)).astype(np.int8)
+    expected, _, _ = _conv_expected(x, zero, w, stride, padding, dilation)
+    c = _conv(lib, x, zero, w, stride, padding, dilation, taps_major)
     np.testing.assert_array_equal(c, expected)
+
+
+def test_taps_major_packing_is_the_weight_reordered(lib):
+    """aotc_qconv_pack_b(taps) packs the weight [N, c, kh, kw] as the plain packing of the
+    weight [N, kh, kw, c] would be."""
+    rng = np.random.default_rng(5)
+    w = rng.integers(-128, 128, (20, 12, 3, 2)).astype(np.int8)
+    k, taps = 12 * 6, 6
+    b = w.reshape(20, k).T
+    packed = np.full(lib.aotc_qgemm_packed_bytes(k, 20), 0x5A, np.uint8)
+    lib.aotc_qconv_pack_b(k, 20, taps, b.ctypes.data, b.strides[0], b.strides[1],
+                          packed.ctypes.data)
+    reordered = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(20, k).T
+    np.testing.assert_array_equal(packed, _pack(lib, reordered))

@@ -27,8 +27,8 @@ EXPORTS: dict[str, frozenset[str]] = {
                        "aotc_sgemm_packed_layout", "aotc_sgemm_prepacked"}),
     "gemm_bf16": frozenset({"aotc_sgemm_pack_b_bf16", "aotc_sgemm_packed_bf16_elems",
                             "aotc_sgemm_prepacked_bf16"}),
-    "gemm_int8": frozenset({"aotc_qconv_s32", "aotc_qgemm_pack_b", "aotc_qgemm_packed_bytes",
-                            "aotc_qgemm_s32"}),
+    "gemm_int8": frozenset({"aotc_qconv_pack_b", "aotc_qconv_s32", "aotc_qgemm_pack_b",
+                            "aotc_qgemm_packed_bytes", "aotc_qgemm_s32"}),
     "gemm_wo": frozenset({"aotc_gemm_wo_f32"}),
     # aotc::scan / aotc::scan_positions: aotc_kernels.h's inline wrappers over the scans
     # aotc::lu_factor ... : aotc_kernels.h's inline wrappers by element type

@@ -31,6 +31,24 @@ class IntMatmul(Template):
     # as its patches with this geometry (c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw),
     # and out is [batch, n, oh, ow] (channels first); b is the weight as [c*kh*kw, n].
     patches: tuple[int, ...] | None = None
+    # the patches' columns tap-major, (ky, kx, ci): the kernel copies the input channels
+    # last into the workspace and each tap's c bytes whole; b packed to match
+    taps_major: bool = False
+
+    def taps(self) -> int:
+        """How many taps b's rows are reordered over (aotc_qconv_pack_b); 1: none."""
+        if not self.taps_major or self.patches is None:
+            return 1
+        return self.patches[3] * self.patches[4]
+
+    def pack_bytes(self) -> sympy.Expr:
+        """A bound on aotc_qgemm_packed_bytes(k, n): k rounded up to whole tiles of 64 rows
+        and n to panels of 16 bytes of int8, then 16-padded int32 column sums; none for a
+        packed B."""
+        if self.b_packed:
+            return sympy.Integer(0)
+        n = sympy.sympify(self.n) + 15
+        return sympy.expand((sympy.sympify(self.k) + 63) * n + 4 * n)
 
     def reads(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.a.buffer, self.b.buffer)))
@@ -39,13 +57,12 @@ class IntMatmul(Template):
         return 2 * self.m * self.n * self.k  # integer operations
 
     def workspace(self) -> sympy.Expr:
-        """A bound on aotc_qgemm_packed_bytes(k, n): k rounded up to whole tiles of 64 rows
-        and n to panels of 16 bytes of int8, then 16-padded int32 column sums; none for a
-        packed B."""
-        if self.b_packed:
-            return sympy.Integer(0)
-        n = sympy.sympify(self.n) + 15
-        return sympy.expand((sympy.sympify(self.k) + 63) * n + 4 * n)
+        """B's packing (pack_bytes), then a tap-major convolution's channels-last input."""
+        if not self.taps_major or self.patches is None:
+            return self.pack_bytes()
+        c, h, w, _, _, oh, ow = self.patches[:7]
+        batch = sympy.sympify(self.m) / (oh * ow)
+        return sympy.expand(self.pack_bytes() + batch * c * h * w)
 
     def describe(self) -> str:
         kind = "s8" if self.a_signed else "u8"

@@ -526,6 +526,14 @@ class PackedInt8B:
     offset: int
     sb_k: int
     sb_n: int
+    # > 1: a convolution's weight [n, c, kh, kw] taken tap-major (taps = kh*kw): row k of
+    # the packing is the constant's row (k % c) * taps + k // c, c = k / taps
+    taps: int = 1
+
+    def source_rows(self) -> list[int]:
+        """The constant's row of [k, n] that each row of the packing holds."""
+        c = self.k // self.taps
+        return [(r % c) * self.taps + r // c for r in range(self.k)]
 
     def groups(self) -> int:
         """Groups of 4 rows of k as stored: padded to a multiple of 16 (an AMX tile's depth)."""

@@ -281,9 +281,15 @@ void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
    k = (ci * kh + ky) * kw + kx, reading X[b, ci, oy*sh - ph + ky*dh, ox*sw - pw + kx*dw]
    (a_zero outside X); its B the weight [N, c, kh, kw] packed as [K, N] (sb_k 1, sb_n K),
    K = c*kh*kw, and C written channels first, [batch, N, oh, ow].
-   geometry = {c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw}. */
+   geometry = {c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major}. With
+   taps_major, column k = (ky * kw + kx) * c + ci instead: X is copied channels last into
+   `workspace` (batch*c*h*w bytes; unused otherwise) and each tap's c bytes are copied
+   whole; B then packed by aotc_qconv_pack_b with taps = kh*kw, which reads row k of the
+   [K, N] weight from row (k % c) * taps + k / c. */
+void aotc_qconv_pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k,
+                       int64_t sb_n, void *packed);
 void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry, int a_signed,
-                    int32_t a_zero, const void *packed_b, int32_t *C);
+                    int32_t a_zero, const void *packed_b, int32_t *C, void *workspace);
 
 /* Weight-only quantized linear (gemm_wo.cpp), the dequantization in registers:
      out[m, n] = sum_k x[m, k] * ((q[n, k] - zero[n, k / group]) * scale[n, k / group])

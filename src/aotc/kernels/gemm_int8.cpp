@@ -116,6 +116,7 @@ void pack_a(const uint8_t *A, int64_t lda, uint8_t flip, int64_t m0, int64_t row
 // of the input (channels first), a tap outside it the zero point.
 struct Patches {
     int64_t c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+    bool taps_major;    // columns k = (ky * kw + kx) * c + ci, from a channels-last copy
     uint8_t flip, pad;  // the xor that makes bytes unsigned; the zero point so made
 };
 
@@ -123,6 +124,7 @@ Patches patches(const int64_t *g, bool a_signed, int32_t a_zero) {
     Patches p;
     p.c = g[0], p.h = g[1], p.w = g[2], p.kh = g[3], p.kw = g[4], p.oh = g[5], p.ow = g[6];
     p.sh = g[7], p.sw = g[8], p.ph = g[9], p.pw = g[10], p.dh = g[11], p.dw = g[12];
+    p.taps_major = g[13] != 0;
     p.flip = a_signed ? 0x80 : 0;
     p.pad = static_cast<uint8_t>(static_cast<uint8_t>(a_zero) ^ p.flip);
     return p;
@@ -312,6 +314,81 @@ void to_rows(const uint8_t *src, int64_t groups, uint8_t *dst, int64_t row) {
     for (int64_t g = 0; g < groups; ++g)
         for (int64_t r = 0; r < MB; ++r) d[r * ld + g] = s[g * MB + r];
 #endif
+}
+
+// The inverse of to_rows: a row-major block (rows `row` bytes apart, all MB rows, `groups`
+// groups a multiple of 16) as group-major.
+void to_groups(const uint8_t *src, int64_t row, int64_t groups, uint8_t *dst) {
+    const int32_t *s = reinterpret_cast<const int32_t *>(src);
+    int32_t *d = reinterpret_cast<int32_t *>(dst);
+    const int64_t ld = row / 4;
+#if defined(__AVX512F__)
+    for (int64_t r = 0; r < MB; r += 16)
+        for (int64_t g = 0; g < groups; g += 16) transpose16(s + r * ld + g, ld, d + g * MB + r, MB);
+#else
+    for (int64_t r = 0; r < MB; ++r)
+        for (int64_t g = 0; g < groups; ++g) d[g * MB + r] = s[r * ld + g];
+#endif
+}
+
+// x [batch, c, plane] as xh [batch, plane, c], every byte xor flip: 16 x 16 blocks of bytes
+// transposed in registers (four rounds of interleaving row i with row i + 8 rotate each
+// byte's (row, column) index by a nibble), the edges one byte at a time.
+void to_channels_last(const uint8_t *x, int64_t batch, int64_t c, int64_t plane, uint8_t flip,
+                      uint8_t *xh) {
+    const int64_t cb = c / 16, pb = plane / 16;
+#pragma omp parallel for collapse(2) schedule(static) if (batch * c * plane >= (int64_t(1) << 16))
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t j = 0; j < pb + 1; ++j) {
+            const uint8_t *xb = x + b * c * plane;
+            uint8_t *hb = xh + b * c * plane;
+            const int64_t p0 = j * 16, pn = std::min<int64_t>(16, plane - p0);
+            int64_t c0 = 0;
+#if defined(__SSE2__)
+            if (pn == 16) {
+                const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+                for (; c0 < cb * 16; c0 += 16) {
+                    __m128i r[16], t[16];
+                    for (int i = 0; i < 16; ++i)
+                        r[i] = _mm_xor_si128(f, _mm_loadu_si128(reinterpret_cast<const __m128i *>(
+                                                    xb + (c0 + i) * plane + p0)));
+                    for (int round = 0; round < 4; ++round) {
+                        for (int i = 0; i < 8; ++i) {
+                            t[2 * i] = _mm_unpacklo_epi8(r[i], r[i + 8]);
+                            t[2 * i + 1] = _mm_unpackhi_epi8(r[i], r[i + 8]);
+                        }
+                        for (int i = 0; i < 16; ++i) r[i] = t[i];
+                    }
+                    for (int i = 0; i < 16; ++i)
+                        _mm_storeu_si128(reinterpret_cast<__m128i *>(hb + (p0 + i) * c + c0), r[i]);
+                }
+            }
+#endif
+            for (int64_t q = p0; q < p0 + pn; ++q)
+                for (int64_t ci = c0; ci < c; ++ci) hb[q * c + ci] = xb[ci * plane + q] ^ flip;
+        }
+}
+
+// The block's patches row-major (rows `row` bytes apart) from the channels-last xh: a tap's
+// c bytes copied whole, the padding outside the input, zeros past K up to `groups` groups.
+void pack_taps(const Patches &p, const uint8_t *xh, int64_t m0, int64_t rows, int64_t groups,
+               int64_t row, uint8_t *dst) {
+    const int64_t K = p.c * p.kh * p.kw;
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t m = m0 + r, ox = m % p.ow, oy = (m / p.ow) % p.oh, b = m / (p.ow * p.oh);
+        uint8_t *out = dst + r * row;
+        for (int64_t ky = 0; ky < p.kh; ++ky) {
+            const int64_t iy = oy * p.sh - p.ph + ky * p.dh;
+            for (int64_t kx = 0; kx < p.kw; ++kx, out += p.c) {
+                const int64_t ix = ox * p.sw - p.pw + kx * p.dw;
+                if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w)
+                    std::memset(out, p.pad, size_t(p.c));
+                else
+                    std::memcpy(out, xh + ((b * p.h + iy) * p.w + ix) * p.c, size_t(p.c));
+            }
+        }
+        std::memset(dst + r * row + K, 0, size_t(4 * groups - K));
+    }
 }
 
 #if !defined(__AVX2__)
@@ -585,9 +662,11 @@ void tile(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride
 }
 
 // B [K, N] (element (k, n) = B[k * sb_k + n * sb_n]) in the dot-product layout, then its
-// column sums.
-void pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int64_t sb_n, void *packed) {
-    const int64_t groups = stored_groups(K), panels = ceil_div(N, NP);
+// column sums; with taps > 1, row k is read from row (k % c) * taps + k / c (c = K / taps):
+// a convolution's weight [N, c, kh, kw] taken tap-major, as its channels-last patches are.
+void pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k, int64_t sb_n,
+            void *packed) {
+    const int64_t groups = stored_groups(K), panels = ceil_div(N, NP), c = K / taps;
     int8_t *out = static_cast<int8_t *>(packed);
     std::memset(out, 0, size_t(panels * groups * NP * 4 + panels * NP * int64_t(sizeof(int32_t))));
     int32_t *colsum = reinterpret_cast<int32_t *>(out + panels * groups * NP * 4);
@@ -596,7 +675,8 @@ void pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int64_t sb_n, v
             const int64_t n = q * NP + j;
             int32_t sum = 0;
             for (int64_t k = 0; k < K; ++k) {
-                const int8_t v = B[k * sb_k + n * sb_n];
+                const int64_t src = taps > 1 ? (k % c) * taps + k / c : k;
+                const int8_t v = B[src * sb_k + n * sb_n];
                 out[((q * groups + k / 4) * NP + j) * 4 + k % 4] = v;
                 sum += v;
             }
@@ -657,8 +737,9 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
     const int64_t packed_groups = amx ? p.kgroups : p.groups;
 #pragma omp parallel if (M * N * std::max<int64_t>(K, 1) >= (int64_t(1) << 16))
     {
-        // zero filled: the AMX tiles read all MB rows of a block that may hold fewer
-        std::vector<uint8_t> apack(size_t(GS * packed_groups));
+        // zero filled: the AMX tiles read all MB rows of a block that may hold fewer; whole
+        // tiles of groups, which a block turned group-major 16 x 16 at a time writes
+        std::vector<uint8_t> apack(size_t(GS * p.kgroups));
         int64_t packed_block = -1;
         if (amx) amx_begin();
 #pragma omp for schedule(static)
@@ -702,7 +783,12 @@ int64_t aotc_qgemm_packed_bytes(int64_t K, int64_t N) {
 
 void aotc_qgemm_pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int64_t sb_n,
                        void *packed) {
-    pack_b(K, N, B, sb_k, sb_n, packed);
+    pack_b(K, N, 1, B, sb_k, sb_n, packed);
+}
+
+void aotc_qconv_pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k,
+                       int64_t sb_n, void *packed) {
+    pack_b(K, N, taps, B, sb_k, sb_n, packed);
 }
 
 void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, int a_signed,
@@ -716,12 +802,28 @@ void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
 }
 
 void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry, int a_signed,
-                    int32_t a_zero, const void *packed_b, int32_t *C) {
+                    int32_t a_zero, const void *packed_b, int32_t *C, void *workspace) {
     const Patches p = patches(geometry, a_signed != 0, a_zero);
     const uint8_t *x = static_cast<const uint8_t *>(X);
     const int64_t plane = p.oh * p.ow;
-    product(M, N, p.c * p.kh * p.kw, a_signed != 0, a_zero, packed_b,
-            Out{C, std::max<int64_t>(plane, 1), N * plane, 1, plane},
+    const Out out{C, std::max<int64_t>(plane, 1), N * plane, 1, plane};
+    if (p.taps_major) {  // the input copied channels last once, then whole taps per row
+        uint8_t *xh = static_cast<uint8_t *>(workspace);
+        const int64_t batch = plane ? M / plane : 0;
+        to_channels_last(x, batch, p.c, p.h * p.w, p.flip, xh);
+        product(M, N, p.c * p.kh * p.kw, a_signed != 0, a_zero, packed_b, out,
+                [&p, xh](int64_t m0, int64_t rows, int64_t groups, Layout to, uint8_t *dst) {
+                    if (to.group == 4) return pack_taps(p, xh, m0, rows, groups, to.row, dst);
+                    // group-major: the rows packed, then turned 16 x 16 groups at once
+                    const int64_t whole = ceil_div(groups, KG) * KG;
+                    thread_local std::vector<uint8_t> scratch;
+                    scratch.resize(size_t(GS * whole));
+                    pack_taps(p, xh, m0, rows, whole, 4 * whole, scratch.data());
+                    to_groups(scratch.data(), 4 * whole, whole, dst);
+                });
+        return;
+    }
+    product(M, N, p.c * p.kh * p.kw, a_signed != 0, a_zero, packed_b, out,
             [&p, x](int64_t m0, int64_t rows, int64_t groups, Layout to, uint8_t *dst) {
                 if (to.group == GS) return pack_patches(p, x, m0, rows, groups, dst);
                 // AMX: the patches group-major, then turned row-major 16 x 16 groups at once

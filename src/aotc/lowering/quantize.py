@@ -18,6 +18,9 @@ from .padding import both, clamp_index
 from .registry import register_lowering
 from .views import remap, reshape_index
 
+# the fewest input channels a convolution's tap-major (channels-last) patches pay for
+TAPS_MAJOR_CHANNELS = 16
+
 
 @register_lowering(torch.ops.aten._int_mm.default, family="linalg")
 def lower_int_mm(ctx: LoweringContext, a: TensorValue, b: TensorValue) -> TensorValue:
@@ -116,13 +119,21 @@ def lower_quantized_conv(ctx: LoweringContext, x_q: TensorValue, w_q: TensorValu
         assert rows is not None
         mm = IntMatmul(Operand(rows, sympy.Integer(0), (k, sympy.Integer(1))),
                        _columns(ctx, w_q, oc, k), n * oh * ow, oc, k, x_q.dtype is DType.int8,
-                       a_zero=x_zero, patches=tuple(int(g) for g in geometry))
+                       a_zero=x_zero, patches=tuple(int(g) for g in geometry),
+                       taps_major=_taps_major(int(c)))
         acc = ctx.emit(mm, (n, oc, oh, ow), DType.int32, hint=f"{ctx.node_name}_acc")
         total = acc.load((b, o, y, x))
     else:
         acc = _explicit_patches(ctx, x_q, w_q, x_zero, stride, padding, dilation)
         total = acc.load(((b * oh + y) * ow + x, o))
     return ctx.pointwise(_scaled(ctx, total, o, w_scale, x_scale, bias), ctx.out_sizes)
+
+
+def _taps_major(channels: int) -> bool:
+    """Whether a convolution's patches are gathered tap-major from a channels-last copy of
+    its input: whole taps of 4-byte groups, at least TAPS_MAJOR_CHANNELS of them (a stem's
+    3 channels stay channels first, gathered a column at a time)."""
+    return channels % 4 == 0 and channels >= TAPS_MAJOR_CHANNELS
 
 
 def _explicit_patches(ctx: LoweringContext, x_q: TensorValue, w_q: TensorValue, x_zero: int,

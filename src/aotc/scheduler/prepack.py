@@ -81,7 +81,7 @@ def pack_int8_groups(data: np.ndarray, packing: PackedInt8B) -> np.ndarray:
                                         strides=(packing.sb_k, packing.sb_n))
     groups, panels = packing.groups(), -(-n // 16)
     padded = np.zeros((groups * 4, panels * 16), np.int8)
-    padded[:k, :n] = b
+    padded[:k, :n] = b if packing.taps == 1 else b[packing.source_rows()]
     data_part = padded.reshape(groups, 4, panels, 16).transpose(2, 0, 3, 1).reshape(-1)
     sums = padded.astype(np.int32).sum(0, dtype=np.int32)  # the padding adds nothing
     return np.concatenate([data_part.view(np.uint8), sums.view(np.uint8)])
@@ -138,7 +138,7 @@ def _int8_packing(op: IntMatmul, target: Target) -> PackedInt8B | None:
     if any(v is None for v in values):
         return None
     k, n, offset, sb_k, sb_n = (int(v) for v in values if v is not None)
-    return PackedInt8B(k, n, offset, sb_k, sb_n) if k and n else None
+    return PackedInt8B(k, n, offset, sb_k, sb_n, op.taps()) if k and n else None
 
 
 HALF = (DType.float16, DType.bfloat16)

@@ -47,8 +47,10 @@ def _emit_pack_constant(code: CodeBuffer, program: Program) -> None:
         if p is None:
             continue
         if isinstance(p, PackedInt8B):
-            call = (f"aotc_qgemm_pack_b({p.k}, {p.n}, static_cast<const int8_t *>(src) + "
-                    f"{p.offset}, {p.sb_k}, {p.sb_n}, dst);")
+            src = f"static_cast<const int8_t *>(src) + {p.offset}"
+            call = (f"aotc_qconv_pack_b({p.k}, {p.n}, {p.taps}, {src}, {p.sb_k}, {p.sb_n}, dst);"
+                    if p.taps > 1 else
+                    f"aotc_qgemm_pack_b({p.k}, {p.n}, {src}, {p.sb_k}, {p.sb_n}, dst);")
         else:
             pack, out = (("aotc_sgemm_pack_b_bf16", "uint16_t") if p.dtype == "bfloat16"
                          else ("aotc_sgemm_pack_b", "float"))

@@ -21,16 +21,22 @@ def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]
         assert workspace is not None
         b = f"{pointer_of(op.b.buffer)} + {c_index(op.b.offset)}"
         sb_k, sb_n = (c_index(s) for s in op.b.strides)
-        lines.append(f"aotc_qgemm_pack_b({k}, {n}, {b}, {sb_k}, {sb_n}, {workspace});")
+        taps = op.taps()
+        lines.append(f"aotc_qconv_pack_b({k}, {n}, {taps}, {b}, {sb_k}, {sb_n}, {workspace});"
+                     if taps > 1 else
+                     f"aotc_qgemm_pack_b({k}, {n}, {b}, {sb_k}, {sb_n}, {workspace});")
         packed = workspace
     if op.patches is not None:  # a convolution: its patches read from the input in place
-        names = "c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw"
-        geometry = ", ".join(str(g) for g in op.patches)
+        names = "c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major"
+        geometry = ", ".join(str(g) for g in (*op.patches, int(op.taps_major)))
+        # a tap-major convolution's channels-last input, after B's packing
+        copy = (f"{workspace} + {c_index(op.pack_bytes())}" if op.taps_major and workspace
+                else "nullptr")
         return lines + [
             "{",
-            f"  static const int64_t geometry[13] = {{{geometry}}};  // {names}",
+            f"  static const int64_t geometry[14] = {{{geometry}}};  // {names}",
             f"  aotc_qconv_s32({m}, {n}, {a}, geometry, {int(op.a_signed)}, {op.a_zero}, "
-            f"{packed}, {pointer_of(buf.name)});",
+            f"{packed}, {pointer_of(buf.name)}, {copy});",
             "}"]
     return lines + [f"aotc_qgemm_s32({m}, {n}, {k}, {a}, {c_index(op.a.strides[0])}, "
                     f"{int(op.a_signed)}, {op.a_zero}, {packed}, {pointer_of(buf.name)}, {n});"]
