@@ -18,7 +18,7 @@ def assert_close_to_largest(got: torch.Tensor, want: torch.Tensor) -> None:
 class ConvNet(torch.nn.Module):
     """conv + batchnorm + relu, then a residual block whose add reads the quantized input.
     The 3-channel stem's patches are gathered channels first, the 16-channel convolutions'
-    tap-major from a channels-last copy (lowering/quantize.py: TAPS_MAJOR_CHANNELS)."""
+    tap-major from a channels-last copy (lowering/quantize.py: _taps_major)."""
 
     def __init__(self, width: int = 16):
         super().__init__()

@@ -151,8 +151,10 @@ def test_every_thread_count_agrees(lib):
         omp.omp_set_num_threads(before)
 
 
-@pytest.mark.parametrize("k,n,transposed", [(1, 1, False), (9, 20, True), (130, 33, False)])
-def test_layout_matches_the_compilers_packer(lib, k, n, transposed):
+@pytest.mark.parametrize("k,n,transposed,taps", [(1, 1, False, 1), (9, 20, True, 1),
+                                                 (130, 33, False, 1), (27, 16, True, 9),
+                                                 (72, 40, True, 9), (49 * 3, 20, True, 49)])
+def test_layout_matches_the_compilers_packer(lib, k, n, transposed, taps):
     from aotc.ir.nodes import PackedInt8B
     from aotc.scheduler.prepack import pack_int8_groups
 
@@ -160,8 +162,15 @@ def test_layout_matches_the_compilers_packer(lib, k, n, transposed):
     flat = rng.integers(-128, 128, k * n + 3).astype(np.int8)
     sb_k, sb_n = (1, k) if transposed else (n, 1)
     b = np.lib.stride_tricks.as_strided(flat[3:], shape=(k, n), strides=(sb_k, sb_n))
-    expected = pack_int8_groups(flat, PackedInt8B(k, n, 3, sb_k, sb_n))
-    np.testing.assert_array_equal(_pack(lib, b), expected)
+    packing = PackedInt8B(k, n, 3, sb_k, sb_n, taps)
+    expected = pack_int8_groups(flat, packing)
+    assert expected.size == packing.nbytes()
+    if taps == 1:
+        np.testing.assert_array_equal(_pack(lib, b), expected)
+        return
+    got = np.full(lib.aotc_qgemm_packed_bytes(packing.rows(), n), 0x5A, np.uint8)
+    lib.aotc_qconv_pack_b(k, n, taps, b.ctypes.data, sb_k, sb_n, got.ctypes.data)
+    np.testing.assert_array_equal(got, expected)
 
 
 def _conv_expected(x, zero, w, stride, padding, dilation):
@@ -201,15 +210,16 @@ def _conv(lib, x, zero, w, stride, padding, dilation, taps_major):
     k = shape[1] * taps
     oh, ow = _out_size(shape, kernel, stride, padding, dilation)
     b = w.reshape(oc, k).T
-    if taps_major:
-        packed = np.full(lib.aotc_qgemm_packed_bytes(k, oc), 0x5A, np.uint8)
+    if taps_major:  # the channels padded to a multiple of 4
+        rows = taps * -(-shape[1] // 4) * 4
+        packed = np.full(lib.aotc_qgemm_packed_bytes(rows, oc), 0x5A, np.uint8)
         lib.aotc_qconv_pack_b(k, oc, taps, b.ctypes.data, b.strides[0], b.strides[1],
                               packed.ctypes.data)
     else:
         packed = _pack(lib, b)
     geometry = np.array([shape[1], *shape[2:], *kernel, oh, ow, *stride, *padding, *dilation,
                          int(taps_major)], np.int64)
-    workspace = np.full(x.size, 0xA5, np.uint8)  # the channels-last copy's room
+    workspace = np.full(x.size * 2, 0xA5, np.uint8)  # room for the channels-last copy
     c = np.full((shape[0], oc, oh, ow), -7, np.int32)
     lib.aotc_qconv_s32(shape[0] * oh * ow, oc, x.ctypes.data, geometry.ctypes.data,
                        int(x.dtype == np.int8), zero, packed.ctypes.data, c.ctypes.data,

@@ -41,14 +41,21 @@ class IntMatmul(Template):
             return 1
         return self.patches[3] * self.patches[4]
 
+    def channels(self) -> int:
+        """The input channels a tap-major convolution's patches hold per tap: c rounded up
+        to a multiple of 4 (zero weights on the padding)."""
+        assert self.patches is not None
+        return -(-self.patches[0] // 4) * 4
+
     def pack_bytes(self) -> sympy.Expr:
-        """A bound on aotc_qgemm_packed_bytes(k, n): k rounded up to whole tiles of 64 rows
-        and n to panels of 16 bytes of int8, then 16-padded int32 column sums; none for a
-        packed B."""
+        """A bound on aotc_qgemm_packed_bytes of B's rows (k, or a tap-major convolution's
+        taps * channels()) and n: rows rounded up to whole tiles of 64 and n to panels of
+        16 bytes of int8, then 16-padded int32 column sums; none for a packed B."""
         if self.b_packed:
             return sympy.Integer(0)
+        rows = self.taps() * self.channels() if self.taps() > 1 else sympy.sympify(self.k)
         n = sympy.sympify(self.n) + 15
-        return sympy.expand((sympy.sympify(self.k) + 63) * n + 4 * n)
+        return sympy.expand((rows + 63) * n + 4 * n)
 
     def reads(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.a.buffer, self.b.buffer)))
@@ -60,9 +67,9 @@ class IntMatmul(Template):
         """B's packing (pack_bytes), then a tap-major convolution's channels-last input."""
         if not self.taps_major or self.patches is None:
             return self.pack_bytes()
-        c, h, w, _, _, oh, ow = self.patches[:7]
+        _, h, w, _, _, oh, ow = self.patches[:7]
         batch = sympy.sympify(self.m) / (oh * ow)
-        return sympy.expand(self.pack_bytes() + batch * c * h * w)
+        return sympy.expand(self.pack_bytes() + batch * self.channels() * h * w)
 
     def describe(self) -> str:
         kind = "s8" if self.a_signed else "u8"

@@ -526,18 +526,29 @@ class PackedInt8B:
     offset: int
     sb_k: int
     sb_n: int
-    # > 1: a convolution's weight [n, c, kh, kw] taken tap-major (taps = kh*kw): row k of
-    # the packing is the constant's row (k % c) * taps + k // c, c = k / taps
+    # > 1: a convolution's weight [n, c, kh, kw] (k = c * taps) taken tap-major, its
+    # channels padded to a multiple of 4 (aotc_qconv_pack_b): row (tap, ci) of the packing
+    # is the constant's row ci * taps + tap, zero for ci >= c
     taps: int = 1
 
-    def source_rows(self) -> list[int]:
-        """The constant's row of [k, n] that each row of the packing holds."""
+    def rows(self) -> int:
+        """The rows packed: k, or taps times the channels padded to a multiple of 4."""
+        if self.taps == 1:
+            return self.k
+        return self.taps * -(-(self.k // self.taps) // 4) * 4
+
+    def source_rows(self) -> list[int | None]:
+        """The constant's row of [k, n] that each packed row holds (None: a zero row)."""
+        if self.taps == 1:
+            return list(range(self.k))
         c = self.k // self.taps
-        return [(r % c) * self.taps + r // c for r in range(self.k)]
+        cp = self.rows() // self.taps
+        return [(r % cp) * self.taps + r // cp if r % cp < c else None
+                for r in range(self.rows())]
 
     def groups(self) -> int:
-        """Groups of 4 rows of k as stored: padded to a multiple of 16 (an AMX tile's depth)."""
-        return -(-self.k // 64) * 16
+        """Groups of 4 rows as stored: padded to a multiple of 16 (an AMX tile's depth)."""
+        return -(-self.rows() // 64) * 16
 
     def nbytes(self) -> int:
         """aotc_qgemm_packed_bytes: k in groups of 4 rows (16 groups a tile), n in panels of

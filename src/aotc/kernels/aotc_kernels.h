@@ -282,10 +282,11 @@ void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
    (a_zero outside X); its B the weight [N, c, kh, kw] packed as [K, N] (sb_k 1, sb_n K),
    K = c*kh*kw, and C written channels first, [batch, N, oh, ow].
    geometry = {c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major}. With
-   taps_major, column k = (ky * kw + kx) * c + ci instead: X is copied channels last into
-   `workspace` (batch*c*h*w bytes; unused otherwise) and each tap's c bytes are copied
-   whole; B then packed by aotc_qconv_pack_b with taps = kh*kw, which reads row k of the
-   [K, N] weight from row (k % c) * taps + k / c. */
+   taps_major, column k = (ky * kw + kx) * cp + ci instead, cp = c rounded up to a multiple
+   of 4: X is copied channels last into `workspace` (batch*cp*h*w bytes; unused otherwise)
+   and each tap's cp bytes are copied whole; B then packed by aotc_qconv_pack_b with
+   taps = kh*kw (K = c*taps), which packs taps*cp rows, row (tap, ci) from the weight's row
+   ci * taps + tap (zero for ci >= c), as aotc_qgemm_packed_bytes(taps*cp, N) bytes. */
 void aotc_qconv_pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k,
                        int64_t sb_n, void *packed);
 void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry, int a_signed,

@@ -116,7 +116,8 @@ void pack_a(const uint8_t *A, int64_t lda, uint8_t flip, int64_t m0, int64_t row
 // of the input (channels first), a tap outside it the zero point.
 struct Patches {
     int64_t c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
-    bool taps_major;    // columns k = (ky * kw + kx) * c + ci, from a channels-last copy
+    bool taps_major;    // columns k = (ky * kw + kx) * cp + ci, from a channels-last copy
+    int64_t cp;         // taps_major: channels padded to a multiple of 4 (zero weights there)
     uint8_t flip, pad;  // the xor that makes bytes unsigned; the zero point so made
 };
 
@@ -125,6 +126,7 @@ Patches patches(const int64_t *g, bool a_signed, int32_t a_zero) {
     p.c = g[0], p.h = g[1], p.w = g[2], p.kh = g[3], p.kw = g[4], p.oh = g[5], p.ow = g[6];
     p.sh = g[7], p.sw = g[8], p.ph = g[9], p.pw = g[10], p.dh = g[11], p.dw = g[12];
     p.taps_major = g[13] != 0;
+    p.cp = ceil_div(p.c, 4) * 4;
     p.flip = a_signed ? 0x80 : 0;
     p.pad = static_cast<uint8_t>(static_cast<uint8_t>(a_zero) ^ p.flip);
     return p;
@@ -331,17 +333,18 @@ void to_groups(const uint8_t *src, int64_t row, int64_t groups, uint8_t *dst) {
 #endif
 }
 
-// x [batch, c, plane] as xh [batch, plane, c], every byte xor flip: 16 x 16 blocks of bytes
-// transposed in registers (four rounds of interleaving row i with row i + 8 rotate each
-// byte's (row, column) index by a nibble), the edges one byte at a time.
-void to_channels_last(const uint8_t *x, int64_t batch, int64_t c, int64_t plane, uint8_t flip,
-                      uint8_t *xh) {
+// x [batch, c, plane] as xh [batch, plane, cp], every byte xor flip and channels c .. cp
+// zero: 16 x 16 blocks of bytes transposed in registers (four rounds of interleaving row i
+// with row i + 8 rotate each byte's (row, column) index by a nibble), the edges one byte at
+// a time.
+void to_channels_last(const uint8_t *x, int64_t batch, int64_t c, int64_t cp, int64_t plane,
+                      uint8_t flip, uint8_t *xh) {
     const int64_t cb = c / 16, pb = plane / 16;
 #pragma omp parallel for collapse(2) schedule(static) if (batch * c * plane >= (int64_t(1) << 16))
     for (int64_t b = 0; b < batch; ++b)
         for (int64_t j = 0; j < pb + 1; ++j) {
             const uint8_t *xb = x + b * c * plane;
-            uint8_t *hb = xh + b * c * plane;
+            uint8_t *hb = xh + b * cp * plane;
             const int64_t p0 = j * 16, pn = std::min<int64_t>(16, plane - p0);
             int64_t c0 = 0;
 #if defined(__SSE2__)
@@ -360,31 +363,40 @@ void to_channels_last(const uint8_t *x, int64_t batch, int64_t c, int64_t plane,
                         for (int i = 0; i < 16; ++i) r[i] = t[i];
                     }
                     for (int i = 0; i < 16; ++i)
-                        _mm_storeu_si128(reinterpret_cast<__m128i *>(hb + (p0 + i) * c + c0), r[i]);
+                        _mm_storeu_si128(reinterpret_cast<__m128i *>(hb + (p0 + i) * cp + c0), r[i]);
                 }
             }
 #endif
-            for (int64_t q = p0; q < p0 + pn; ++q)
-                for (int64_t ci = c0; ci < c; ++ci) hb[q * c + ci] = xb[ci * plane + q] ^ flip;
+            for (int64_t q = p0; q < p0 + pn; ++q) {
+                for (int64_t ci = c0; ci < c; ++ci) hb[q * cp + ci] = xb[ci * plane + q] ^ flip;
+                for (int64_t ci = c; ci < cp; ++ci) hb[q * cp + ci] = 0;
+            }
         }
 }
 
 // The block's patches row-major (rows `row` bytes apart) from the channels-last xh: a tap's
-// c bytes copied whole, the padding outside the input, zeros past K up to `groups` groups.
+// cp bytes copied whole, the padding outside the input, zeros past K up to `groups` groups.
 void pack_taps(const Patches &p, const uint8_t *xh, int64_t m0, int64_t rows, int64_t groups,
                int64_t row, uint8_t *dst) {
-    const int64_t K = p.c * p.kh * p.kw;
+    const int64_t K = p.cp * p.kh * p.kw, c = p.cp;
     for (int64_t r = 0; r < rows; ++r) {
         const int64_t m = m0 + r, ox = m % p.ow, oy = (m / p.ow) % p.oh, b = m / (p.ow * p.oh);
         uint8_t *out = dst + r * row;
         for (int64_t ky = 0; ky < p.kh; ++ky) {
             const int64_t iy = oy * p.sh - p.ph + ky * p.dh;
-            for (int64_t kx = 0; kx < p.kw; ++kx, out += p.c) {
+            for (int64_t kx = 0; kx < p.kw; ++kx, out += c) {
                 const int64_t ix = ox * p.sw - p.pw + kx * p.dw;
-                if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w)
-                    std::memset(out, p.pad, size_t(p.c));
-                else
-                    std::memcpy(out, xh + ((b * p.h + iy) * p.w + ix) * p.c, size_t(p.c));
+                const bool outside = iy < 0 || iy >= p.h || ix < 0 || ix >= p.w;
+                const uint8_t *src = xh + ((b * p.h + iy) * p.w + ix) * c;
+                if (c == 4) {  // a padded 3-channel stem's tap: one word
+                    const uint32_t pad = 0x01010101u * p.pad;
+                    if (outside) std::memcpy(out, &pad, 4);
+                    else std::memcpy(out, src, 4);
+                } else if (outside) {
+                    std::memset(out, p.pad, size_t(c));
+                } else {
+                    std::memcpy(out, src, size_t(c));
+                }
             }
         }
         std::memset(dst + r * row + K, 0, size_t(4 * groups - K));
@@ -662,11 +674,14 @@ void tile(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride
 }
 
 // B [K, N] (element (k, n) = B[k * sb_k + n * sb_n]) in the dot-product layout, then its
-// column sums; with taps > 1, row k is read from row (k % c) * taps + k / c (c = K / taps):
-// a convolution's weight [N, c, kh, kw] taken tap-major, as its channels-last patches are.
+// column sums; with taps > 1, a convolution's weight [N, c, kh, kw] (K = c * taps rows)
+// taken tap-major as its channels-last patches are: rows (tap, ci) for ci < cp, c padded to
+// a multiple of 4, row (tap, ci) read from row ci * taps + tap, zero for ci >= c.
 void pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k, int64_t sb_n,
             void *packed) {
-    const int64_t groups = stored_groups(K), panels = ceil_div(N, NP), c = K / taps;
+    const int64_t c = K / taps, cp = taps > 1 ? ceil_div(c, 4) * 4 : c;
+    K = taps * cp;  // the rows packed
+    const int64_t groups = stored_groups(K), panels = ceil_div(N, NP);
     int8_t *out = static_cast<int8_t *>(packed);
     std::memset(out, 0, size_t(panels * groups * NP * 4 + panels * NP * int64_t(sizeof(int32_t))));
     int32_t *colsum = reinterpret_cast<int32_t *>(out + panels * groups * NP * 4);
@@ -675,8 +690,9 @@ void pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k, i
             const int64_t n = q * NP + j;
             int32_t sum = 0;
             for (int64_t k = 0; k < K; ++k) {
-                const int64_t src = taps > 1 ? (k % c) * taps + k / c : k;
-                const int8_t v = B[src * sb_k + n * sb_n];
+                const int64_t ci = k % cp, tap = k / cp;
+                if (ci >= c) continue;  // a padding channel: zero
+                const int8_t v = B[(taps > 1 ? ci * taps + tap : k) * sb_k + n * sb_n];
                 out[((q * groups + k / 4) * NP + j) * 4 + k % 4] = v;
                 sum += v;
             }
@@ -700,10 +716,25 @@ void store(const Out &out, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
             const int64_t m = m0 + r, pos = m % out.plane;
             const int64_t len = std::min(rows - r, out.plane - pos);
             int32_t *base = out.c + (m / out.plane) * out.sb + pos + n0 * out.sn;
+            int64_t i = 0;
+#if defined(__AVX512F__)
+            // 16 rows x 16 columns at a time, transposed so that a column's rows are stored
+            // as one vector
+            for (; i + 16 <= len; i += 16)
+                for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+                    alignas(64) int32_t t[16][16];
+                    transpose16(sums[r + i] + j0, PG * NP, t[0], 16);
+                    for (int64_t j = j0; j < std::min(cols, j0 + 16); ++j) {
+                        const __m512i v = _mm512_sub_epi32(_mm512_load_si512(t[j - j0]),
+                                                           _mm512_set1_epi32(zero * colsum[j]));
+                        _mm512_storeu_si512(base + j * out.sn + i, v);
+                    }
+                }
+#endif
             for (int64_t j = 0; j < cols; ++j) {
                 int32_t *d = base + j * out.sn;
                 const int32_t off = zero * colsum[j];
-                for (int64_t i = 0; i < len; ++i) d[i] = sums[r + i][j] - off;
+                for (int64_t q = i; q < len; ++q) d[q] = sums[r + q][j] - off;
             }
             r += len;
         }
@@ -810,8 +841,8 @@ void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry
     if (p.taps_major) {  // the input copied channels last once, then whole taps per row
         uint8_t *xh = static_cast<uint8_t *>(workspace);
         const int64_t batch = plane ? M / plane : 0;
-        to_channels_last(x, batch, p.c, p.h * p.w, p.flip, xh);
-        product(M, N, p.c * p.kh * p.kw, a_signed != 0, a_zero, packed_b, out,
+        to_channels_last(x, batch, p.c, p.cp, p.h * p.w, p.flip, xh);
+        product(M, N, p.cp * p.kh * p.kw, a_signed != 0, a_zero, packed_b, out,
                 [&p, xh](int64_t m0, int64_t rows, int64_t groups, Layout to, uint8_t *dst) {
                     if (to.group == 4) return pack_taps(p, xh, m0, rows, groups, to.row, dst);
                     // group-major: the rows packed, then turned 16 x 16 groups at once

@@ -234,12 +234,15 @@ def _packing(value: Any, path: str, numel: int, dtype) -> int:
     if min(corners) < 0 or max(corners) >= numel:
         raise _Bad(path, f"a layout reading inside the constant's {numel} values", corners)
     if layout in _INT8_GROUPS:  # aotc_qgemm_packed_bytes: groups of 4 rows, 16-column
+        rows = f["k"]
         if layout == "int8_dot_groups16":  # rows reordered over a convolution's taps
             taps = _int(p.get("taps", 1), f"{path}.taps", 1, f["k"])
             if f["k"] % taps:
                 raise _Bad(f"{path}.taps", f"a divisor of k ({f['k']})", taps)
+            if taps > 1:  # its channels padded to a multiple of 4
+                rows = taps * -(-(f["k"] // taps) // 4) * 4
         panels = -(-f["n"] // 16)  # panels, then their int32 column sums
-        return panels * _INT8_GROUPS[layout](f["k"]) * 64 + panels * 64
+        return panels * _INT8_GROUPS[layout](rows) * 64 + panels * 64
     if stored == "bfloat16":  # whole pairs of rows, 2 bytes a value
         return (f["k"] + f["k"] % 2) * -(-f["n"] // f["nr"]) * f["nr"] * 2
     return f["k"] * -(-f["n"] // f["nr"]) * f["nr"] * 4

@@ -81,7 +81,9 @@ def pack_int8_groups(data: np.ndarray, packing: PackedInt8B) -> np.ndarray:
                                         strides=(packing.sb_k, packing.sb_n))
     groups, panels = packing.groups(), -(-n // 16)
     padded = np.zeros((groups * 4, panels * 16), np.int8)
-    padded[:k, :n] = b if packing.taps == 1 else b[packing.source_rows()]
+    for row, source in enumerate(packing.source_rows()):
+        if source is not None:  # else a padding channel's zero row
+            padded[row, :n] = b[source]
     data_part = padded.reshape(groups, 4, panels, 16).transpose(2, 0, 3, 1).reshape(-1)
     sums = padded.astype(np.int32).sum(0, dtype=np.int32)  # the padding adds nothing
     return np.concatenate([data_part.view(np.uint8), sums.view(np.uint8)])
