@@ -47,19 +47,26 @@ void one(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t zero, bool b_t,
                           " threads " + std::to_string(threads));
 }
 
-// geometry {c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw}
-void conv(int64_t batch, int64_t oc, const int64_t (&g)[13], bool a_signed, int32_t zero) {
+// geometry {c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major}
+void conv(int64_t batch, int64_t oc, const int64_t (&g)[14], bool a_signed, int32_t zero) {
     const int64_t c = g[0], h = g[1], w = g[2], kh = g[3], kw = g[4], oh = g[5], ow = g[6];
-    const int64_t K = c * kh * kw;
+    const int64_t K = c * kh * kw, taps = kh * kw;
+    const bool taps_major = g[13] != 0;
+    const int64_t rows = taps_major ? taps * ((c + 3) / 4 * 4) : K;  // channels padded
     uint32_t s = uint32_t(c * 7 + h * 3 + kh);
     std::vector<uint8_t> X(size_t(batch * c * h * w));
     for (auto &v : X) v = uint8_t(next(s) >> 24);
     std::vector<int8_t> W(size_t(oc * K));  // [oc, c, kh, kw] = B transposed
     for (auto &v : W) v = int8_t(next(s) >> 24);
-    std::vector<uint8_t> packed(size_t(aotc_qgemm_packed_bytes(K, oc)));
-    aotc_qgemm_pack_b(K, oc, W.data(), 1, K, packed.data());
+    std::vector<uint8_t> packed(size_t(aotc_qgemm_packed_bytes(rows, oc)));
+    if (taps_major)
+        aotc_qconv_pack_b(K, oc, taps, W.data(), 1, K, packed.data());
+    else
+        aotc_qgemm_pack_b(K, oc, W.data(), 1, K, packed.data());
     std::vector<int32_t> C(size_t(batch * oc * oh * ow), -7);
-    aotc_qconv_s32(batch * oh * ow, oc, X.data(), g, a_signed, zero, packed.data(), C.data());
+    std::vector<uint8_t> workspace(size_t(batch * ((c + 3) / 4 * 4) * h * w));  // channels last
+    aotc_qconv_s32(batch * oh * ow, oc, X.data(), g, a_signed, zero, packed.data(), C.data(),
+                   workspace.data());
     bool ok = true;
     for (int64_t b = 0; b < batch; ++b)
         for (int64_t o = 0; o < oc; ++o)
@@ -81,7 +88,8 @@ void conv(int64_t batch, int64_t oc, const int64_t (&g)[13], bool a_signed, int3
                 }
     check::expect(ok, "qconv c " + std::to_string(c) + " " + std::to_string(h) + "x" +
                           std::to_string(w) + " k " + std::to_string(kh) + "x" +
-                          std::to_string(kw) + (a_signed ? " s8" : " u8"));
+                          std::to_string(kw) + (a_signed ? " s8" : " u8") +
+                          (taps_major ? " taps major" : ""));
 }
 
 }  // namespace
@@ -102,10 +110,14 @@ int main() {
     for (int32_t c : C) ok = ok && c == 64 * 255 * -128;
     check::expect(ok, "qgemm extremes do not saturate");
     // a 7x7 stride-2 stem with 3 channels; a batch of 3x3s; stride 2 and dilation 2 on
-    // rows of 5; taps mostly outside the input
-    conv(1, 9, {3, 17, 19, 7, 7, 9, 10, 2, 2, 3, 3, 1, 1}, false, 128);
-    conv(2, 20, {8, 9, 9, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1}, true, -3);
-    conv(1, 5, {16, 70, 5, 3, 1, 34, 3, 2, 2, 1, 0, 2, 1}, false, 7);
-    conv(1, 4, {4, 3, 3, 5, 5, 3, 3, 1, 1, 2, 2, 1, 1}, true, 0);
+    // rows of 5; taps mostly outside the input; each also tap-major from a channels-last
+    // copy (the stem's channels padded to 4)
+    for (int64_t major = 0; major < 2; ++major) {
+        conv(1, 9, {3, 17, 19, 7, 7, 9, 10, 2, 2, 3, 3, 1, 1, major}, false, 128);
+        conv(2, 20, {8, 9, 9, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, major}, true, -3);
+        conv(1, 5, {16, 70, 5, 3, 1, 34, 3, 2, 2, 1, 0, 2, 1, major}, false, 7);
+        conv(1, 4, {4, 3, 3, 5, 5, 3, 3, 1, 1, 2, 2, 1, 1, major}, true, 0);
+        conv(2, 6, {32, 7, 6, 3, 3, 7, 6, 1, 1, 1, 1, 1, 1, major}, false, 90);
+    }
     return check::finish();
 }
