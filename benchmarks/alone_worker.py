@@ -7,8 +7,13 @@ holding its inputs (in0, in1, ...) and eager's outputs (out0, ...). The process 
 what that runtime needs: numpy and aotc's own runtime for aotc, numpy and the peer's package
 for ONNX Runtime and OpenVINO, torch for eager, AOTInductor and ExecuTorch. Each model is
 loaded, checked against eager's outputs, warmed up, then timed in `batches` batches of
-calibrated length; the result (median per-call ms, interquartile spread) is written to the
-spec's result path.
+calibrated length; the result (median per-call ms, interquartile spread, the largest absolute
+difference from the reference) is written to the spec's result path.
+
+Optional per-model keys (int8_peers.py): `tolerance` ({"rtol", "atol"} in place of
+TOLERANCE), `builder` ("module:function" returning (module, inputs) for eager, in place of
+models.BY_NAME), and eager float32's outputs as fp0, fp1, ... in the .npz when out0, ... are
+another reference (a quantized module's): their largest difference is reported too.
 """
 from __future__ import annotations
 
@@ -33,8 +38,11 @@ def flatten(out) -> list:
     return [out]
 
 
-def load(runtime: str, name: str, artifact: str | None, threads: int):
-    """A callable running the model once on this runtime, returning its outputs flattened."""
+def load(runtime: str, name: str, artifact: str | None, threads: int,
+         builder: str | None = None):
+    """A callable running the model once on this runtime, returning its outputs flattened.
+    `builder` ("module:function", called with the name) builds eager's module and inputs
+    where the model is not in models.py."""
     if runtime == "aotc":
         import aotc
 
@@ -49,9 +57,15 @@ def load(runtime: str, name: str, artifact: str | None, threads: int):
 
     torch.set_num_threads(threads)
     if runtime == "eager":
-        import models
+        if builder:
+            import importlib
 
-        module, _ = models.BY_NAME[name].build()
+            module_name, function = builder.split(":")
+            module, _ = getattr(importlib.import_module(module_name), function)(name)
+        else:
+            import models
+
+            module, _ = models.BY_NAME[name].build()
 
         def run(*inputs):
             with torch.inference_mode():
@@ -88,6 +102,11 @@ def time_model(fn, inputs, batch_ms: float, batches: int) -> dict:
             "iters": iters}
 
 
+def max_abs_diff(got: list, expected: list) -> float:
+    return max((float(np.max(np.abs(g.astype(np.float64) - e))) if g.size else 0.0
+                for g, e in zip(got, expected)), default=0.0)
+
+
 def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     runtime, threads = spec["runtime"], spec["threads"]
@@ -96,8 +115,10 @@ def main(spec_path: str) -> None:
         data = np.load(entry["data"])
         inputs = [data[f"in{i}"] for i in range(entry["n_inputs"])]
         expected = [data[f"out{i}"] for i in range(entry["n_outputs"])]
+        fp32 = [data[f"fp{i}"] for i in range(entry["n_outputs"])] if "fp0" in data else None
+        checked: dict = {}
         try:
-            fn = load(runtime, entry["name"], entry.get("artifact"), threads)
+            fn = load(runtime, entry["name"], entry.get("artifact"), threads, entry.get("builder"))
             if runtime in TORCH_INPUTS:
                 import torch
 
@@ -105,12 +126,16 @@ def main(spec_path: str) -> None:
             got = [as_numpy(o) for o in fn(*inputs)]
             if len(got) != len(expected):
                 raise AssertionError(f"{len(got)} outputs, eager has {len(expected)}")
+            checked["max_abs_err"] = max_abs_diff(got, expected)
+            if fp32 is not None:
+                checked["max_abs_err_fp32"] = max_abs_diff(got, fp32)
             for g, e in zip(got, expected):
-                np.testing.assert_allclose(g, e, **TOLERANCE)
-            results[entry["name"]] = time_model(fn, inputs, spec["batch_ms"], spec["batches"])
+                np.testing.assert_allclose(g, e, **entry.get("tolerance", TOLERANCE))
+            results[entry["name"]] = {**time_model(fn, inputs, spec["batch_ms"], spec["batches"]),
+                                      **checked}
         except Exception as e:  # report and go on: one failure must not hide the rest
             results[entry["name"]] = {"error": f"{type(e).__name__}: "
-                                      + " ".join(str(e).split())[:300]}
+                                      + " ".join(str(e).split())[:300], **checked}
     Path(spec["result"]).write_text(json.dumps(results))
 
 

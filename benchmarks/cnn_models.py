@@ -1,6 +1,6 @@
 """Convolutional networks for the benchmarks (not in the default suite: name them with
---models): a ResNet basic block, a MobileNetV2 inverted residual, and ResNet-18- and
-MobileNetV2-shaped networks at 224 x 224. Batch norm statistics are random (seeded) so that
+--models): a ResNet basic block, a MobileNetV2 inverted residual, and ResNet-18-, ResNet-50-
+and MobileNetV2-shaped networks at 224 x 224. Batch norm statistics are random (seeded) so that
 folding them into the convolutions is not a no-op."""
 from __future__ import annotations
 
@@ -69,6 +69,51 @@ class ResNet18(nn.Module):
             cin = c
         self.blocks = nn.Sequential(*blocks)
         self.fc = nn.Linear(512, classes)
+        randomize_norms(self)
+
+    def forward(self, x):
+        x = self.blocks(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class Bottleneck(nn.Module):
+    """ResNet-50's block: 1x1 down to `width`, 3x3 (carrying the stride), 1x1 up to 4 x width."""
+
+    def __init__(self, cin: int, width: int, stride: int = 1):
+        super().__init__()
+        cout = 4 * width
+        self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                      nn.BatchNorm2d(cout))
+        randomize_norms(self)
+
+    def forward(self, x):
+        y = F.relu(self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))))
+        y = self.bn3(self.conv3(y))
+        return F.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNet50(nn.Module):
+    """Bottleneck blocks [3, 4, 6, 3], widths 64..512 inside (256..2048 out)."""
+
+    def __init__(self, classes: int = 1000):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
+                                  nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        blocks, cin = [], 64
+        for width, n, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            for k in range(n):
+                blocks.append(Bottleneck(cin, width, stride if k == 0 else 1))
+                cin = 4 * width
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(cin, classes)
         randomize_norms(self)
 
     def forward(self, x):
