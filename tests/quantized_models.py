@@ -58,8 +58,9 @@ class MLP(torch.nn.Module):
 
 
 def quantizer_of(name: str):
-    """X86InductorQuantizer's default static int8 scheme (uint8 activations) or ExecuTorch's
-    XNNPACKQuantizer's symmetric per-channel one (int8 activations)."""
+    """X86InductorQuantizer's default static int8 scheme (uint8 activations; "x86") or its
+    dynamic one ("x86_dynamic": activations' qparams chosen at run time), or ExecuTorch's
+    XNNPACKQuantizer's symmetric per-channel one (int8 activations; "xnnpack")."""
     if name == "xnnpack":
         xnn = pytest.importorskip("executorch.backends.xnnpack.quantizer.xnnpack_quantizer")
         quantizer = xnn.XNNPACKQuantizer()
@@ -68,14 +69,15 @@ def quantizer_of(name: str):
     from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer as xiq
 
     quantizer = xiq.X86InductorQuantizer()
-    quantizer.set_global(xiq.get_default_x86_inductor_quantization_config())
+    quantizer.set_global(xiq.get_default_x86_inductor_quantization_config(
+        is_dynamic=name == "x86_dynamic"))
     return quantizer
 
 
 def pt2e_static_int8(module: torch.nn.Module, example: torch.Tensor,
                      calibration: list[torch.Tensor],
                      quantizer: str = "x86") -> torch.export.ExportedProgram:
-    """A PT2E static int8 scheme (quantizer_of), calibrated, exported again."""
+    """A PT2E int8 scheme (quantizer_of), calibrated, exported again."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     quantizer = quantizer_of(quantizer)

@@ -85,6 +85,27 @@ def test_pt2e_encoder_layer(tmp_path, quantizer, int8_kernels):
         assert_close_to_largest(compiled(x), ep.module()(x))
 
 
+@pytest.mark.parametrize("int8_kernels", ["on", "off"])
+def test_pt2e_dynamic_encoder_layer(tmp_path, int8_kernels):
+    """X86InductorQuantizer's dynamic scheme: each activation's scale and zero point chosen
+    at run time (choose_qparams.tensor, one-element tensors). On the int8 GEMM the kernel
+    reads the zero point and the epilogue the scale from those tensors; q, k and v read one
+    dequantized activation, so all six products are integer. Eager multiplies by the
+    scale's .item() in float32, and so does the package (a float64 scale would turn the
+    layer float64)."""
+    torch.manual_seed(0)
+    batches = [torch.randn(2, 10, 32) for _ in range(3)]
+    ep = pt2e_static_int8(EncoderLayer(), batches[0], batches[:2], "x86_dynamic")
+    assert {"quantized_decomposed.choose_qparams.tensor",
+            "quantized_decomposed.dequantize_per_tensor.tensor"} <= quant_ops(ep)
+    _, compiled = compile_ep(ep, tmp_path, int8_kernels=int8_kernels)
+    assert integer_products(tmp_path) == (6 if int8_kernels == "on" else 0)
+    for x in batches:
+        got, want = compiled(x), ep.module()(x)
+        assert got.dtype == want.dtype == torch.float32
+        assert_close_to_largest(got, want)
+
+
 def test_pt2e_int8_weights_are_stored_int8(tmp_path):
     """On the int8 GEMM a quantized weight stays int8 (packed for the kernel): no float copy
     of it is stored in the package."""

@@ -16,19 +16,29 @@ import torch
 NAMESPACE = "quantized_decomposed"
 
 
+def _scalar(t, dtype):
+    """A one-element qparam tensor (0-dim, or choose_qparams' [1]) as the 0-dim `dtype`
+    value eager's kernels read with .item(): a float32 computation then stays float32."""
+    return t.reshape(()).to(dtype)
+
+
 def _quantize_tensor(input, scale, zero_point, quant_min, quant_max, dtype):
-    """quantize_per_tensor with 0-dim tensor scale and zero point (and, in .tensor2, bounds)."""
+    """quantize_per_tensor with one-element tensor scale and zero point (and, in .tensor2,
+    bounds): 1 / scale in float64, as eager's Python float, then multiplied in float32."""
     if input.dtype in (torch.float16, torch.bfloat16):
         input = input.to(torch.float32)
-    return torch.clamp(torch.round(input * (1.0 / scale)) + zero_point, quant_min,
-                       quant_max).to(dtype)
+    inv_scale = _scalar(1.0 / scale.to(torch.float64), torch.float32)
+    return torch.clamp(torch.round(input * inv_scale) + _scalar(zero_point, torch.int64),
+                       quant_min, quant_max).to(dtype)
 
 
 def _dequantize_tensor(input, scale, zero_point, quant_min, quant_max, dtype, *, out_dtype=None):
-    """dequantize_per_tensor with 0-dim tensor scale and zero point (and bounds, unused)."""
+    """dequantize_per_tensor with one-element tensor scale and zero point (and bounds,
+    unused)."""
     if input.dtype != dtype:
         raise ValueError(f"dequantize_per_tensor expects a {dtype} input, not {input.dtype}")
-    return (input.to(out_dtype or torch.float32) - zero_point) * scale
+    out = out_dtype or torch.float32
+    return (input.to(out) - _scalar(zero_point, torch.int64)) * _scalar(scale, out)
 
 
 def _choose_qparams_tensor(input, quant_min, quant_max, eps, dtype):

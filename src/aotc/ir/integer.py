@@ -27,6 +27,9 @@ class IntMatmul(Template):
     a_signed: bool
     b_packed: bool = False
     a_zero: int = 0  # subtracted from every element of a (a quantized activation's zero point)
+    # else the one-element buffer holding the zero point, computed at run time (dynamic
+    # quantization: choose_qparams)
+    a_zero_buffer: str | None = None
     # A convolution's product (aotc_qconv_s32): `a` names its input [batch, c, h, w], read
     # as its patches with this geometry (c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw),
     # and out is [batch, n, oh, ow] (channels first); b is the weight as [c*kh*kw, n].
@@ -58,7 +61,8 @@ class IntMatmul(Template):
         return sympy.expand((rows + 63) * n + 4 * n)
 
     def reads(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((self.a.buffer, self.b.buffer)))
+        zero = (self.a_zero_buffer,) if self.a_zero_buffer else ()
+        return tuple(dict.fromkeys((self.a.buffer, self.b.buffer, *zero)))
 
     def flops(self) -> sympy.Expr:
         return 2 * self.m * self.n * self.k  # integer operations
@@ -74,7 +78,8 @@ class IntMatmul(Template):
     def describe(self) -> str:
         kind = "s8" if self.a_signed else "u8"
         packed = " (packed)" if self.b_packed else ""
-        zero = f" - {self.a_zero}" if self.a_zero else ""
+        zero = (f" - {self.a_zero_buffer}[0]" if self.a_zero_buffer
+                else f" - {self.a_zero}" if self.a_zero else "")
         if self.patches is not None:
             c, h, w, kh, kw = self.patches[:5]
             return (f"int conv ({kind} {self.a.buffer}{zero}) [.., {c}, {h}, {w}] x s8 "

@@ -41,26 +41,42 @@ def _rows_cols(o: Operand) -> Operand:
     return Operand(o.buffer, o.offset, tuple(o.strides[1:]))
 
 
-def _scaled(ctx: LoweringContext, acc: Node, channel, w_scale, x_scale: float, bias) -> Node:
+def _scalar(value: TensorValue) -> Node:
+    """The value of a one-element tensor (a run-time scale or zero point)."""
+    return value.load(tuple(sympy.Integer(0) for _ in value.sizes))
+
+
+def _scaled(ctx: LoweringContext, acc: Node, channel, w_scale, x_scale: float | TensorValue,
+            bias) -> Node:
     """acc * (x_scale * w_scale[channel]) + bias[channel] in float32: the dequantized
-    product (acc is exact; eager sums the dequantized terms, which differs by rounding)."""
+    product (acc is exact; eager sums the dequantized terms, which differs by rounding).
+    A run-time x_scale (dynamic quantization) is read as float32, as eager's float32
+    arithmetic takes its .item()."""
     f = DType.float32
-    if isinstance(w_scale, float):
+    x: Node = constant(x_scale, f) if isinstance(x_scale, float) else cast(_scalar(x_scale), f)
+    if isinstance(w_scale, float) and isinstance(x_scale, float):
         scale: Node = constant(x_scale * w_scale, f)
+    elif isinstance(w_scale, float):
+        scale = Binary(BinaryOp.MUL, constant(w_scale, f), x, f)
     else:
-        scale = Binary(BinaryOp.MUL, cast(w_scale.load((channel,)), f), constant(x_scale, f), f)
+        scale = Binary(BinaryOp.MUL, cast(w_scale.load((channel,)), f), x, f)
     value: Node = Binary(BinaryOp.MUL, cast(acc, f), scale, f)
     if bias is not None:
         value = Binary(BinaryOp.ADD, value, cast(bias.load((channel,)), f), f)
     return value
 
 
-def _product(ctx, a: Operand, b: Operand, m, n, k, a_signed: bool, a_zero: int,
+def _product(ctx, a: Operand, b: Operand, m, n, k, a_signed: bool, a_zero: int | TensorValue,
              sizes=None) -> TensorValue:
     """The exact int32 product (a - a_zero) @ b of a [M, K] 8-bit activation and a [K, N]
     int8 b, both (row, column) strided operands (b a constant weight the prepack stage
-    stores packed)."""
-    mm = IntMatmul(a, b, m, n, k, a_signed, a_zero=a_zero)
+    stores packed); a_zero a number or a one-element tensor the kernel reads at run time."""
+    if isinstance(a_zero, int):
+        mm = IntMatmul(a, b, m, n, k, a_signed, a_zero=a_zero)
+    else:
+        zero = ctx.realize(a_zero).buffer_name()
+        assert zero is not None
+        mm = IntMatmul(a, b, m, n, k, a_signed, a_zero_buffer=zero)
     return ctx.emit(mm, sizes or (m, n), DType.int32,
                     hint=None if sizes else f"{ctx.node_name}_acc")
 
@@ -85,9 +101,11 @@ def _columns(ctx, w: TensorValue, n, k) -> Operand:
 
 
 def lower_quantized_linear(ctx: LoweringContext, x_q: TensorValue, w_q: TensorValue, w_scale,
-                           x_scale: float, x_zero: int, bias) -> TensorValue:
+                           x_scale: float | TensorValue, x_zero: int | TensorValue,
+                           bias) -> TensorValue:
     """linear(dequantize(x_q), dequantize(w_q), bias) (passes/quantized.py) as an integer
-    product of the 8-bit values and a float32 epilogue."""
+    product of the 8-bit values and a float32 epilogue; the activation's scale and zero
+    point numbers or run-time one-element tensors."""
     k = x_q.sizes[-1]
     m = numel(x_q.sizes[:-1])
     n = w_q.sizes[0]

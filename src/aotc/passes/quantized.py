@@ -7,7 +7,11 @@ write them, so that import lowers each as an integer product (lowering/quantize.
     y = linear(x, w, bias) | conv2d(x, w, bias, stride, padding, dilation, groups=1)
 
 matches when w_q and its scales are weights with zero points all 0 (symmetric weights), the
-activation's scale and zero point are numbers, and each dequantize has no other reader. y
+activation's scale and zero point are numbers (static quantization) or, for a linear, the
+one-element tensors of `dequantize_per_tensor.tensor` that `choose_qparams.tensor` computes
+at run time (dynamic quantization: X86InductorQuantizer's is_dynamic), and each dequantize
+has no other reader (an activation's dequantize may feed several products, every one of
+them matched, as the q, k and v projections of dynamic quantization read one). y
 stays a float tensor: the requantize that usually follows is an ordinary pointwise op,
 which fusion runs in the same kernel as the product's epilogue.
 """
@@ -22,6 +26,7 @@ from ..frontend.freezing import weight_placeholders
 from ..lowering.quantize import lower_quantized_conv, lower_quantized_linear
 
 DQ_TENSOR = "quantized_decomposed.dequantize_per_tensor.default"
+DQ_TENSOR_QPARAMS = "quantized_decomposed.dequantize_per_tensor.tensor"
 DQ_CHANNEL = "quantized_decomposed.dequantize_per_channel.default"
 aten = torch.ops.aten
 PRODUCTS = (aten.linear.default, aten.conv2d.default)
@@ -34,8 +39,8 @@ class QuantizedProduct:
 
     output: fx.Node
     x_q: fx.Node  # the 8-bit activation
-    x_scale: float
-    x_zero: int
+    x_scale: float | fx.Node  # a number, or a one-element tensor computed at run time
+    x_zero: int | fx.Node
     w_q: fx.Node  # the int8 weight, [out, in] or [out, in, kh, kw]
     w_scale: fx.Node | float  # per output channel (a weight), or one number
     bias: fx.Node | None
@@ -47,8 +52,9 @@ class QuantizedProduct:
         ctx = imp.context(self.output, self.output.target)
         scale = self.w_scale if isinstance(self.w_scale, float) else imp.arg(self.w_scale)
         bias = imp.arg(self.bias) if self.bias is not None else None
-        args = (ctx, imp.arg(self.x_q), imp.arg(self.w_q), scale, self.x_scale, self.x_zero,
-                bias)
+        x_scale, x_zero = (v if isinstance(v, (int, float)) else imp.arg(v)
+                           for v in (self.x_scale, self.x_zero))
+        args = (ctx, imp.arg(self.x_q), imp.arg(self.w_q), scale, x_scale, x_zero, bias)
         if self.conv is None:
             return lower_quantized_linear(*args)
         return lower_quantized_conv(*args, *self.conv)
@@ -63,18 +69,30 @@ def _sole_reader(node: fx.Node, reader: fx.Node) -> bool:
     return list(node.users) == [reader]
 
 
-def _activation(node, reader) -> tuple | None:
-    """(x_q, scale, zero point) of a per-tensor dequantize of an 8-bit activation."""
-    if not isinstance(node, fx.Node) or str(node.target) != DQ_TENSOR or \
-            not _sole_reader(node, reader) or node.kwargs.get("out_dtype") not in (None,
-                                                                                  torch.float32):
+def _one_element(node, dtypes) -> bool:
+    """Whether node is a run-time tensor of one element of one of these dtypes."""
+    val = _val(node)
+    return val is not None and val.numel() == 1 and val.dtype in dtypes
+
+
+def _activation(node, reader, tensor_qparams: bool) -> tuple | None:
+    """(x_q, scale, zero point) of a per-tensor dequantize of an 8-bit activation: numbers,
+    or with tensor_qparams also one-element tensors (dequantize_per_tensor.tensor)."""
+    targets = (DQ_TENSOR, DQ_TENSOR_QPARAMS) if tensor_qparams else (DQ_TENSOR,)
+    if not isinstance(node, fx.Node) or str(node.target) not in targets or \
+            any(u.target not in PRODUCTS for u in node.users) or \
+            node.kwargs.get("out_dtype") not in (None, torch.float32):
         return None
     x_q, scale, zero, _, _, dtype = node.args[:6]
     val = _val(x_q)
-    if val is None or val.dtype != dtype or dtype not in ACTIVATIONS or \
-            not isinstance(scale, float) or not isinstance(zero, int):
+    if val is None or val.dtype != dtype or dtype not in ACTIVATIONS:
         return None
-    return x_q, scale, zero
+    if str(node.target) == DQ_TENSOR_QPARAMS:
+        ok = _one_element(scale, (torch.float32, torch.float64)) and \
+            _one_element(zero, (torch.int32, torch.int64))
+    else:
+        ok = isinstance(scale, float) and isinstance(zero, int)
+    return (x_q, scale, zero) if ok else None
 
 
 def _weight(node, reader, weights: dict) -> tuple | None:
@@ -120,7 +138,7 @@ def _match(node: fx.Node, weights: dict) -> QuantizedProduct | None:
     out = _val(node)
     if out is None or out.dtype != torch.float32:
         return None
-    act = _activation(node.args[0], node)
+    act = _activation(node.args[0], node, tensor_qparams=node.target is aten.linear.default)
     wt = _weight(node.args[1], node, weights)
     if act is None or wt is None:
         return None
@@ -145,7 +163,14 @@ def find_quantized(ep: torch.export.ExportedProgram) -> dict[fx.Node, QuantizedP
             chain = _match(node, weights)
             if chain is not None:
                 found[node] = chain
-    return found
+    # an activation's dequantize stays out of the graph only when every reader is a product
+    # found here (then none computes it); else none of its readers is one
+    while True:
+        partial = {n for n, c in found.items() if any(u not in found for u in c.inner[0].users)}
+        if not partial:
+            return found
+        for n in partial:
+            del found[n]
 
 
 def format_quantized(chains: dict[fx.Node, QuantizedProduct]) -> str:
@@ -155,6 +180,8 @@ def format_quantized(chains: dict[fx.Node, QuantizedProduct]) -> str:
         kind = "linear" if c.conv is None else f"conv2d{c.conv}"
         scale = c.w_scale if isinstance(c.w_scale, float) else c.w_scale.name
         bias = f" + {c.bias.name}" if c.bias is not None else ""
-        lines.append(f"{c.output.name} = {kind}({c.x_q.name} (s {c.x_scale:g}, z {c.x_zero}), "
+        x_scale, x_zero = (v.name if isinstance(v, fx.Node) else f"{v:g}"
+                           for v in (c.x_scale, c.x_zero))
+        lines.append(f"{c.output.name} = {kind}({c.x_q.name} (s {x_scale}, z {x_zero}), "
                      f"{c.w_q.name} (s {scale})){bias}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -16,6 +16,8 @@ def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]
     m, n, k = c_index(op.m), c_index(op.n), c_index(op.k)
     a = f"{pointer_of(op.a.buffer)} + {c_index(op.a.offset)}"
     lines = []
+    zero = (f"static_cast<int32_t>({pointer_of(op.a_zero_buffer)}[0])" if op.a_zero_buffer
+            else str(op.a_zero))  # a run-time zero point, or the number
     packed = pointer_of(op.b.buffer)  # a constant in the layout already
     if not op.b_packed:
         assert workspace is not None
@@ -35,8 +37,8 @@ def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]
         return lines + [
             "{",
             f"  static const int64_t geometry[14] = {{{geometry}}};  // {names}",
-            f"  aotc_qconv_s32({m}, {n}, {a}, geometry, {int(op.a_signed)}, {op.a_zero}, "
+            f"  aotc_qconv_s32({m}, {n}, {a}, geometry, {int(op.a_signed)}, {zero}, "
             f"{packed}, {pointer_of(buf.name)}, {copy});",
             "}"]
     return lines + [f"aotc_qgemm_s32({m}, {n}, {k}, {a}, {c_index(op.a.strides[0])}, "
-                    f"{int(op.a_signed)}, {op.a_zero}, {packed}, {pointer_of(buf.name)}, {n});"]
+                    f"{int(op.a_signed)}, {zero}, {packed}, {pointer_of(buf.name)}, {n});"]
