@@ -58,31 +58,39 @@ def timed(fn, *args, **kwargs):
 
 # ----------------------------------------------------------------------------- compiling
 
+# what a cached AOTInductor package was built with; a package of another recipe is rebuilt
+# (2: compiled with grad off, which freezing needs: Inductor skips it with grad on)
+AOTI_RECIPE = 2
+
+
 def aoti_compile(ep, package_path):
     # compile with as many threads as cores: inductor then emits `#pragma omp parallel`
     # without a fixed thread count, so the package follows OMP_NUM_THREADS at run time
     torch.set_num_threads(os.cpu_count() or 1)
-    return torch._inductor.aoti_compile_and_package(ep, package_path=package_path,
-                                                    inductor_configs={"freezing": True})
+    with torch.no_grad():  # else inductor quietly leaves freezing out
+        return torch._inductor.aoti_compile_and_package(ep, package_path=package_path,
+                                                        inductor_configs={"freezing": True})
 
 
 def compile_aoti(folder: Path, name: str, ep) -> dict:
     """{artifact, compile_s, cached}: reuses an earlier run's package of this torch version."""
     path, stamp = folder / f"{name}.pt2", folder / f"{name}.json"
-    if path.exists() and stamp.exists():
+    if aoti_is_cached(folder, name):
         info = json.loads(stamp.read_text())
-        if info.get("torch") == torch.__version__:
-            return {"artifact": str(path), "compile_s": info["compile_s"], "cached": True}
+        return {"artifact": str(path), "compile_s": info["compile_s"], "cached": True}
     folder.mkdir(parents=True, exist_ok=True)
     _, seconds = timed(aoti_compile, ep, str(path))
-    stamp.write_text(json.dumps({"torch": torch.__version__, "compile_s": seconds}))
+    stamp.write_text(json.dumps({"torch": torch.__version__, "recipe": AOTI_RECIPE,
+                                 "compile_s": seconds}))
     return {"artifact": str(path), "compile_s": seconds, "cached": False}
 
 
 def aoti_is_cached(folder: Path, name: str) -> bool:
     stamp = folder / f"{name}.json"
-    return ((folder / f"{name}.pt2").exists() and stamp.exists()
-            and json.loads(stamp.read_text()).get("torch") == torch.__version__)
+    if not (folder / f"{name}.pt2").exists() or not stamp.exists():
+        return False
+    info = json.loads(stamp.read_text())
+    return info.get("torch") == torch.__version__ and info.get("recipe") == AOTI_RECIPE
 
 
 def compile_ort(folder: Path, name: str, model, inputs) -> dict:

@@ -167,15 +167,12 @@ def compile_aotc(ep, path: Path, int8: bool) -> None:
 
 
 def compile_aoti(ep, path: Path) -> None:
-    """peers.aoti_compile (freezing, threads = cores) under no_grad: inductor freezes only
-    when grad is off (compile_fx), and without freezing the oneDNN int8 lowerings do not
-    match: the int8 weights are dequantized on every call and the products run in float."""
-    import torch
-
+    """peers.aoti_compile: freezing (which it compiles with grad off for, since without
+    freezing the oneDNN int8 lowerings do not match: the int8 weights are dequantized on
+    every call and the products run in float), threads = cores."""
     import peers
 
-    with torch.no_grad():
-        peers.aoti_compile(ep, str(path))
+    peers.aoti_compile(ep, str(path))
 
 
 def export_onnx(model, inputs, path: Path) -> None:
