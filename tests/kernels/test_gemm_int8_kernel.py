@@ -1,11 +1,12 @@
 """kernels/gemm_int8.cpp through its C ABI, built for every -march level this CPU runs, each
 with each of its paths forced in turn (AMX tiles where the CPU has amx_int8, vpdpbusd on
 512 bits where it has avx512_vnni, on 256 bits where it has avx_vnni, and the widened
-vpmaddwd path or the portable loop otherwise): int32 products exactly equal to numpy's int64 product of the operands, for
-uint8 and int8 A with zero points, odd shapes, strided and transposed operands, the extreme
-values (where vpmaddubsw would saturate), and every thread count alike; and convolutions
-read as products of their patches (aotc_qconv_s32), equal to numpy's sum over the taps with
-the zero point outside the input."""
+vpmaddwd path or the portable loop otherwise): int32 products exactly equal to numpy's
+int64 product of the operands, for uint8 and int8 A with zero points, odd shapes, strided
+and transposed operands, the extreme values (where vpmaddubsw would saturate), and every
+thread count alike; and convolutions read as products of their patches (aotc_qconv_s32),
+channels first and tap-major, equal to numpy's sum over the taps with the zero point
+outside the input."""
 from __future__ import annotations
 
 import ctypes

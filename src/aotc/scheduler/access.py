@@ -19,6 +19,7 @@ from ..ir.expr import (
     rebuild,
     simplify_loads,
     substitute_index,
+    transform,
     with_index,
 )
 from ..ir.nodes import ARG_REDUCTIONS, Reduction
@@ -227,6 +228,58 @@ def transpose_axes(body, iv, sizes, buffer_sizes: dict) -> tuple[int, int] | Non
     transposed = any(unit_stride(off, iv[a]) and iv[b] in sympy.sympify(off).free_symbols
                      for off in offsets)  # not a broadcast along b
     return (a, b) if transposed else None
+
+
+def merge_inner_axes(body, iv, sizes, sizes_of: dict) -> tuple | None:
+    """(sizes, body) with the last two non-unit axes a < b looped as one, when every load
+    reads them as the trailing pair of dims of its (contiguous) buffer, dim b of the same
+    size, and nothing else in the body uses them: b then runs over sizes[a] * sizes[b]
+    elements and a is fixed at 0 (each such load's dim a index 0, its dim b index the
+    merged count: the same flat offsets). A [C, H, W] epilogue whose loads read [C, H, W]
+    buffers and [C] scales thus loops over C and H*W, a vector loop of H*W elements
+    instead of W (7 at the end of a ResNet). None when the axes cannot merge."""
+    axes = [k for k, n in enumerate(sizes) if n != 1]
+    if len(axes) < 2:
+        return None
+    a, b = axes[-2], axes[-1]
+    va, vb = iv[a], iv[b]
+    rewritten: dict = {}
+    for ld in loads(body):
+        if not isinstance(ld, Load):
+            return None
+        index = [sympy.sympify(e) for e in ld.index]
+        uses = [d for d, e in enumerate(index) if e.has(va) or e.has(vb)]
+        if not uses:
+            continue
+        shape = sizes_of.get(ld.buffer)
+        if shape is None or len(uses) != 2 or uses[1] != uses[0] + 1 or \
+                index[uses[0]] != va or index[uses[1]] != vb or \
+                sympy.simplify(sympy.sympify(shape[uses[1]]) - sizes[b]) != 0:
+            return None
+        index[uses[0]] = sympy.Integer(0)
+        rewritten[ld] = with_index(ld, tuple(index))
+
+    if not rewritten or _uses_outside_loads(body, (va, vb)):
+        return None
+    merged = list(sizes)
+    merged[b] = sympy.expand(sympy.sympify(sizes[a]) * sizes[b])
+    merged[a] = sympy.Integer(1)
+    return merged, transform(body, lambda x: rewritten.get(x, x))
+
+
+def _uses_outside_loads(body, symbols) -> bool:
+    """Whether an IndexValue of `body` (a position used as a value) mentions `symbols`."""
+    seen: set = set()
+    todo = [body]
+    while todo:
+        x = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if isinstance(x, IndexValue) and any(x.expr.has(v) for v in symbols):
+            return True
+        todo.extend(children(x))
+    return False
 
 
 def _divides_exactly(q) -> bool:

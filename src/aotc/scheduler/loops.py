@@ -19,6 +19,7 @@ from ..ir.symbols import flat_offset, index_vars, numel, reduction_var
 from ..target import Loops, Target
 from .access import (
     column_axis,
+    merge_inner_axes,
     merge_reduced_axes,
     split_at_conditions,
     split_inner_axis,
@@ -248,8 +249,15 @@ def _pointwise(buf: Buffer, sizes_of: dict, loops: Loops) -> Nest:
         k = max(a for a, n in enumerate(sizes) if n != 1)
         rest = [n for a, n in enumerate(sizes) if a != k]  # after k: unit
         return CutAxis(_outer(rest, work, max(n_loops - 1, 1), loops), k, tuple(pieces))
-    return PointwiseLoops(_outer(sizes, work, max(n_loops - 1, 1), loops),
-                          tuple(zip(iv, sizes)), off, op.body)
+    body, loop_sizes = op.body, list(sizes)
+    while (merged := merge_inner_axes(body, iv, loop_sizes, sizes_of)) is not None:
+        loop_sizes, body = merged  # two inner axes as one longer vector loop
+    if body is not op.body:
+        n_loops = sum(1 for n in loop_sizes if n != 1)
+        off = flat_offset(iv, sizes).xreplace({v: 0 for v, n, m in zip(iv, sizes, loop_sizes)
+                                               if m == 1 and n != 1})
+    return PointwiseLoops(_outer(loop_sizes, work, max(n_loops - 1, 1), loops),
+                          tuple(zip(iv, loop_sizes)), off, body)
 
 
 def _reduction(buf: Buffer, sizes_of: dict, loops: Loops) -> Nest:
