@@ -255,24 +255,6 @@ def versions() -> str:
     return ", ".join(parts)
 
 
-def write_section(out: Path, section: str) -> None:
-    """Replace this runner's section in `out` (RESULTS.md: among its kept notes), or add it
-    there; any other file is written whole."""
-    text = out.read_text() if out.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
-    elif report.NOTES_MARKER in text and "\n## Notes\n" in text.split(report.NOTES_MARKER, 1)[1]:
-        head, notes = text.split(report.NOTES_MARKER, 1)
-        before, after = notes.split("\n## Notes\n", 1)
-        text = head + report.NOTES_MARKER + before + "\n## Notes\n\n" + section + after
-    elif out.name == "RESULTS.md":
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        text = section
-    out.write_text(text)
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default="", help="comma-separated names (default: the suite)")
@@ -327,7 +309,7 @@ def main(argv=None) -> None:
     section, by_threads, _ = render(args, meta, entries, rounds_by_threads, runtimes, None)
     if chart(png, by_threads, runtimes):
         section, _, _ = render(args, meta, entries, rounds_by_threads, runtimes, png.name)
-    write_section(out, section)
+    report.write_section(out, section, BEGIN, END)
     (run.BUILD / "alone" / "last.json").write_text(json.dumps(
         {"meta": meta, "rounds": rounds_by_threads}, indent=1))
     print(section)

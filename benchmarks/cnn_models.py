@@ -21,6 +21,13 @@ def randomize_norms(model: nn.Module) -> nn.Module:
     return model
 
 
+def shortcut(cin: int, cout: int, stride: int) -> nn.Module | None:
+    """A residual block's projection (1x1 conv + batch norm) where its shape changes."""
+    if stride == 1 and cin == cout:
+        return None
+    return nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+
 class BasicBlock(nn.Module):
     def __init__(self, cin: int, cout: int, stride: int = 1):
         super().__init__()
@@ -28,10 +35,7 @@ class BasicBlock(nn.Module):
         self.bn1 = nn.BatchNorm2d(cout)
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(cout)
-        self.down = None
-        if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                      nn.BatchNorm2d(cout))
+        self.down = shortcut(cin, cout, stride)
         randomize_norms(self)
 
     def forward(self, x):
@@ -88,10 +92,7 @@ class Bottleneck(nn.Module):
         self.bn2 = nn.BatchNorm2d(width)
         self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
         self.bn3 = nn.BatchNorm2d(cout)
-        self.down = None
-        if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                      nn.BatchNorm2d(cout))
+        self.down = shortcut(cin, cout, stride)
         randomize_norms(self)
 
     def forward(self, x):

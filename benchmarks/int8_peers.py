@@ -527,25 +527,6 @@ def render(meta: dict, entries: list[dict], rounds_by_threads: dict, seconds_by_
     return "\n".join(lines) + "\n"
 
 
-def write_section(out: Path, section: str) -> None:
-    """Replace this runner's section in `out` where it has one; in a RESULTS.md without one,
-    add it at the top of its notes (as alone.py does) or at its end; any other file is
-    written whole."""
-    text = out.read_text() if out.exists() else ""
-    notes = "\n## Notes\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
-    elif out.name == "RESULTS.md" and notes in text:
-        head, after = text.split(notes, 1)
-        text = head + notes + "\n" + section + after
-    elif out.name == "RESULTS.md":
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        text = section
-    out.write_text(text)
-
-
 # ----------------------------------------------------------------------------- main
 
 def parse_args(argv=None):
@@ -600,7 +581,7 @@ def main(argv=None) -> None:
         {"meta": meta, "entries": entries, "rounds": rounds_by_threads,
          "round_s": seconds_by_threads}, indent=1))
     if args.out:
-        write_section(Path(args.out), section)
+        report.write_section(Path(args.out), section, BEGIN, END)
         run.log(f"wrote {args.out}")
     else:
         print(section)

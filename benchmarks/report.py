@@ -327,3 +327,22 @@ def render(args, meta, benches, entries, runs, out: Path | None) -> str:
     if out is not None:
         lines += kept_notes(out)
     return "\n".join(lines) + "\n"
+
+
+def write_section(out: Path, section: str, begin: str, end: str) -> None:
+    """Replace a runner's section (between its `begin` and `end` markers) in `out`; in a
+    RESULTS.md without one, add it at the top of the kept notes (or at its end); any other
+    file is written whole."""
+    text = out.read_text() if out.exists() else ""
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + section.rstrip("\n") + rest.split(end, 1)[1]
+    elif NOTES_MARKER in text and "\n## Notes\n" in text.split(NOTES_MARKER, 1)[1]:
+        head, notes = text.split(NOTES_MARKER, 1)
+        before, after = notes.split("\n## Notes\n", 1)
+        text = head + NOTES_MARKER + before + "\n## Notes\n\n" + section + after
+    elif out.name == "RESULTS.md":
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        text = section
+    out.write_text(text)

@@ -289,22 +289,24 @@ def with_index(x: Load | IndirectLoad, index: tuple) -> Load | IndirectLoad:
     return IndirectLoad(x.buffer, index, x.indirect, x.bounds, x.dtype, x.wrap)
 
 
-def loads(e: Node) -> list[Load | IndirectLoad]:
-    """Every distinct (direct or indirect) load in `e`, in first-visit order."""
+def nodes(e: Node) -> list[Node]:
+    """Every distinct node of `e`, in first-visit (depth-first, pre-order) order."""
     seen: dict[Node, None] = {}
-    out: list[Load | IndirectLoad] = []
 
     def visit(x: Node) -> None:
         if x in seen:
             return
         seen[x] = None
-        if isinstance(x, (Load, IndirectLoad)):
-            out.append(x)
         for k in children(x):
             visit(k)
 
     visit(e)
-    return out
+    return list(seen)
+
+
+def loads(e: Node) -> list[Load | IndirectLoad]:
+    """Every distinct (direct or indirect) load in `e`, in first-visit order."""
+    return [x for x in nodes(e) if isinstance(x, (Load, IndirectLoad))]
 
 
 def cast(e: Node, dtype: DType) -> Node:

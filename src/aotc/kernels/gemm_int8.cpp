@@ -303,34 +303,31 @@ inline void transpose16(const int32_t *src, int64_t sld, int32_t *dst, int64_t l
 }
 #endif
 
+// d[j][i] = s[i][j] for an int32 matrix s of `rows` x `cols` (multiples of 16), rows of s
+// `sld` apart and of d `dld`: 16 x 16 blocks in registers on AVX-512.
+void transpose_i32(const int32_t *s, int64_t sld, int64_t rows, int64_t cols, int32_t *d,
+                   int64_t dld) {
+#if defined(__AVX512F__)
+    for (int64_t i = 0; i < rows; i += 16)
+        for (int64_t j = 0; j < cols; j += 16) transpose16(s + i * sld + j, sld, d + j * dld + i, dld);
+#else
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) d[j * dld + i] = s[i * sld + j];
+#endif
+}
+
 // A group-major block of `groups` groups (a multiple of 16) as row-major rows `row` bytes
 // apart, all MB rows.
 void to_rows(const uint8_t *src, int64_t groups, uint8_t *dst, int64_t row) {
-    const int32_t *s = reinterpret_cast<const int32_t *>(src);
-    int32_t *d = reinterpret_cast<int32_t *>(dst);
-    const int64_t ld = row / 4;
-#if defined(__AVX512F__)
-    for (int64_t g = 0; g < groups; g += 16)
-        for (int64_t r = 0; r < MB; r += 16) transpose16(s + g * MB + r, MB, d + r * ld + g, ld);
-#else
-    for (int64_t g = 0; g < groups; ++g)
-        for (int64_t r = 0; r < MB; ++r) d[r * ld + g] = s[g * MB + r];
-#endif
+    transpose_i32(reinterpret_cast<const int32_t *>(src), MB, groups, MB,
+                  reinterpret_cast<int32_t *>(dst), row / 4);
 }
 
 // The inverse of to_rows: a row-major block (rows `row` bytes apart, all MB rows, `groups`
 // groups a multiple of 16) as group-major.
 void to_groups(const uint8_t *src, int64_t row, int64_t groups, uint8_t *dst) {
-    const int32_t *s = reinterpret_cast<const int32_t *>(src);
-    int32_t *d = reinterpret_cast<int32_t *>(dst);
-    const int64_t ld = row / 4;
-#if defined(__AVX512F__)
-    for (int64_t r = 0; r < MB; r += 16)
-        for (int64_t g = 0; g < groups; g += 16) transpose16(s + r * ld + g, ld, d + g * MB + r, MB);
-#else
-    for (int64_t r = 0; r < MB; ++r)
-        for (int64_t g = 0; g < groups; ++g) d[g * MB + r] = s[r * ld + g];
-#endif
+    transpose_i32(reinterpret_cast<const int32_t *>(src), row / 4, MB, groups,
+                  reinterpret_cast<int32_t *>(dst), MB);
 }
 
 // x [batch, c, plane] as xh [batch, plane, cp], every byte xor flip and channels c .. cp

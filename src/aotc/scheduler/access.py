@@ -16,6 +16,7 @@ from ..ir.expr import (
     Where,
     children,
     loads,
+    nodes,
     rebuild,
     simplify_loads,
     substitute_index,
@@ -269,17 +270,8 @@ def merge_inner_axes(body, iv, sizes, sizes_of: dict) -> tuple | None:
 
 def _uses_outside_loads(body, symbols) -> bool:
     """Whether an IndexValue of `body` (a position used as a value) mentions `symbols`."""
-    seen: set = set()
-    todo = [body]
-    while todo:
-        x = todo.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        if isinstance(x, IndexValue) and any(x.expr.has(v) for v in symbols):
-            return True
-        todo.extend(children(x))
-    return False
+    return any(isinstance(x, IndexValue) and any(x.expr.has(v) for v in symbols)
+               for x in nodes(body))
 
 
 def _divides_exactly(q) -> bool:
