@@ -57,6 +57,38 @@ def test_merged_heads_split_the_inner_axis():
     assert [str(v) for v, _ in nest.loops] == ["i0", "i1", "i2o", "i2i"]
 
 
+def test_inner_axes_read_as_trailing_dims_are_one_loop():
+    """A per-channel epilogue over [C, H, W] loops over C and H*W (H fixed at 0), and so
+    does a product with a [H, W] mask; an axis read on its own (a scale along W) keeps the
+    axes apart."""
+    x, s = torch.randn(1, 6, 7, 5), torch.randn(6)
+    merged = _plan(lambda x, s: (x * s.view(1, 6, 1, 1)).relu(), x, s)
+    (nest,) = _nests(merged, PointwiseLoops)
+    assert [int(n) for _, n in nest.loops] == [1, 6, 1, 35]
+    w = torch.randn(5)
+    kept = _plan(lambda x, w: x * w, x, w)
+    (nest,) = _nests(kept, PointwiseLoops)
+    assert [int(n) for _, n in nest.loops] == [1, 6, 7, 5]
+    # tril's mask, a [7, 5] buffer read as the trailing dims: merged too
+    masked = _plan(lambda x: x.tril() * 2, x)
+    mul = [n for n in _nests(masked, PointwiseLoops) if len(n.loops) == 4]
+    assert [[int(n) for _, n in m.loops] for m in mul] == [[1, 6, 1, 35]]
+
+
+def test_merged_inner_axes_match_eager(tmp_path):
+    import aotc
+
+    class M(torch.nn.Module):
+        def forward(self, x, s, b, w):
+            y = torch.relu(x * s.view(1, -1, 1, 1) + b.view(1, -1, 1, 1)).to(torch.float16)
+            return y, x.tril(1) * s.view(1, -1, 1, 1), x * w
+
+    args = (torch.randn(2, 3, 7, 9), torch.randn(3), torch.randn(3), torch.randn(9))
+    ep = torch.export.export(M(), args)
+    compiled = aotc.load_package(aotc.compile_and_package(ep, tmp_path / "m.pt2"))
+    torch.testing.assert_close(compiled(*args), ep.module()(*args))
+
+
 def test_reductions_choose_their_strategy():
     x = torch.randn(300, 64)
     compiled = _plan(lambda x: (x.sum(0), x.sum(), x.argmax(1), x.amax(1)), x)

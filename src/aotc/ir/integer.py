@@ -82,7 +82,8 @@ class IntMatmul(Template):
                 else f" - {self.a_zero}" if self.a_zero else "")
         if self.patches is not None:
             c, h, w, kh, kw = self.patches[:5]
+            order = ", tap-major" if self.taps_major else ""
             return (f"int conv ({kind} {self.a.buffer}{zero}) [.., {c}, {h}, {w}] x s8 "
-                    f"{self.b.buffer}{packed} {kh}x{kw} -> s32 [.., {self.n}, ..]")
+                    f"{self.b.buffer}{packed} {kh}x{kw}{order} -> s32 [.., {self.n}, ..]")
         return (f"int matmul ({kind} {self.a.buffer}{zero}) x s8 {self.b.buffer}{packed} "
                 f"[{self.m}, {self.k}] x [{self.k}, {self.n}] -> s32")
