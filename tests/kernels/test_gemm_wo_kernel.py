@@ -2,7 +2,8 @@
 AVX-512, AVX2 + FMA and portable paths): x times an int8 or int4 weight dequantized per
 group in registers, against numpy's float64 product of the dequantized weight, for odd M and
 N, K from 32 to 4096, per-channel int8 (one group) and int4 groups of 32 and 128 with zero
-points, a strided x and output, and every thread count alike."""
+points, a strided x and output, and every thread count alike; from 16 rows (prefill) by
+float32 panels of the dequantized weight."""
 from __future__ import annotations
 
 import ctypes
@@ -31,8 +32,10 @@ def lib(request, tmp_path_factory):
     if missing:
         pytest.skip(f"{march} needs {sorted(missing)}, which this CPU lacks")
     path = tmp_path_factory.mktemp(march) / "libgemm_wo.so"
+    # prefill (16 rows and more) multiplies dequantized panels with gemm.cpp's GEMM
     res = subprocess.run(["g++", f"-march={march}", *FLAGS, "-I", str(KERNEL_DIR),
-                          str(KERNEL_DIR / "gemm_wo.cpp"), "-o", str(path)],
+                          str(KERNEL_DIR / "gemm_wo.cpp"), str(KERNEL_DIR / "gemm.cpp"),
+                          "-Wl,--no-undefined", "-o", str(path)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     out = ctypes.CDLL(str(path))
@@ -74,7 +77,7 @@ def _check(got, want, k):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.sqrt(k))
 
 
-@pytest.mark.parametrize("m", [1, 2, 3, 5, 8, 13])
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 8, 13, 16, 37])
 @pytest.mark.parametrize("n,k", [(1, 32), (7, 64), (33, 96), (65, 1056), (19, 4096)])
 @pytest.mark.parametrize("kind", ["int8", "int4_g32", "int4_g128"])
 def test_matches_the_dequantized_product(lib, m, n, k, kind):

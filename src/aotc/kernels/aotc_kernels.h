@@ -292,7 +292,8 @@ void aotc_qconv_pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int6
 void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry, int a_signed,
                     int32_t a_zero, const void *packed_b, int32_t *C, void *workspace);
 
-/* Weight-only quantized linear (gemm_wo.cpp), the dequantization in registers:
+/* Weight-only quantized linear (gemm_wo.cpp), the dequantization in registers (from 16
+   rows of x, a prefill, by float32 panels of at most 1 MB of the weight and aotc_sgemm):
      out[m, n] = sum_k x[m, k] * ((q[n, k] - zero[n, k / group]) * scale[n, k / group])
                  + bias[n]
    for x [M, K] float32 with row stride ldx, q [N, K] int8 contiguous (int4 values are held

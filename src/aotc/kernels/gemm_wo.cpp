@@ -15,11 +15,16 @@
 // Accumulators run along K over all groups and are summed across lanes once per output.
 // Paths: AVX-512 (16 lanes), AVX2 + FMA (8 lanes), and a portable loop; the K left over in a
 // group past the last whole vector takes the scalar form. OpenMP splits N.
+//
+// Prefill (M of PANEL_M or more rows) is a GEMM, bound by arithmetic, not by the weight's
+// bytes: a panel of weight rows at a time (never the whole weight) is dequantized into
+// float32 scratch, as eager dequantizes, and multiplied by the float32 GEMM (gemm.cpp).
 
 #include "aotc_kernels.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #if defined(__AVX2__) || defined(__AVX512F__)
@@ -30,6 +35,8 @@ namespace {
 
 constexpr int64_t MR = 4;  // rows of x per block
 constexpr int64_t NR = 2;  // weight rows per block (4 when the block has one row of x)
+constexpr int64_t PANEL_M = 16;  // rows of x from which the weight is dequantized by panels
+constexpr int64_t PANEL_FLOATS = int64_t(1) << 18;  // a panel's size (1 MB), at least 16 rows
 
 struct Problem {
     int64_t K, group, groups;
@@ -221,6 +228,42 @@ void gemv_block(const Problem &p, int64_t n0, float *out) {
 }
 #endif
 
+// Weight rows [n0, n0 + rows) dequantized: dst[j * K + k] = (q - zp) * scale of row n0 + j.
+void dequantize_rows(const Problem &p, int64_t n0, int64_t rows, float *dst) {
+#pragma omp parallel for schedule(static) if (rows * p.K >= (int64_t(1) << 16))
+    for (int64_t j = 0; j < rows; ++j) {
+        const int8_t *q = p.q + (n0 + j) * p.K;
+        const float *scale = p.scale + (n0 + j) * p.groups;
+        const int8_t *zero = p.zero ? p.zero + (n0 + j) * p.groups : nullptr;
+        float *d = dst + j * p.K;
+        for (int64_t g = 0; g < p.groups; ++g) {
+            const float s = scale[g], z = zero ? float(zero[g]) : 0.0f;
+            for (int64_t k = g * p.group; k < std::min(p.K, (g + 1) * p.group); ++k)
+                d[k] = (float(q[k]) - z) * s;
+        }
+    }
+}
+
+// out = x w^T + bias through float32 panels of the weight; false when the scratch could not
+// be had (the caller then takes the register path).
+bool by_panels(const Problem &p, int64_t M, int64_t N, const float *bias, float *out,
+               int64_t ldo) {
+    const int64_t rows = std::min(N, std::max<int64_t>(16, PANEL_FLOATS / std::max<int64_t>(p.K, 1)));
+    std::vector<float> panel;
+    try {
+        panel.resize(size_t(rows * p.K));
+    } catch (const std::bad_alloc &) {
+        return false;
+    }
+    for (int64_t n0 = 0; n0 < N; n0 += rows) {
+        const int64_t cols = std::min(rows, N - n0);
+        dequantize_rows(p, n0, cols, panel.data());
+        aotc_sgemm(M, cols, p.K, p.x, p.ldx, 1, panel.data(), 1, p.K, out + n0, ldo,
+                   bias ? bias + n0 : nullptr, 0, 1, 1.0f, 1.0f);  // + 1 * bias
+    }
+    return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -231,6 +274,10 @@ void aotc_gemm_wo_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t l
     if (M <= 0 || N <= 0) return;
     if (group <= 0 || group > K) group = K;
     const int64_t groups = K > 0 ? (K + group - 1) / group : 0;
+    if (M >= PANEL_M && K > 0) {
+        const Problem panels{K, group, groups, x, ldx, q, scale, zero, nullptr};
+        if (by_panels(panels, M, N, bias, out, ldo)) return;
+    }
     std::vector<float> xsum(zero != nullptr ? size_t(M * groups) : 0);
     for (int64_t m = 0; zero != nullptr && m < M; ++m)
         for (int64_t g = 0; g < groups; ++g) {
