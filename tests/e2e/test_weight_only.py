@@ -94,7 +94,7 @@ def test_every_linear_runs_the_weight_only_kernel(tmp_path, name, freezing):
 
 
 @pytest.mark.parametrize("name", ["int8", "int4"])
-@pytest.mark.parametrize("tokens", [1, 7])
+@pytest.mark.parametrize("tokens", [1, 7, 40])  # 40: a prefill, by dequantized panels
 def test_decoder_batch_one(tmp_path, name, tokens):
     torch.manual_seed(1)
     x = torch.randn(1, tokens, 96)
@@ -139,7 +139,7 @@ def test_dynamic_batch(tmp_path, name):
     ep = quantized(Decoder(), name, torch.randn(3, 96), ({0: torch.export.Dim("b")},))
     _, model, code, _ = compiled(ep, tmp_path)
     assert code.count("aotc_gemm_wo_f32(") == 7
-    for batch in (1, 5, 3):
+    for batch in (1, 5, 3, 20):  # 20 rows: the panel path, chosen at run time
         x = torch.randn(batch, 96)
         assert_close_to_largest(model(x), ep.module()(x))
 
