@@ -116,6 +116,24 @@ def main() -> None:
                  "batch", "--:", ".3f")
 
 
+def model_table_main(script: str, worker, default_reps: int) -> None:
+    """The command line of a script timing models per thread count: `--worker T` runs
+    worker(T, reps) and prints its JSON; otherwise the command, the date and the tables."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--reps", type=int, default=default_reps)
+    ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.reps)))
+        return
+    print(f"- command: `python benchmarks/{Path(script).name} --threads {args.threads} "
+          f"--reps {args.reps}`")
+    print(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average at "
+          f"start {os.getloadavg()[0]:.2f}")
+    print_tables(script, args.threads, ["--reps", str(args.reps)], "model", "---", ".2f")
+
+
 def print_tables(script: str, threads: str, worker_args: list[str], row: str, align: str,
                  cell: str) -> None:
     """Run `script --worker T` in its own process per thread count T (OMP_NUM_THREADS set

@@ -14,15 +14,11 @@ times. Needs the quant extra.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
-from int8_linear import _time, print_tables
+from int8_linear import _time, model_table_main
 
 MODELS = ("resnet18", "bert_layer")
 
@@ -79,19 +75,8 @@ def worker(threads: int, reps: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.worker:
-        print(json.dumps(worker(args.worker, args.reps)))
-        return
-    print(f"- command: `python benchmarks/int8_static.py --threads {args.threads} "
-          f"--reps {args.reps}`")
-    print(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average at "
-          f"start {os.getloadavg()[0]:.2f}")
-    print_tables(__file__, args.threads, ["--reps", str(args.reps)], "model", "---", ".2f")
+    model_table_main(__file__, worker, 7)
+
 
 if __name__ == "__main__":
     main()
