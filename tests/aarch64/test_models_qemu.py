@@ -76,13 +76,15 @@ class SortScan(torch.nn.Module):
 
 
 class Linalg(torch.nn.Module):
-    """LU, Cholesky and triangular solves (kernels/linalg.cpp) on batched odd sizes."""
+    """LU, Cholesky, triangular solves (kernels/linalg.cpp) and singular values
+    (kernels/linalg_svd.cpp) on batched odd sizes."""
 
     def forward(self, a, b):
         a = a + 5 * torch.eye(a.shape[-1])
         spd = a @ a.mT
         return (torch.linalg.solve(a, b), torch.linalg.det(a), torch.linalg.cholesky(spd),
-                torch.linalg.solve_triangular(a, b, upper=True), torch.linalg.inv(a))
+                torch.linalg.solve_triangular(a, b, upper=True), torch.linalg.inv(a),
+                torch.linalg.svdvals(b))
 
 
 def _inputs(*shapes: tuple[int, ...], seed: int = 0) -> tuple[torch.Tensor, ...]:

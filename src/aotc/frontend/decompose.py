@@ -138,7 +138,33 @@ def _linear_cross_entropy_none(input, linear_weight, target, linear_bias, weight
                                  ignore_index, 0.0, batch_chunk_size, acc_policy, acc_dtype)
 
 
+def _linalg_pinv(input, atol=None, rtol=None, hermitian=False):
+    """linalg.pinv as eager computes it (LinearAlgebra.cpp): the reciprocals of the singular
+    values (of |eigenvalues| for a hermitian input) above max(atol, rtol * the largest),
+    rtol by default eps * max(m, n) unless atol is positive; tolerances in float64."""
+    m, n = input.shape[-2:]
+    if input.numel() == 0:
+        return input.new_zeros(input.shape[:-2] + (n, m))
+    wide = torch.float64
+    atol = torch.zeros((), dtype=wide) if atol is None else atol.to(wide)
+    if rtol is None:
+        eps = torch.full((), torch.finfo(input.dtype).eps * max(m, n), dtype=wide)
+        rtol = torch.where(atol > 0, torch.zeros((), dtype=wide), eps)
+    rtol = rtol.to(wide)
+    if hermitian:
+        s, u = torch.linalg.eigh(input)
+        magnitude = s.abs()
+        tol = torch.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * magnitude.amax(-1, True))
+        inverse = torch.where(magnitude > tol, s.reciprocal(), 0.0).to(input.dtype)
+        return torch.matmul(u * inverse.unsqueeze(-2), u.mH)
+    u, s, vh = torch.linalg.svd(input, full_matrices=False)
+    tol = torch.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * s[..., :1])
+    inverse = torch.where(s > tol, s.reciprocal(), 0.0).to(input.dtype)
+    return torch.matmul(vh.mH * inverse.unsqueeze(-2), u.mH)
+
+
 OWN = {
+    "aten::linalg_pinv.atol_rtol_tensor": _linalg_pinv,
     "torch_nn::_linear_cross_entropy_batch_chunked": _linear_cross_entropy,
     "torch_nn::_linear_cross_entropy_batch_chunked_no_reduction": _linear_cross_entropy_none,
 }

@@ -1,6 +1,6 @@
-"""The dense linear-algebra template: one of the shipped kernels of kernels/linalg.cpp over a
-batch of contiguous row-major matrices (codegen: codegen/cpp/templates/linalg.py; the ops
-built on it: lowering/linalg_lu.py, lowering/linalg_cholesky.py)."""
+"""The dense linear-algebra template: one of the shipped kernels of kernels/linalg.cpp (or
+kernels/linalg_svd.cpp) over a batch of contiguous row-major matrices (codegen:
+codegen/cpp/templates/linalg.py; the ops built on it: lowering/linalg_*.py)."""
 from __future__ import annotations
 
 import enum
@@ -41,6 +41,10 @@ class LinalgOp(enum.Enum):
     # operands (a,): symmetric eigen of a [batch, rows, rows] from its lower triangle; out per
     # matrix: rows eigenvalues ascending, then rows*rows eigenvectors (column j: vector j)
     EIGH = "eigh"
+    # operands (a,): singular value decomposition of a [batch, rows, cols] (kernels/
+    # linalg_svd.cpp), k = min(rows, cols); out per matrix: k singular values descending, then
+    # with `vectors` U [rows, full ? rows : k] and Vh [full ? cols : k, cols]
+    SVD = "svd"
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class Linalg(Template):
     unit: bool = False
     left: bool = True
     stride: sympy.Expr = sympy.Integer(0)
+    full: bool = False  # SVD: full_matrices
+    vectors: bool = True  # SVD: the singular vectors too
 
     def reads(self) -> tuple[str, ...]:
         return self.operands
@@ -67,7 +73,10 @@ class Linalg(Template):
     def describe(self) -> str:
         flags = [f for f, on in (("lower", self.lower), ("transposed", self.trans),
                                  ("unit diagonal", self.unit),
-                                 ("from the right", not self.left)) if on]
+                                 ("from the right", not self.left),
+                                 ("full matrices", self.op is LinalgOp.SVD and self.full),
+                                 ("values only", self.op is LinalgOp.SVD and not self.vectors))
+                 if on]
         square = self.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, *SOLVES)
         dims = f"{self.rows}x{self.rows if square else self.cols}"
         rhs = (f", {self.rhs} right-hand sides" if self.op in SOLVES else
@@ -85,6 +94,8 @@ class Linalg(Template):
             return self.batch * FloorDiv(n ** 3, 3)
         if self.op is LinalgOp.EIGH:  # a few Jacobi sweeps of 6 n^3 each
             return self.batch * 30 * n ** 3
+        if self.op is LinalgOp.SVD:  # a few sweeps of 3 r c^2 each
+            return self.batch * 20 * self.rows * self.cols * sympy.Min(self.rows, self.cols)
         if self.op is LinalgOp.LU_SOLVE:
             return self.batch * 2 * n * n * k
         if self.op is LinalgOp.TRIANGULAR_SOLVE:

@@ -182,6 +182,10 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
      triangle (cyclic Jacobi in double); out holds per matrix the n eigenvalues ascending,
      then the n x n matrix whose column j is eigenvector j (unit length, its largest
      component positive).
+   - aotc_svd (linalg_svd.cpp): singular values and vectors of each m x n matrix (one-sided
+     Jacobi in double), k = min(m, n); out holds per matrix the k singular values descending,
+     then with vectors U [m, full ? m : k] and Vh [full ? n : k, n], row-major (each left
+     vector with its largest component positive, the right one signed to match).
    x and out may not alias the inputs. */
 #define AOTC_LU_EXTRA 4
 #define AOTC_LINALG_DECLARE(suffix, T)                                                       \
@@ -196,6 +200,8 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
                                     const int32_t *pivots, T *p);                           \
   void aotc_geqrf_##suffix(int64_t batch, int64_t m, int64_t n, const T *a, T *out);         \
   void aotc_eigh_##suffix(int64_t batch, int64_t n, const T *a, T *out);                     \
+  void aotc_svd_##suffix(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors, \
+                         const T *a, T *out);                                                \
   void aotc_householder_product_##suffix(int64_t batch, int64_t m, int64_t cols, int64_t k, \
                                          int64_t ldv, const T *v, const T *tau, T *q);      \
   void aotc_ormqr_##suffix(int64_t batch, int64_t m, int64_t n, int64_t k, int32_t left,    \
@@ -391,6 +397,10 @@ inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner,
   }                                                                                          \
   inline void eigh(int64_t batch, int64_t n, const T *a, T *out) {                           \
     aotc_eigh_##suffix(batch, n, a, out);                                                    \
+  }                                                                                          \
+  inline void svd(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors,        \
+                  const T *a, T *out) {                                                      \
+    aotc_svd_##suffix(batch, m, n, full, vectors, a, out);                                   \
   }                                                                                          \
   inline void householder_product(int64_t batch, int64_t m, int64_t cols, int64_t k,        \
                                   int64_t ldv, const T *v, const T *tau, T *q) {             \

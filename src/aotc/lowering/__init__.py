@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     linalg_eigh,
     linalg_lu,
     linalg_qr,
+    linalg_svd,
     loss,
     nn,
     padding,

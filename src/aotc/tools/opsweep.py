@@ -243,8 +243,46 @@ def _eigh_gauge(expected, actual):
     return type(actual)((values, _align_columns(expected[1], vectors)))
 
 
+def _singular_vectors(expected_u, u, expected_v, v, k: int):
+    """u and v (singular vectors as columns) with each pair's common sign as expected's, and
+    the columns beyond the k singular values (full_matrices: any orthonormal completion) as
+    expected's where they span the same space."""
+    if expected_u.shape != u.shape or expected_v.shape != v.shape or not u.is_floating_point():
+        return u, v
+    sign = torch.where((expected_u[..., :k] * u[..., :k]).sum(-2, keepdim=True) < 0, -1.0, 1.0)
+    sign = sign.to(u.dtype)
+    u = torch.cat([u[..., :k] * sign, _same_span(expected_u[..., k:], u[..., k:])], -1)
+    v = torch.cat([v[..., :k] * sign, _same_span(expected_v[..., k:], v[..., k:])], -1)
+    return u, v
+
+
+def _same_span(expected: torch.Tensor, actual: torch.Tensor) -> torch.Tensor:
+    """expected's orthonormal columns where actual's span the same space, else actual."""
+    if actual.shape[-1] == 0:
+        return actual
+    same = torch.allclose(actual @ actual.mT, expected @ expected.mT,
+                          atol=1e3 * torch.finfo(actual.dtype).eps, rtol=0)
+    return expected if same else actual
+
+
+def _svd_gauge(expected, actual):
+    """linalg.svd's (U, S, Vh), as OpInfo compares them: singular vectors up to sign."""
+    (eu, es, evh), (u, s, vh) = expected, actual
+    if u.numel() == 0:  # compute_uv=False
+        return actual
+    u, v = _singular_vectors(eu, u, evh.mT, vh.mT, s.shape[-1])
+    return type(actual)((u, s, v.mT))
+
+
+def _old_svd_gauge(expected, actual):
+    """torch.svd's (U, S, V)."""
+    (eu, es, ev), (u, s, v) = expected, actual
+    u, v = _singular_vectors(eu, u, ev, v, s.shape[-1])
+    return type(actual)((u, s, v))
+
+
 # op -> (expected, actual) -> actual with the choices the op leaves open made as expected's
-GAUGES = {"linalg.eigh": _eigh_gauge}
+GAUGES = {"linalg.eigh": _eigh_gauge, "linalg.svd": _svd_gauge, "svd": _old_svd_gauge}
 
 
 def _has_half(tree) -> bool:

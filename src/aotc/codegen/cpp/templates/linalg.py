@@ -24,6 +24,8 @@ def linalg_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
         args = [batch, rows, rhs, flag[op.lower], flag[op.trans], flag[op.unit], *ins]
     elif op.op is LinalgOp.HOUSEHOLDER_PRODUCT:
         args = [batch, rows, cols, rhs, c_index(op.stride), *ins]
+    elif op.op is LinalgOp.SVD:
+        args = [batch, rows, cols, flag[op.full], flag[op.vectors], *ins]
     elif op.op is LinalgOp.ORMQR:
         args = [batch, rows, cols, rhs, flag[op.left], flag[op.trans], *ins]
     else:  # LU_FACTOR-shaped: LU_PERMUTATION, GEQRF
