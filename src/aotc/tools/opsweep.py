@@ -267,7 +267,7 @@ def _same_span(expected: torch.Tensor, actual: torch.Tensor) -> torch.Tensor:
 
 def _svd_gauge(expected, actual):
     """linalg.svd's (U, S, Vh), as OpInfo compares them: singular vectors up to sign."""
-    (eu, es, evh), (u, s, vh) = expected, actual
+    (eu, _, evh), (u, s, vh) = expected, actual
     if u.numel() == 0:  # compute_uv=False
         return actual
     u, v = _singular_vectors(eu, u, evh.mT, vh.mT, s.shape[-1])
@@ -276,7 +276,7 @@ def _svd_gauge(expected, actual):
 
 def _old_svd_gauge(expected, actual):
     """torch.svd's (U, S, V)."""
-    (eu, es, ev), (u, s, v) = expected, actual
+    (eu, _, ev), (u, s, v) = expected, actual
     u, v = _singular_vectors(eu, u, ev, v, s.shape[-1])
     return type(actual)((u, s, v))
 
