@@ -34,6 +34,7 @@ EXPORTS: dict[str, frozenset[str]] = {
     # aotc::lu_factor ... : aotc_kernels.h's inline wrappers by element type
     "linalg": frozenset({f"aotc_{fn}_{t}" for fn in _LINALG for t in ("f32", "f64")}
                         | {f"aotc::{fn}" for fn in _LINALG}),
+    "linalg_expm": frozenset({"aotc_matrix_exp_f32", "aotc_matrix_exp_f64", "aotc::matrix_exp"}),
     "linalg_svd": frozenset({"aotc_svd_f32", "aotc_svd_f64", "aotc::svd"}),
     "scan": frozenset({"aotc_scan_f32", "aotc_scan_f64", "aotc_scan_i64", "aotc_scan_index_f32",
                        "aotc_scan_index_f64", "aotc_scan_index_i64", "aotc::scan",

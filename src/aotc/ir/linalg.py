@@ -1,6 +1,6 @@
-"""The dense linear-algebra template: one of the shipped kernels of kernels/linalg.cpp (or
-kernels/linalg_svd.cpp) over a batch of contiguous row-major matrices (codegen:
-codegen/cpp/templates/linalg.py; the ops built on it: lowering/linalg_*.py)."""
+"""The dense linear-algebra template: one of the shipped kernels of kernels/linalg*.cpp over
+a batch of contiguous row-major matrices (codegen: codegen/cpp/templates/linalg.py; the ops
+built on it: lowering/linalg_*.py)."""
 from __future__ import annotations
 
 import enum
@@ -45,6 +45,8 @@ class LinalgOp(enum.Enum):
     # linalg_svd.cpp), k = min(rows, cols); out per matrix: k singular values descending, then
     # with `vectors` U [rows, full ? rows : k] and Vh [full ? cols : k, cols]
     SVD = "svd"
+    # operands (a,): the exponential of each a [batch, rows, rows] (kernels/linalg_expm.cpp)
+    MATRIX_EXP = "matrix_exp"
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class Linalg(Template):
                                  ("full matrices", self.op is LinalgOp.SVD and self.full),
                                  ("values only", self.op is LinalgOp.SVD and not self.vectors))
                  if on]
-        square = self.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, *SOLVES)
+        square = self.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, LinalgOp.MATRIX_EXP, *SOLVES)
         dims = f"{self.rows}x{self.rows if square else self.cols}"
         rhs = (f", {self.rhs} right-hand sides" if self.op in SOLVES else
                f", {self.rhs} reflectors" if self.op in REFLECTIONS else "")
@@ -94,6 +96,8 @@ class Linalg(Template):
             return self.batch * FloorDiv(n ** 3, 3)
         if self.op is LinalgOp.EIGH:  # a few Jacobi sweeps of 6 n^3 each
             return self.batch * 30 * n ** 3
+        if self.op is LinalgOp.MATRIX_EXP:  # a Taylor polynomial of degree 18 and squarings
+            return self.batch * 2 * 24 * n ** 3
         if self.op is LinalgOp.SVD:  # a few sweeps of 3 r c^2 each
             return self.batch * 20 * self.rows * self.cols * sympy.Min(self.rows, self.cols)
         if self.op is LinalgOp.LU_SOLVE:

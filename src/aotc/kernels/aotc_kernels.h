@@ -186,6 +186,8 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
      Jacobi in double), k = min(m, n); out holds per matrix the k singular values descending,
      then with vectors U [m, full ? m : k] and Vh [full ? n : k, n], row-major (each left
      vector with its largest component positive, the right one signed to match).
+   - aotc_matrix_exp (linalg_expm.cpp): out [batch, n, n], the exponential of each n x n
+     matrix (scaling and squaring of a Taylor polynomial, in double).
    x and out may not alias the inputs. */
 #define AOTC_LU_EXTRA 4
 #define AOTC_LINALG_DECLARE(suffix, T)                                                       \
@@ -202,6 +204,7 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
   void aotc_eigh_##suffix(int64_t batch, int64_t n, const T *a, T *out);                     \
   void aotc_svd_##suffix(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors, \
                          const T *a, T *out);                                                \
+  void aotc_matrix_exp_##suffix(int64_t batch, int64_t n, const T *a, T *out);               \
   void aotc_householder_product_##suffix(int64_t batch, int64_t m, int64_t cols, int64_t k, \
                                          int64_t ldv, const T *v, const T *tau, T *q);      \
   void aotc_ormqr_##suffix(int64_t batch, int64_t m, int64_t n, int64_t k, int32_t left,    \
@@ -401,6 +404,9 @@ inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner,
   inline void svd(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors,        \
                   const T *a, T *out) {                                                      \
     aotc_svd_##suffix(batch, m, n, full, vectors, a, out);                                   \
+  }                                                                                          \
+  inline void matrix_exp(int64_t batch, int64_t n, const T *a, T *out) {                     \
+    aotc_matrix_exp_##suffix(batch, n, a, out);                                              \
   }                                                                                          \
   inline void householder_product(int64_t batch, int64_t m, int64_t cols, int64_t k,        \
                                   int64_t ldv, const T *v, const T *tau, T *q) {             \

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     linalg,
     linalg_cholesky,
     linalg_eigh,
+    linalg_expm,
     linalg_lu,
     linalg_qr,
     linalg_svd,

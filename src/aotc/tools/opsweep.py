@@ -219,7 +219,8 @@ def mismatches(info, samples: list[Sample], expected, actual) -> list[str]:
         try:
             torch.testing.assert_close(a, e, equal_nan=True)
         except AssertionError as err:
-            tolerant = opinfo_name(info) in REORDERS or _has_half(e) or _has_complex(e)
+            tolerant = (opinfo_name(info) in REORDERS | IN_DOUBLE or _has_half(e)
+                        or _has_complex(e))
             if not (tolerant and as_accurate(info, s, e, a)):
                 bad.append(f"sample {s.index}: {str(err).splitlines()[0]}")
     return bad
@@ -313,6 +314,10 @@ REORDERS = {"mm", "addmm", "addbmm", "bmm", "nn.functional.linear", "matmul", "s
             "fft.ifft2", "fft.fftn", "fft.ifftn", "fft.rfft2", "fft.irfft2", "fft.rfftn",
             "fft.irfftn", "fft.hfft2", "fft.ihfft2", "fft.hfftn", "fft.ihfftn", "stft"}
 
+# computed in double by the kernel where eager's float32 LAPACK or Taylor steps lose digits:
+# the exponential's squarings, a ratio of singular values
+IN_DOUBLE = {"matrix_exp", "linalg.matrix_exp", "linalg.cond"}
+
 
 _WIDER = {F32: torch.float64, torch.float16: torch.float64, torch.bfloat16: torch.float64,
           torch.complex64: torch.complex128}
@@ -333,12 +338,25 @@ def as_accurate(info, s: Sample, expected, actual) -> bool:
             return False
         e, a = e.resolve_conj(), a.resolve_conj()
         finite = e.isfinite()
-        same_specials = torch.equal(a[~finite].nan_to_num(), e[~finite].nan_to_num())
-        if not same_specials or not a[finite].isfinite().all():
+        if not (_same_specials(e, a, r, ~finite) and a[finite].isfinite().all()):
             return False
         torch_err, aotc_err = (max_abs((x.to(r.dtype) - r)[finite]) for x in (e, a))
         if aotc_err > 2 * torch_err + 1e-5:
             return False
+    return True
+
+
+def _same_specials(e, a, r, where) -> bool:
+    """aotc's values where eager's are NaN or infinite: the same, or the float64 evaluation
+    rounded to the dtype (eager's float16 matrix_exp overflows to NaN in its steps where
+    the result is finite or overflows to an infinity)."""
+    got, want = a[where], e[where]
+    if torch.equal(got.nan_to_num(), want.nan_to_num()):
+        return True
+    try:
+        torch.testing.assert_close(got, r[where].to(a.dtype), equal_nan=True)
+    except AssertionError:
+        return False
     return True
 
 

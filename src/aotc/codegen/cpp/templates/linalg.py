@@ -18,7 +18,7 @@ def linalg_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     flag = {True: "1", False: "0"}
     if op.op is LinalgOp.LU_SOLVE:
         args = [batch, rows, rhs, flag[op.trans], *ins]
-    elif op.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH):
+    elif op.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, LinalgOp.MATRIX_EXP):
         args = [batch, rows, *ins]
     elif op.op is LinalgOp.TRIANGULAR_SOLVE:
         args = [batch, rows, rhs, flag[op.lower], flag[op.trans], flag[op.unit], *ins]
