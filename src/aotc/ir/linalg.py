@@ -47,6 +47,12 @@ class LinalgOp(enum.Enum):
     SVD = "svd"
     # operands (a,): the exponential of each a [batch, rows, rows] (kernels/linalg_expm.cpp)
     MATRIX_EXP = "matrix_exp"
+    # operands (a,): Bunch-Kaufman LDL^T of a [batch, rows, rows] from its lower triangle
+    # (kernels/linalg_ldl.cpp); out per matrix: rows*rows values LD, rows pivots (1-based, a
+    # 2x2 block's both -p, as values), then info
+    LDL_FACTOR = "ldl_factor"
+    # operands (ld, pivots int32, b): x [batch, rows, rhs] solving A x = b
+    LDL_SOLVE = "ldl_solve"
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,8 @@ class Linalg(Template):
                                  ("full matrices", self.op is LinalgOp.SVD and self.full),
                                  ("values only", self.op is LinalgOp.SVD and not self.vectors))
                  if on]
-        square = self.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, LinalgOp.MATRIX_EXP, *SOLVES)
+        square = self.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, LinalgOp.MATRIX_EXP,
+                             LinalgOp.LDL_FACTOR, *SOLVES)
         dims = f"{self.rows}x{self.rows if square else self.cols}"
         rhs = (f", {self.rhs} right-hand sides" if self.op in SOLVES else
                f", {self.rhs} reflectors" if self.op in REFLECTIONS else "")
@@ -96,11 +103,13 @@ class Linalg(Template):
             return self.batch * FloorDiv(n ** 3, 3)
         if self.op is LinalgOp.EIGH:  # a few Jacobi sweeps of 6 n^3 each
             return self.batch * 30 * n ** 3
+        if self.op is LinalgOp.LDL_FACTOR:
+            return self.batch * FloorDiv(n ** 3, 3)
         if self.op is LinalgOp.MATRIX_EXP:  # a Taylor polynomial of degree 18 and squarings
             return self.batch * 2 * 24 * n ** 3
         if self.op is LinalgOp.SVD:  # a few sweeps of 3 r c^2 each
             return self.batch * 20 * self.rows * self.cols * sympy.Min(self.rows, self.cols)
-        if self.op is LinalgOp.LU_SOLVE:
+        if self.op in (LinalgOp.LU_SOLVE, LinalgOp.LDL_SOLVE):
             return self.batch * 2 * n * n * k
         if self.op is LinalgOp.TRIANGULAR_SOLVE:
             return self.batch * n * n * k
@@ -111,5 +120,5 @@ class Linalg(Template):
         return sympy.Integer(0)
 
 
-SOLVES = (LinalgOp.LU_SOLVE, LinalgOp.TRIANGULAR_SOLVE)
+SOLVES = (LinalgOp.LU_SOLVE, LinalgOp.TRIANGULAR_SOLVE, LinalgOp.LDL_SOLVE)
 REFLECTIONS = (LinalgOp.HOUSEHOLDER_PRODUCT, LinalgOp.ORMQR)

@@ -188,6 +188,12 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
      vector with its largest component positive, the right one signed to match).
    - aotc_matrix_exp (linalg_expm.cpp): out [batch, n, n], the exponential of each n x n
      matrix (scaling and squaring of a Taylor polynomial, in double).
+   - aotc_ldl_factor (linalg_ldl.cpp): Bunch-Kaufman LDL^T of each symmetric n x n matrix
+     from its lower triangle as LAPACK's sytrf leaves it; out holds per matrix n*n values
+     (L and the 1x1 / 2x2 blocks of D, zero above the diagonal), n 1-based pivots as values
+     (a 2x2 block's two both -p), then info.
+   - aotc_ldl_solve: x [batch, n, k] solving A x = b from A's LD [batch, n, n] and int32
+     pivots [batch, n].
    x and out may not alias the inputs. */
 #define AOTC_LU_EXTRA 4
 #define AOTC_LINALG_DECLARE(suffix, T)                                                       \
@@ -205,6 +211,9 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
   void aotc_svd_##suffix(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors, \
                          const T *a, T *out);                                                \
   void aotc_matrix_exp_##suffix(int64_t batch, int64_t n, const T *a, T *out);               \
+  void aotc_ldl_factor_##suffix(int64_t batch, int64_t n, const T *a, T *out);               \
+  void aotc_ldl_solve_##suffix(int64_t batch, int64_t n, int64_t k, const T *ld,             \
+                               const int32_t *pivots, const T *b, T *x);                    \
   void aotc_householder_product_##suffix(int64_t batch, int64_t m, int64_t cols, int64_t k, \
                                          int64_t ldv, const T *v, const T *tau, T *q);      \
   void aotc_ormqr_##suffix(int64_t batch, int64_t m, int64_t n, int64_t k, int32_t left,    \
@@ -407,6 +416,13 @@ inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner,
   }                                                                                          \
   inline void matrix_exp(int64_t batch, int64_t n, const T *a, T *out) {                     \
     aotc_matrix_exp_##suffix(batch, n, a, out);                                              \
+  }                                                                                          \
+  inline void ldl_factor(int64_t batch, int64_t n, const T *a, T *out) {                     \
+    aotc_ldl_factor_##suffix(batch, n, a, out);                                              \
+  }                                                                                          \
+  inline void ldl_solve(int64_t batch, int64_t n, int64_t k, const T *ld,                    \
+                        const int32_t *pivots, const T *b, T *x) {                           \
+    aotc_ldl_solve_##suffix(batch, n, k, ld, pivots, b, x);                                  \
   }                                                                                          \
   inline void householder_product(int64_t batch, int64_t m, int64_t cols, int64_t k,        \
                                   int64_t ldv, const T *v, const T *tau, T *q) {             \

@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     linalg_cholesky,
     linalg_eigh,
     linalg_expm,
+    linalg_ldl,
     linalg_lu,
     linalg_qr,
     linalg_svd,

@@ -18,12 +18,14 @@ def linalg_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     flag = {True: "1", False: "0"}
     if op.op is LinalgOp.LU_SOLVE:
         args = [batch, rows, rhs, flag[op.trans], *ins]
-    elif op.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, LinalgOp.MATRIX_EXP):
+    elif op.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, LinalgOp.MATRIX_EXP, LinalgOp.LDL_FACTOR):
         args = [batch, rows, *ins]
     elif op.op is LinalgOp.TRIANGULAR_SOLVE:
         args = [batch, rows, rhs, flag[op.lower], flag[op.trans], flag[op.unit], *ins]
     elif op.op is LinalgOp.HOUSEHOLDER_PRODUCT:
         args = [batch, rows, cols, rhs, c_index(op.stride), *ins]
+    elif op.op is LinalgOp.LDL_SOLVE:
+        args = [batch, rows, rhs, *ins]
     elif op.op is LinalgOp.SVD:
         args = [batch, rows, cols, flag[op.full], flag[op.vectors], *ins]
     elif op.op is LinalgOp.ORMQR:
