@@ -37,6 +37,7 @@ EXPORTS: dict[str, frozenset[str]] = {
     "linalg_expm": frozenset({"aotc_matrix_exp_f32", "aotc_matrix_exp_f64", "aotc::matrix_exp"}),
     "linalg_ldl": frozenset({f"aotc_{fn}_{t}" for fn in ("ldl_factor", "ldl_solve")
                              for t in ("f32", "f64")} | {"aotc::ldl_factor", "aotc::ldl_solve"}),
+    "linalg_eig": frozenset({"aotc_eig_f32", "aotc_eig_f64", "aotc::eig"}),
     "linalg_svd": frozenset({"aotc_svd_f32", "aotc_svd_f64", "aotc::svd"}),
     "scan": frozenset({"aotc_scan_f32", "aotc_scan_f64", "aotc_scan_i64", "aotc_scan_index_f32",
                        "aotc_scan_index_f64", "aotc_scan_index_i64", "aotc::scan",

@@ -53,6 +53,11 @@ class LinalgOp(enum.Enum):
     LDL_FACTOR = "ldl_factor"
     # operands (ld, pivots int32, b): x [batch, rows, rhs] solving A x = b
     LDL_SOLVE = "ldl_solve"
+    # operands (a,): general (non-symmetric) eigen decomposition of a [batch, rows, rows]
+    # (kernels/linalg_eig.cpp); out per matrix, complex values as (re, im) pairs: rows
+    # eigenvalues (2*rows values), then with `vectors` the rows x rows eigenvectors (column j:
+    # vector j; 2*rows*rows values)
+    EIG = "eig"
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,7 @@ class Linalg(Template):
     left: bool = True
     stride: sympy.Expr = sympy.Integer(0)
     full: bool = False  # SVD: full_matrices
-    vectors: bool = True  # SVD: the singular vectors too
+    vectors: bool = True  # SVD, EIG: the singular vectors (the eigenvectors) too
 
     def reads(self) -> tuple[str, ...]:
         return self.operands
@@ -83,10 +88,11 @@ class Linalg(Template):
                                  ("unit diagonal", self.unit),
                                  ("from the right", not self.left),
                                  ("full matrices", self.op is LinalgOp.SVD and self.full),
-                                 ("values only", self.op is LinalgOp.SVD and not self.vectors))
+                                 ("values only", self.op in (LinalgOp.SVD, LinalgOp.EIG)
+                                  and not self.vectors))
                  if on]
         square = self.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, LinalgOp.MATRIX_EXP,
-                             LinalgOp.LDL_FACTOR, *SOLVES)
+                             LinalgOp.LDL_FACTOR, LinalgOp.EIG, *SOLVES)
         dims = f"{self.rows}x{self.rows if square else self.cols}"
         rhs = (f", {self.rhs} right-hand sides" if self.op in SOLVES else
                f", {self.rhs} reflectors" if self.op in REFLECTIONS else "")
@@ -107,6 +113,8 @@ class Linalg(Template):
             return self.batch * FloorDiv(n ** 3, 3)
         if self.op is LinalgOp.MATRIX_EXP:  # a Taylor polynomial of degree 18 and squarings
             return self.batch * 2 * 24 * n ** 3
+        if self.op is LinalgOp.EIG:  # Hessenberg 10/3 n^3, then the QR sweeps (and vectors)
+            return self.batch * (25 if self.vectors else 10) * n ** 3
         if self.op is LinalgOp.SVD:  # a few sweeps of 3 r c^2 each
             return self.batch * 20 * self.rows * self.cols * sympy.Min(self.rows, self.cols)
         if self.op in (LinalgOp.LU_SOLVE, LinalgOp.LDL_SOLVE):

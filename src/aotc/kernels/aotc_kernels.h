@@ -186,6 +186,13 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
      Jacobi in double), k = min(m, n); out holds per matrix the k singular values descending,
      then with vectors U [m, full ? m : k] and Vh [full ? n : k, n], row-major (each left
      vector with its largest component positive, the right one signed to match).
+   - aotc_eig (linalg_eig.cpp): eigenvalues and, with vectors, eigenvectors of each general
+     (non-symmetric) n x n matrix (Hessenberg reduction and Francis double-shift QR to the
+     real Schur form, in double); complex values as (re, im) pairs: out holds per matrix the
+     n eigenvalues (in Schur-form order, a conjugate pair with its positive imaginary part
+     first), then with vectors the n x n matrix whose column j is eigenvector j (unit norm,
+     its largest component real and positive): 2 n values, 2 (n + n*n) with vectors. NaN
+     everywhere for a matrix with a NaN or an infinity, or one that does not converge.
    - aotc_matrix_exp (linalg_expm.cpp): out [batch, n, n], the exponential of each n x n
      matrix (scaling and squaring of a Taylor polynomial, in double).
    - aotc_ldl_factor (linalg_ldl.cpp): Bunch-Kaufman LDL^T of each symmetric n x n matrix
@@ -210,6 +217,7 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
   void aotc_eigh_##suffix(int64_t batch, int64_t n, const T *a, T *out);                     \
   void aotc_svd_##suffix(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors, \
                          const T *a, T *out);                                                \
+  void aotc_eig_##suffix(int64_t batch, int64_t n, int32_t vectors, const T *a, T *out);     \
   void aotc_matrix_exp_##suffix(int64_t batch, int64_t n, const T *a, T *out);               \
   void aotc_ldl_factor_##suffix(int64_t batch, int64_t n, const T *a, T *out);               \
   void aotc_ldl_solve_##suffix(int64_t batch, int64_t n, int64_t k, const T *ld,             \
@@ -413,6 +421,9 @@ inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner,
   inline void svd(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors,        \
                   const T *a, T *out) {                                                      \
     aotc_svd_##suffix(batch, m, n, full, vectors, a, out);                                   \
+  }                                                                                          \
+  inline void eig(int64_t batch, int64_t n, int32_t vectors, const T *a, T *out) {           \
+    aotc_eig_##suffix(batch, n, vectors, a, out);                                            \
   }                                                                                          \
   inline void matrix_exp(int64_t batch, int64_t n, const T *a, T *out) {                     \
     aotc_matrix_exp_##suffix(batch, n, a, out);                                              \

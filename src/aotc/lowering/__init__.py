@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     indexing,
     linalg,
     linalg_cholesky,
+    linalg_eig,
     linalg_eigh,
     linalg_expm,
     linalg_ldl,

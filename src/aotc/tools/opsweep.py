@@ -282,8 +282,55 @@ def _old_svd_gauge(expected, actual):
     return type(actual)((u, s, v))
 
 
+def _nearest_order(expected: torch.Tensor, actual: torch.Tensor) -> list[int]:
+    """For each of expected's values (1-dim), the index of the actual value matched to it:
+    the closest pair of all first, then the closest of the rest, ..."""
+    n = expected.shape[-1]
+    dist = (expected.unsqueeze(-1) - actual.unsqueeze(-2)).abs().to(torch.float64)
+    dist = dist.nan_to_num(nan=float("inf"))
+    order, used_e, used_a = [-1] * n, set(), set()
+    for flat in torch.argsort(dist.flatten(), stable=True).tolist():
+        i, j = divmod(flat, n)
+        if i not in used_e and j not in used_a:
+            order[i] = j
+            used_e.add(i)
+            used_a.add(j)
+    return order
+
+
+def _eig_gauge(expected, actual):
+    """linalg.eig's (values, vectors) or linalg.eigvals' values, as OpInfo compares them:
+    the eigenvalues of a general matrix come in no defined order (eager's as LAPACK's
+    algorithm finds them) and each eigenvector is defined up to a complex phase. aotc's
+    values (and vector columns) reordered to match eager's nearest, then each vector times
+    the unit phase that best aligns it with eager's: that of <actual, expected>."""
+    values_only = isinstance(actual, torch.Tensor)
+    values, vectors = (actual, None) if values_only else actual
+    e_values = expected if values_only else expected[0]
+    if values.shape != e_values.shape or values.numel() == 0 or not values.is_complex():
+        return actual
+    n = values.shape[-1]
+    values, e_flat = values.reshape(-1, n).clone(), e_values.reshape(-1, n)
+    vecs = None if vectors is None else vectors.reshape(-1, n, n).clone()
+    e_vecs = None if vectors is None else expected[1].reshape(-1, n, n)
+    for b in range(values.shape[0]):
+        order = _nearest_order(e_flat[b], values[b])
+        values[b] = values[b, order]
+        if vecs is None:
+            continue
+        v = vecs[b][:, order]
+        inner = (v.conj() * e_vecs[b]).sum(-2)  # <actual_j, expected_j>
+        phase = torch.where(inner.abs() > 0, inner / inner.abs(), torch.ones_like(inner))
+        vecs[b] = v * phase
+    values = values.reshape(e_values.shape)
+    if vecs is None:
+        return values
+    return type(actual)((values, vecs.reshape(expected[1].shape)))
+
+
 # op -> (expected, actual) -> actual with the choices the op leaves open made as expected's
-GAUGES = {"linalg.eigh": _eigh_gauge, "linalg.svd": _svd_gauge, "svd": _old_svd_gauge}
+GAUGES = {"linalg.eigh": _eigh_gauge, "linalg.svd": _svd_gauge, "svd": _old_svd_gauge,
+          "linalg.eig": _eig_gauge, "linalg.eigvals": _eig_gauge}
 
 
 def _has_half(tree) -> bool:

@@ -28,6 +28,8 @@ def linalg_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
         args = [batch, rows, rhs, *ins]
     elif op.op is LinalgOp.SVD:
         args = [batch, rows, cols, flag[op.full], flag[op.vectors], *ins]
+    elif op.op is LinalgOp.EIG:
+        args = [batch, rows, flag[op.vectors], *ins]
     elif op.op is LinalgOp.ORMQR:
         args = [batch, rows, cols, rhs, flag[op.left], flag[op.trans], *ins]
     else:  # LU_FACTOR-shaped: LU_PERMUTATION, GEQRF
