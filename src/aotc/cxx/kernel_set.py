@@ -15,6 +15,7 @@ from pathlib import Path
 _SORT_TYPES = ("b8", "u8", "i8", "i16", "i32", "i64", "f32", "f64")
 _LINALG = ("lu_factor", "lu_solve", "cholesky", "triangular_solve", "lu_permutation", "geqrf",
            "householder_product", "ormqr", "eigh")
+_LINALG_COMPLEX = ("lu_factor", "lu_solve", "cholesky", "triangular_solve", "lu_permutation")
 
 EXPORTS: dict[str, frozenset[str]] = {
     "attention": frozenset({"aotc_attention_f32"}),
@@ -33,8 +34,10 @@ EXPORTS: dict[str, frozenset[str]] = {
     # aotc::scan / aotc::scan_positions: aotc_kernels.h's inline wrappers over the scans
     # aotc::lu_factor ... : aotc_kernels.h's inline wrappers by element type
     "linalg": frozenset({f"aotc_{fn}_{t}" for fn in _LINALG for t in ("f32", "f64")}
+                        | {f"aotc_{fn}_{t}" for fn in _LINALG_COMPLEX for t in ("c64", "c128")}
                         | {f"aotc::{fn}" for fn in _LINALG}),
-    "linalg_expm": frozenset({"aotc_matrix_exp_f32", "aotc_matrix_exp_f64", "aotc::matrix_exp"}),
+    "linalg_expm": frozenset({f"aotc_matrix_exp_{t}" for t in ("f32", "f64", "c64", "c128")}
+                             | {"aotc::matrix_exp"}),
     "linalg_ldl": frozenset({f"aotc_{fn}_{t}" for fn in ("ldl_factor", "ldl_solve")
                              for t in ("f32", "f64")} | {"aotc::ldl_factor", "aotc::ldl_solve"}),
     "linalg_eig": frozenset({"aotc_eig_f32", "aotc_eig_f64", "aotc::eig"}),

@@ -79,12 +79,17 @@ class Linalg(Template):
     stride: sympy.Expr = sympy.Integer(0)
     full: bool = False  # SVD: full_matrices
     vectors: bool = True  # SVD, EIG: the singular vectors (the eigenvectors) too
+    # complex64 / complex128 matrices: buffers of (real, imag) pairs (a last dim of 2), the
+    # kernel's complex variant; `adjoint`: a solve reads A^H (with `trans` false)
+    complex: bool = False
+    adjoint: bool = False
 
     def reads(self) -> tuple[str, ...]:
         return self.operands
 
     def describe(self) -> str:
-        flags = [f for f, on in (("lower", self.lower), ("transposed", self.trans),
+        flags = [f for f, on in (("complex", self.complex), ("lower", self.lower),
+                                 ("transposed", self.trans), ("adjoint", self.adjoint),
                                  ("unit diagonal", self.unit),
                                  ("from the right", not self.left),
                                  ("full matrices", self.op is LinalgOp.SVD and self.full),

@@ -228,6 +228,25 @@ void aotc_scan_index_i64(int32_t op, int64_t outer, int64_t n, int64_t inner, co
                            int32_t trans, const T *v, const T *tau, const T *c, T *out);
 AOTC_LINALG_DECLARE(f32, float)
 AOTC_LINALG_DECLARE(f64, double)
+/* complex64 (_c64) and complex128 (_c128) matrices as interleaved (real, imag) pairs of R:
+   LU and its solves, Cholesky of a Hermitian matrix (A = L L^H), the triangular solves, the
+   permutation matrix and the exponential. `trans` (`adjoint` of aotc_lu_solve) reads the
+   matrix as it is (0), transposed (1) or conjugate-transposed (2: A^H; A^T when real).
+   Pivots, info, the sign of det and log |det| are complex values with a zero imaginary part
+   where they are real. */
+#define AOTC_LINALG_COMPLEX_DECLARE(suffix, R)                                               \
+  void aotc_lu_factor_##suffix(int64_t batch, int64_t m, int64_t n, const R *a, R *out);     \
+  void aotc_lu_solve_##suffix(int64_t batch, int64_t n, int64_t k, int32_t trans,           \
+                              const R *lu, const int32_t *pivots, const R *b, R *x);        \
+  void aotc_cholesky_##suffix(int64_t batch, int64_t n, const R *a, R *out);                 \
+  void aotc_triangular_solve_##suffix(int64_t batch, int64_t n, int64_t k, int32_t lower,   \
+                                      int32_t trans, int32_t unit, const R *a, const R *b,  \
+                                      R *x);                                                \
+  void aotc_lu_permutation_##suffix(int64_t batch, int64_t m, int64_t k,                    \
+                                    const int32_t *pivots, R *p);                           \
+  void aotc_matrix_exp_##suffix(int64_t batch, int64_t n, const R *a, R *out);
+AOTC_LINALG_COMPLEX_DECLARE(c64, float)
+AOTC_LINALG_COMPLEX_DECLARE(c128, double)
 
 /* Discrete Fourier transforms (fft.cpp) of each line of a contiguous tensor viewed as
    [outer, length, inner], along the middle, float32 (_f32) and float64 (_f64), a complex
@@ -367,6 +386,8 @@ int aotc_attention_f32(const aotc_attention_shape *shape, const float *q, const 
 #ifdef __cplusplus
 } /* extern "C" */
 
+#include <complex>
+
 /* The scans by element type, for generated code. */
 namespace aotc {
 inline void scan(int32_t op, int64_t outer, int64_t n, int64_t inner, const float *x, float *y) {
@@ -445,6 +466,45 @@ inline void scan_positions(int32_t op, int64_t outer, int64_t n, int64_t inner,
   }
 AOTC_LINALG_OVERLOADS(f32, float)
 AOTC_LINALG_OVERLOADS(f64, double)
+
+/* Complex matrices: generated code passes its float buffers of pairs through as_complex. */
+#define AOTC_LINALG_COMPLEX_OVERLOADS(suffix, R)                                             \
+  inline std::complex<R> *as_complex(R *p) { return reinterpret_cast<std::complex<R> *>(p); } \
+  inline const std::complex<R> *as_complex(const R *p) {                                     \
+    return reinterpret_cast<const std::complex<R> *>(p);                                     \
+  }                                                                                          \
+  inline const R *pairs(const std::complex<R> *p) { return reinterpret_cast<const R *>(p); } \
+  inline R *pairs(std::complex<R> *p) { return reinterpret_cast<R *>(p); }                   \
+  inline void lu_factor(int64_t batch, int64_t m, int64_t n, const std::complex<R> *a,      \
+                        std::complex<R> *out) {                                              \
+    aotc_lu_factor_##suffix(batch, m, n, pairs(a), pairs(out));                              \
+  }                                                                                          \
+  inline void lu_solve(int64_t batch, int64_t n, int64_t k, int32_t trans,                   \
+                       const std::complex<R> *lu, const int32_t *pivots,                     \
+                       const std::complex<R> *b, std::complex<R> *x) {                       \
+    aotc_lu_solve_##suffix(batch, n, k, trans, pairs(lu), pivots, pairs(b), pairs(x));       \
+  }                                                                                          \
+  inline void cholesky(int64_t batch, int64_t n, const std::complex<R> *a,                   \
+                       std::complex<R> *out) {                                               \
+    aotc_cholesky_##suffix(batch, n, pairs(a), pairs(out));                                  \
+  }                                                                                          \
+  inline void triangular_solve(int64_t batch, int64_t n, int64_t k, int32_t lower,          \
+                               int32_t trans, int32_t unit, const std::complex<R> *a,       \
+                               const std::complex<R> *b, std::complex<R> *x) {              \
+    aotc_triangular_solve_##suffix(batch, n, k, lower, trans, unit, pairs(a), pairs(b),      \
+                                   pairs(x));                                                \
+  }                                                                                          \
+  inline void lu_permutation(int64_t batch, int64_t m, int64_t k, const int32_t *pivots,    \
+                             std::complex<R> *p) {                                           \
+    aotc_lu_permutation_##suffix(batch, m, k, pivots, pairs(p));                             \
+  }                                                                                          \
+  inline void matrix_exp(int64_t batch, int64_t n, const std::complex<R> *a,                 \
+                         std::complex<R> *out) {                                             \
+    aotc_matrix_exp_##suffix(batch, n, pairs(a), pairs(out));                                \
+  }
+inline const int32_t *as_complex(const int32_t *p) { return p; }  /* pivots stay integers */
+AOTC_LINALG_COMPLEX_OVERLOADS(c64, float)
+AOTC_LINALG_COMPLEX_OVERLOADS(c128, double)
 
 /* The Fourier transforms by element type, for generated code. */
 #define AOTC_FFT_OVERLOADS(suffix, T)                                                        \

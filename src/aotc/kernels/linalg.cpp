@@ -5,17 +5,49 @@
 // count. The algorithms are the unblocked ones LAPACK's getf2 / getrs / potf2 / trsm /
 // geqr2 / org2r / orm2r describe (the pivot is the first row of largest magnitude; a zero
 // pivot sets info and the elimination goes on without it; a reflector's beta has the
-// opposite sign of its alpha), in the element type throughout.
+// opposite sign of its alpha), in the element type throughout. LU, its solves, Cholesky,
+// the triangular solves and the permutation matrix also take complex64 and complex128
+// matrices (std::complex, interleaved pairs): the pivot is then the element of largest
+// |re| + |im| (LAPACK's izamax), Cholesky factors a Hermitian matrix (A = L L^H, the
+// diagonal's imaginary parts not read), and a solve may take A^H.
 
 #include "aotc_kernels.h"
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 namespace {
+
+// ---- the element type's scalar operations, real or complex ---------------------------
+template <typename T>
+struct Scalar {  // float, double
+    using Real = T;
+    static T conj(T x) { return x; }
+    static Real pivot_size(T x) { return std::fabs(x); }
+    static Real real(T x) { return x; }
+    // x / |x|: 1, -1, 0 (NaN stays NaN)
+    static T unit(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : (x == T(0) ? T(0) : x)); }
+};
+template <typename R>
+struct Scalar<std::complex<R>> {
+    using T = std::complex<R>;
+    using Real = R;
+    static T conj(T x) { return std::conj(x); }
+    static Real pivot_size(T x) { return std::fabs(x.real()) + std::fabs(x.imag()); }
+    static Real real(T x) { return x.real(); }
+    static T unit(T x) {
+        const R a = std::abs(x);
+        return a == R(0) ? T(0) : (std::isnan(a) ? T(a, a) : x / a);
+    }
+};
+
+// how a solve reads its matrix: as it is, transposed, or conjugate-transposed (A^H; A^T
+// for a real matrix)
+enum Trans : int32_t { kNone = 0, kTranspose = 1, kAdjoint = 2 };
 
 constexpr int64_t kParallelMin = 4096;  // elements of work below which one thread runs
 
@@ -33,13 +65,16 @@ void lu_factor_one(int64_t m, int64_t n, const T *a, T *out) {
     T *piv = out + m * n;
     T *extra = piv + k;
     std::memcpy(lu, a, sizeof(T) * m * n);
+    using S = Scalar<T>;
+    using R = typename S::Real;
     int64_t info = 0, swaps = 0;
-    T det = T(1), sign = T(1), logabs = T(0);
+    T det = T(1), sign = T(1);
+    R logabs = R(0);
     for (int64_t j = 0; j < k; ++j) {
         int64_t p = j;
-        T best = std::fabs(lu[j * n + j]);
+        R best = S::pivot_size(lu[j * n + j]);
         for (int64_t i = j + 1; i < m; ++i) {
-            const T v = std::fabs(lu[i * n + j]);
+            const R v = S::pivot_size(lu[i * n + j]);
             if (v > best || (std::isnan(v) && !std::isnan(best))) {
                 best = v;
                 p = i;
@@ -68,8 +103,8 @@ void lu_factor_one(int64_t m, int64_t n, const T *a, T *out) {
         for (int64_t j = 0; j < n; ++j) {
             const T u = lu[j * n + j];
             det *= u;
-            sign *= u > T(0) ? T(1) : (u < T(0) ? T(-1) : (u == T(0) ? T(0) : u));
-            logabs += std::log(std::fabs(u));
+            sign *= S::unit(u);
+            logabs += std::log(std::abs(u));
         }
         if (swaps % 2) {
             det = -det;
@@ -79,7 +114,7 @@ void lu_factor_one(int64_t m, int64_t n, const T *a, T *out) {
     extra[0] = T(info);
     extra[1] = det;
     extra[2] = sign;
-    extra[3] = logabs;
+    extra[3] = T(logabs);
 }
 
 // Row swaps of the pivot sequence applied to the rows of b [n, k], forward or backward.
@@ -94,13 +129,16 @@ void permute_rows(int64_t n, int64_t k, const int32_t *piv, T *b, bool backward)
 }
 
 // x [n, k] <- the solution of T x = x for the triangle of a [n, n] (row-major): `lower`
-// or upper, read transposed with `trans`, its diagonal taken as 1 with `unit`.
+// or upper, read as `trans` says, its diagonal taken as 1 with `unit`.
 template <typename T>
-void triangular_solve(int64_t n, int64_t k, const T *a, bool lower, bool trans, bool unit,
+void triangular_solve(int64_t n, int64_t k, const T *a, bool lower, int32_t trans, bool unit,
                       T *x) {
     // element (i, j) of the triangle as it is solved
-    auto at = [&](int64_t i, int64_t j) { return trans ? a[j * n + i] : a[i * n + j]; };
-    const bool forward = lower != trans;  // the solved matrix is lower triangular
+    auto at = [&](int64_t i, int64_t j) {
+        return trans == kNone ? a[i * n + j]
+                              : (trans == kAdjoint ? Scalar<T>::conj(a[j * n + i]) : a[j * n + i]);
+    };
+    const bool forward = lower != (trans != kNone);  // the solved matrix is lower triangular
     for (int64_t s = 0; s < n; ++s) {
         const int64_t i = forward ? s : n - 1 - s;
         T *xi = x + i * k;
@@ -119,20 +157,20 @@ void triangular_solve(int64_t n, int64_t k, const T *a, bool lower, bool trans, 
 }
 
 template <typename T>
-void lu_solve(int64_t batch, int64_t n, int64_t k, int32_t adjoint, const T *lu,
+void lu_solve(int64_t batch, int64_t n, int64_t k, int32_t trans, const T *lu,
               const int32_t *piv, const T *b, T *x) {
     for_batch(batch, n * n * k, [&](int64_t e) {
         const T *a = lu + e * n * n;
         const int32_t *p = piv + e * n;
         T *xe = x + e * n * k;
         std::memcpy(xe, b + e * n * k, sizeof(T) * n * k);
-        if (!adjoint) {  // A = P L U: x = U^-1 L^-1 P^T b
+        if (trans == kNone) {  // A = P L U: x = U^-1 L^-1 P^T b
             permute_rows(n, k, p, xe, false);
-            triangular_solve(n, k, a, true, false, true, xe);
-            triangular_solve(n, k, a, false, false, false, xe);
-        } else {  // A^T = U^T L^T P^T: x = P L^-T U^-T b
-            triangular_solve(n, k, a, false, true, false, xe);
-            triangular_solve(n, k, a, true, true, true, xe);
+            triangular_solve(n, k, a, true, kNone, true, xe);
+            triangular_solve(n, k, a, false, kNone, false, xe);
+        } else {  // A^T = U^T L^T P^T: x = P L^-T U^-T b (A^H likewise)
+            triangular_solve(n, k, a, false, trans, false, xe);
+            triangular_solve(n, k, a, true, trans, true, xe);
             permute_rows(n, k, p, xe, true);
         }
     });
@@ -142,24 +180,26 @@ void lu_solve(int64_t batch, int64_t n, int64_t k, int32_t adjoint, const T *lu,
 // aotc_kernels.h); a non-positive or NaN pivot at column j stops it with info = j + 1.
 template <typename T>
 void cholesky_one(int64_t n, const T *a, T *out) {
+    using S = Scalar<T>;
+    using R = typename S::Real;
     T *l = out;
-    std::memset(l, 0, sizeof(T) * n * n);
+    std::fill(l, l + n * n, T(0));
     int64_t info = 0;
     for (int64_t j = 0; j < n && info == 0; ++j) {
         const T *lj = l + j * n;
-        T d = a[j * n + j];
-        for (int64_t c = 0; c < j; ++c) d -= lj[c] * lj[c];
-        if (!(d > T(0))) {
+        R d = S::real(a[j * n + j]);
+        for (int64_t c = 0; c < j; ++c) d -= S::real(lj[c] * S::conj(lj[c]));
+        if (!(d > R(0))) {
             info = j + 1;
-            l[j * n + j] = d;
+            l[j * n + j] = T(d);
             break;
         }
-        const T root = std::sqrt(d);
-        l[j * n + j] = root;
+        const R root = std::sqrt(d);
+        l[j * n + j] = T(root);
         for (int64_t i = j + 1; i < n; ++i) {
             const T *li = l + i * n;
             T s = a[i * n + j];
-            for (int64_t c = 0; c < j; ++c) s -= li[c] * lj[c];
+            for (int64_t c = 0; c < j; ++c) s -= li[c] * S::conj(lj[c]);
             l[i * n + j] = s / root;
         }
     }
@@ -172,7 +212,7 @@ void permutation(int64_t batch, int64_t m, int64_t k, const int32_t *piv, T *p) 
         const int32_t *pe = piv + e * k;
         T *out = p + e * m * m;
         // P = S_0 S_1 ... S_{k-1} (S_i swaps i and pivot i): the identity's columns swapped
-        std::memset(out, 0, sizeof(T) * m * m);
+        std::fill(out, out + m * m, T(0));
         for (int64_t r = 0; r < m; ++r) out[r * m + r] = T(1);
         for (int64_t i = 0; i < k; ++i) {
             const int64_t q = int64_t(pe[i]) - 1;
@@ -350,7 +390,7 @@ void eigh_one(int64_t n, const double *a_lower, double *values, double *vectors,
         for_batch(batch, n * n * k, [&](int64_t e) {                                        \
             T *xe = x + e * n * k;                                                          \
             std::memcpy(xe, b + e * n * k, sizeof(T) * n * k);                             \
-            triangular_solve(n, k, a + e * n * n, lower != 0, trans != 0, unit != 0, xe);   \
+            triangular_solve(n, k, a + e * n * n, lower != 0, trans, unit != 0, xe);        \
         });                                                                                  \
     }                                                                                        \
     void aotc_geqrf_##suffix(int64_t batch, int64_t m, int64_t n, const T *a, T *out) {      \
@@ -394,7 +434,48 @@ void eigh_one(int64_t n, const double *a_lower, double *values, double *vectors,
         permutation(batch, m, k, pivots, p);                                                \
     }
 
+// complex64 / complex128: pointers to interleaved (real, imag) pairs of R
+#define AOTC_LINALG_COMPLEX_DEFINE(suffix, R)                                                \
+    void aotc_lu_factor_##suffix(int64_t batch, int64_t m, int64_t n, const R *a, R *out) { \
+        const int64_t each = m * n + std::min(m, n) + AOTC_LU_EXTRA;                        \
+        for_batch(batch, m * n * std::min(m, n), [&](int64_t e) {                           \
+            lu_factor_one(m, n, cx(a) + e * m * n, cx(out) + e * each);                     \
+        });                                                                                  \
+    }                                                                                        \
+    void aotc_lu_solve_##suffix(int64_t batch, int64_t n, int64_t k, int32_t trans,         \
+                                const R *lu, const int32_t *pivots, const R *b, R *x) {     \
+        lu_solve(batch, n, k, trans, cx(lu), pivots, cx(b), cx(x));                         \
+    }                                                                                        \
+    void aotc_cholesky_##suffix(int64_t batch, int64_t n, const R *a, R *out) {             \
+        for_batch(batch, n * n * n, [&](int64_t e) {                                        \
+            cholesky_one(n, cx(a) + e * n * n, cx(out) + e * (n * n + 1));                  \
+        });                                                                                  \
+    }                                                                                        \
+    void aotc_triangular_solve_##suffix(int64_t batch, int64_t n, int64_t k, int32_t lower, \
+                                        int32_t trans, int32_t unit, const R *a, const R *b, \
+                                        R *x) {                                              \
+        using T = std::complex<R>;                                                           \
+        for_batch(batch, n * n * k, [&](int64_t e) {                                        \
+            T *xe = cx(x) + e * n * k;                                                      \
+            std::copy(cx(b) + e * n * k, cx(b) + (e + 1) * n * k, xe);                      \
+            triangular_solve(n, k, cx(a) + e * n * n, lower != 0, trans, unit != 0, xe);    \
+        });                                                                                  \
+    }                                                                                        \
+    void aotc_lu_permutation_##suffix(int64_t batch, int64_t m, int64_t k,                  \
+                                      const int32_t *pivots, R *p) {                        \
+        permutation(batch, m, k, pivots, cx(p));                                            \
+    }
+
+namespace {
+template <typename R>
+std::complex<R> *cx(R *p) { return reinterpret_cast<std::complex<R> *>(p); }
+template <typename R>
+const std::complex<R> *cx(const R *p) { return reinterpret_cast<const std::complex<R> *>(p); }
+}  // namespace
+
 extern "C" {
 AOTC_LINALG_DEFINE(f32, float)
 AOTC_LINALG_DEFINE(f64, double)
+AOTC_LINALG_COMPLEX_DEFINE(c64, float)
+AOTC_LINALG_COMPLEX_DEFINE(c128, double)
 }

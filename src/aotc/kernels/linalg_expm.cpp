@@ -2,13 +2,15 @@
 // aotc_kernels.h), by scaling and squaring in double: A / 2^s with s the least power that
 // brings the 1-norm to 1/2 or below, its Taylor polynomial to degree 18 (the remainder under
 // 1e-22 of the result there) by Horner's rule, squared s times. A matrix with a NaN or an
-// infinity gives NaN everywhere. Every matrix of a batch is done by one thread front to
-// back, so a result never depends on the thread count.
+// infinity gives NaN everywhere. complex64 / complex128 matrices (interleaved pairs) are
+// computed in complex<double>. Every matrix of a batch is done by one thread front to back,
+// so a result never depends on the thread count.
 
 #include "aotc_kernels.h"
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -19,29 +21,42 @@ constexpr int64_t kParallelMin = 4096;  // elements of work below which one thre
 constexpr int kDegree = 18;
 constexpr int kMaxSquarings = 1100;  // beyond double's exponent range
 
+// the type a matrix is computed in: double, or complex<double>
+template <typename T>
+struct Wide {
+    using type = double;
+};
+template <typename R>
+struct Wide<std::complex<R>> {
+    using type = std::complex<double>;
+};
+
 // c = a b for n x n row-major matrices (c distinct from a and b)
-void matmul(int64_t n, const double *a, const double *b, double *c) {
-    std::fill(c, c + n * n, 0.0);
+template <typename W>
+void matmul(int64_t n, const W *a, const W *b, W *c) {
+    std::fill(c, c + n * n, W(0));
     for (int64_t i = 0; i < n; ++i)
         for (int64_t k = 0; k < n; ++k) {
-            const double aik = a[i * n + k];
-            const double *bk = b + k * n;
-            double *ci = c + i * n;
+            const W aik = a[i * n + k];
+            const W *bk = b + k * n;
+            W *ci = c + i * n;
             for (int64_t j = 0; j < n; ++j) ci[j] += aik * bk[j];
         }
 }
 
 template <typename T>
 void expm_one(int64_t n, const T *a, T *out) {
-    std::vector<double> x(size_t(n * n)), p(size_t(n * n)), t(size_t(n * n));
+    using W = typename Wide<T>::type;
+    std::vector<W> x(size_t(n * n)), p(size_t(n * n)), t(size_t(n * n));
     double norm = 0;  // the 1-norm: the largest column sum of magnitudes
     for (int64_t j = 0; j < n; ++j) {
         double col = 0;
-        for (int64_t i = 0; i < n; ++i) col += std::fabs(double(a[i * n + j]));
+        for (int64_t i = 0; i < n; ++i) col += std::abs(W(a[i * n + j]));
         norm = std::max(norm, col);
     }
     if (!std::isfinite(norm)) {
-        std::fill(out, out + n * n, std::numeric_limits<T>::quiet_NaN());
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        std::fill(out, out + n * n, T(W(nan) + W(0) * nan));
         return;
     }
     int squarings = 0;
@@ -50,13 +65,13 @@ void expm_one(int64_t n, const T *a, T *out) {
         ++squarings;
     }
     const double scale = std::ldexp(1.0, -squarings);
-    for (int64_t i = 0; i < n * n; ++i) x[size_t(i)] = double(a[i]) * scale;
+    for (int64_t i = 0; i < n * n; ++i) x[size_t(i)] = W(a[i]) * scale;
     // p = I + x/1 (I + x/2 (... (I + x/kDegree)))
     for (int64_t i = 0; i < n * n; ++i) p[size_t(i)] = i % (n + 1) == 0 ? 1.0 : 0.0;
     for (int k = kDegree; k >= 1; --k) {
         matmul(n, x.data(), p.data(), t.data());
         for (int64_t i = 0; i < n * n; ++i)
-            p[size_t(i)] = t[size_t(i)] / k + (i % (n + 1) == 0 ? 1.0 : 0.0);
+            p[size_t(i)] = t[size_t(i)] / double(k) + (i % (n + 1) == 0 ? 1.0 : 0.0);
     }
     for (int s = 0; s < squarings; ++s) {
         matmul(n, p.data(), p.data(), t.data());
@@ -64,6 +79,11 @@ void expm_one(int64_t n, const T *a, T *out) {
     }
     for (int64_t i = 0; i < n * n; ++i) out[i] = T(p[size_t(i)]);
 }
+
+template <typename R>
+std::complex<R> *cx(R *p) { return reinterpret_cast<std::complex<R> *>(p); }
+template <typename R>
+const std::complex<R> *cx(const R *p) { return reinterpret_cast<const std::complex<R> *>(p); }
 
 template <typename T>
 void expm(int64_t batch, int64_t n, const T *a, T *out) {
@@ -79,5 +99,12 @@ void aotc_matrix_exp_f32(int64_t batch, int64_t n, const float *a, float *out) {
 }
 void aotc_matrix_exp_f64(int64_t batch, int64_t n, const double *a, double *out) {
     expm(batch, n, a, out);
+}
+// complex64 / complex128: interleaved (real, imag) pairs
+void aotc_matrix_exp_c64(int64_t batch, int64_t n, const float *a, float *out) {
+    expm(batch, n, cx(a), cx(out));
+}
+void aotc_matrix_exp_c128(int64_t batch, int64_t n, const double *a, double *out) {
+    expm(batch, n, cx(a), cx(out));
 }
 }

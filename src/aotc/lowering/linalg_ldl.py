@@ -11,7 +11,14 @@ from ..ir.expr import cast
 from ..ir.linalg import Linalg, LinalgOp
 from ..ir.symbols import numel
 from .context import LoweringContext, TensorValue
-from .linalg_lu import _check_info, _require_square, broadcast_batch, contiguous, kernel_dtype, packed_part
+from .linalg_matrices import (
+    broadcast_batch,
+    check_info_if,
+    contiguous,
+    kernel_dtype,
+    packed_part,
+    require_square,
+)
 from .registry import register_lowering
 from .views import lower_expand
 
@@ -24,12 +31,12 @@ I32 = DType.int32
 def lower_ldl_factor_ex(ctx: LoweringContext, a: TensorValue, *, hermitian=False,
                         check_errors=False):
     d = kernel_dtype(ctx, a)
-    _require_square(ctx, a)
+    require_square(ctx, a)
     batch, n = a.sizes[:-2], a.sizes[-1]
     op = Linalg(LinalgOp.LDL_FACTOR, (contiguous(ctx, a, "a"),), numel(batch), n)
     packed = ctx.emit(op, batch + (n * n + n + 1,), d, hint=f"{ctx.node_name}_ldl")
     info = packed_part(packed, batch, n * n + n, lambda _: 0, I32)
-    _check_info(ctx, info, check_errors)
+    check_info_if(ctx, info, check_errors)
     return (packed_part(packed, batch + (n, n), 0, lambda ij: ij[0] * n + ij[1]),
             packed_part(packed, batch + (n,), n * n, lambda j: j[0], I32), info)
 

@@ -4,223 +4,217 @@ check of an `info` result (`_linalg_check_errors`: a singular matrix is an input
 eager raises).
 
 A kernel writes its results into one buffer (ir/linalg.py); the factors, pivots, info and
-determinant are views of it. Matrices are float32 or float64, batched over leading dims."""
+determinant are views of it. Matrices are float32 or float64, or complex64 / complex128 as
+their pairs (these rules take complex values so: `on_pairs`), batched over leading dims."""
 from __future__ import annotations
+
+import enum
 
 import sympy
 import torch
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
-from ..ir.expr import Binary, BinaryOp, IndexValue, Load, Where, cast, constant
+from ..ir.expr import BinaryOp, cast
 from ..ir.linalg import LU_EXTRA, Linalg, LinalgOp
-from ..ir.nodes import ReduceType, Reduction
-from ..ir.symbols import index_vars, numel, reduction_var
-from .common import broadcast_shapes
+from ..ir.symbols import index_vars, numel
 from .context import LoweringContext, TensorValue
+from .linalg_matrices import (
+    I32,
+    broadcast_batch,
+    check_info,
+    check_info_if,
+    complex_matrices,
+    conjugated,
+    contiguous,
+    identity_like,
+    kernel_dtype,
+    matrix_dims,
+    packed_part,
+    require_square,
+    transposed,
+    triangle,
+)
 from .registry import register_lowering
 from .views import lower_expand, remap
 
 aten = torch.ops.aten
 FAMILY = "linalg"
-KERNEL_DTYPES = (DType.float32, DType.float64)
-I32 = DType.int32
 
 
-# ---- shared with linalg_cholesky.py -------------------------------------------------------
-def kernel_dtype(ctx: LoweringContext, *xs: TensorValue) -> DType:
-    """The one floating dtype the kernels run in, as PyTorch's CPU linalg takes them."""
-    d = xs[0].dtype
-    if d not in KERNEL_DTYPES or any(x.dtype is not d for x in xs):
-        raise UnsupportedOperatorError(ctx.target, ctx.source, "of " + ", ".join(
-            x.dtype.name for x in xs) + " (the linear-algebra kernels take float32 or float64)")
-    return d
+class Read(enum.Enum):
+    """How a solve reads its matrix A."""
+
+    AS_IS = 0
+    TRANSPOSED = 1  # A^T
+    ADJOINT = 2  # A^H (A^T for a real matrix)
 
 
-def contiguous(ctx: LoweringContext, x: TensorValue, hint: str) -> str:
-    """x as a contiguous buffer of its own (copied when a view), its name."""
-    if x.buffer_name() is None:
-        x = ctx.pointwise(x.body, x.sizes, hint=f"{ctx.node_name}_{hint}")
-    name = x.buffer_name()
-    assert name is not None
-    return name
+def solve_flags(read: Read, pairs: bool) -> dict:
+    """The Linalg fields for `read`: trans, or adjoint for a complex A^H."""
+    return {"trans": read is Read.TRANSPOSED or (read is Read.ADJOINT and not pairs),
+            "adjoint": read is Read.ADJOINT and pairs, "complex": pairs}
 
 
-def broadcast_batch(ctx: LoweringContext, a: TensorValue, b: TensorValue
-                    ) -> tuple[TensorValue, TensorValue, tuple]:
-    """a [*, n, n] and b [*, n, k] expanded to one broadcast batch."""
-    batch = broadcast_shapes(a.sizes[:-2], b.sizes[:-2])
-    return (lower_expand(ctx, a, batch + a.sizes[-2:]),
-            lower_expand(ctx, b, batch + b.sizes[-2:]), batch)
-
-
-def transposed(x: TensorValue) -> TensorValue:
-    """The view swapping x's last two dims."""
-    iv = list(index_vars(x.ndim))
-    iv[-1], iv[-2] = iv[-2], iv[-1]
-    return remap(x, x.sizes[:-2] + (x.sizes[-1], x.sizes[-2]), iv)
-
-
-def identity_like(ctx: LoweringContext, batch: tuple, n, d: DType) -> TensorValue:
-    """The identity matrices [*batch, n, n]."""
-    k = len(batch)
-    i, j = (IndexValue(index_vars(k + 2)[k + t], DType.int64) for t in range(2))
-    return ctx.pointwise(cast(Binary(BinaryOp.EQ, i, j, DType.bool), d), batch + (n, n),
-                         hint=f"{ctx.node_name}_eye")
-
-
-def packed_part(packed: TensorValue, sizes: tuple, offset, index, dtype: DType | None = None
-                ) -> TensorValue:
-    """The view of a kernel's packed output [*batch, each] with `sizes` (batch first) whose
-    element is packed[*b, offset + index(trailing index vars)], cast to `dtype`."""
-    k = packed.ndim - 1
-    iv = index_vars(len(sizes))
-    view = remap(packed, sizes, tuple(iv[:k]) + (offset + index(iv[k:]),))
-    if dtype is None or dtype is view.dtype:
-        return view
-    return TensorValue(view.sizes, dtype, cast(view.body, dtype))
-
-
-# ---- LU ------------------------------------------------------------------------------------
 class Factored:
     """The LU factorization of a [*batch, m, n] as views of the kernel's one buffer."""
 
-    def __init__(self, ctx: LoweringContext, a: TensorValue):
+    def __init__(self, ctx: LoweringContext, a: TensorValue, pairs: bool = False):
         self.d = kernel_dtype(ctx, a)
-        self.batch, (self.m, self.n) = a.sizes[:-2], a.sizes[-2:]
+        self.pairs = pairs
+        t = matrix_dims(pairs)
+        self.batch, self.m, self.n = a.sizes[:-t], a.sizes[-t], a.sizes[-t + 1]
         self.k = sympy.Min(self.m, self.n)
         each = self.m * self.n + self.k + LU_EXTRA
         op = Linalg(LinalgOp.LU_FACTOR, (contiguous(ctx, a, "a"),), numel(self.batch),
-                    self.m, self.n)
-        self.packed = ctx.emit(op, self.batch + (each,), self.d, hint=f"{ctx.node_name}_lu")
+                    self.m, self.n, complex=pairs)
+        sizes = self.batch + (each,) + ((sympy.Integer(2),) if pairs else ())
+        self.packed = ctx.emit(op, sizes, self.d, hint=f"{ctx.node_name}_lu")
 
     def factors(self) -> TensorValue:
         return packed_part(self.packed, self.batch + (self.m, self.n), 0,
-                           lambda ij: ij[0] * self.n + ij[1])
+                           lambda ij: ij[0] * self.n + ij[1], pairs=self.pairs)
 
     def pivots(self) -> TensorValue:
         """int32, 1-based, as LAPACK's and PyTorch's."""
         return packed_part(self.packed, self.batch + (self.k,), self.m * self.n,
-                           lambda j: j[0], I32)
+                           lambda j: j[0], I32, real_part=self.pairs)
 
-    def extra(self, slot: int, dtype: DType | None = None) -> TensorValue:
+    def extra(self, slot: int, dtype: DType | None = None, real: bool = True) -> TensorValue:
+        """Value `slot` after the pivots: info, det, the sign of det, log |det| (complex
+        for a complex matrix unless `real`)."""
         return packed_part(self.packed, self.batch, self.m * self.n + self.k + slot,
-                           lambda _: 0, dtype)
+                           lambda _: 0, dtype, pairs=self.pairs and not real,
+                           real_part=self.pairs and real)
 
     def info(self) -> TensorValue:
         return self.extra(0, I32)
 
 
 def lu_solve(ctx: LoweringContext, lu: TensorValue, pivots: TensorValue, b: TensorValue,
-             adjoint: bool = False) -> TensorValue:
-    """x solving A x = b (A^T x = b) from A's factors and pivots; b [*, n, k]."""
+             read: Read = Read.AS_IS, pairs: bool = False) -> TensorValue:
+    """x solving A x = b (A read as `read` says) from A's factors and pivots; b [*, n, k]."""
     d = kernel_dtype(ctx, lu, b)
-    lu, b, batch = broadcast_batch(ctx, lu, b)
+    lu, b, batch = broadcast_batch(ctx, lu, b, pairs)
     pivots = lower_expand(ctx, pivots, batch + pivots.sizes[-1:])
     if pivots.dtype is not I32:
         pivots = TensorValue(pivots.sizes, I32, cast(pivots.body, I32))
-    n, k = b.sizes[-2:]
+    t = matrix_dims(pairs)
+    n, k = b.sizes[-t], b.sizes[-t + 1]
     op = Linalg(LinalgOp.LU_SOLVE, (contiguous(ctx, lu, "lu"), contiguous(ctx, pivots, "pivots"),
                                     contiguous(ctx, b, "b")), numel(batch), n, rhs=k,
-                trans=adjoint)
-    return ctx.emit(op, batch + (n, k), d, hint=f"{ctx.node_name}_x")
+                **solve_flags(read, pairs))
+    return ctx.emit(op, b.sizes, d, hint=f"{ctx.node_name}_x")
 
 
-@register_lowering(aten.linalg_lu_factor_ex.default, family=FAMILY)
+@register_lowering(aten.linalg_lu_factor_ex.default, family=FAMILY, on_pairs=True)
 def lower_lu_factor_ex(ctx, a, pivot=True, check_errors=False):
     _require_pivoting(ctx, pivot)
-    lu = Factored(ctx, a)
-    _check_info(ctx, lu.info(), check_errors)
+    lu = Factored(ctx, a, complex_matrices(ctx))
+    check_info_if(ctx, lu.info(), check_errors)
     return lu.factors(), lu.pivots(), lu.info()
 
 
-@register_lowering(aten.linalg_lu.default, family=FAMILY)
+@register_lowering(aten.linalg_lu.default, family=FAMILY, on_pairs=True)
 def lower_lu(ctx, a, pivot=True):
     _require_pivoting(ctx, pivot)
-    lu = Factored(ctx, a)
-    return unpack(ctx, lu.factors(), lu.pivots())
+    pairs = complex_matrices(ctx)
+    lu = Factored(ctx, a, pairs)
+    return unpack(ctx, lu.factors(), lu.pivots(), pairs)
 
 
-@register_lowering(aten.lu_unpack.default, family=FAMILY)
+@register_lowering(aten.lu_unpack.default, family=FAMILY, on_pairs=True)
 def lower_lu_unpack(ctx, lu, pivots, unpack_data=True, unpack_pivots=True):
     if not (unpack_data and unpack_pivots):
         raise UnsupportedOperatorError(ctx.target, ctx.source,
                                        "with unpack_data or unpack_pivots False")
     kernel_dtype(ctx, lu)
-    return unpack(ctx, lu, pivots)
+    return unpack(ctx, lu, pivots, complex_matrices(ctx))
 
 
-def unpack(ctx: LoweringContext, lu: TensorValue, pivots: TensorValue) -> tuple:
+def unpack(ctx: LoweringContext, lu: TensorValue, pivots: TensorValue, pairs: bool) -> tuple:
     """(P, L, U) with A = P L U from the factors [*, m, n] and pivots [*, min(m, n)]."""
-    batch, (m, n) = lu.sizes[:-2], lu.sizes[-2:]
+    t = matrix_dims(pairs)
+    batch, m, n = lu.sizes[:-t], lu.sizes[-t], lu.sizes[-t + 1]
     k = sympy.Min(m, n)
-    b = len(batch)
-    i, j = (IndexValue(index_vars(b + 2)[b + t], DType.int64) for t in range(2))
-    zero, one = constant(0, lu.dtype), constant(1, lu.dtype)
-
-    def triangle(sizes, keep: BinaryOp, diagonal) -> TensorValue:
-        part = remap(lu, batch + sizes, index_vars(b + 2))
-        on = Binary(BinaryOp.EQ, i, j, DType.bool)
-        body = Where(Binary(keep, i, j, DType.bool), part.body, zero, lu.dtype)
-        if diagonal is not None:
-            body = Where(on, diagonal, body, lu.dtype)
-        return ctx.pointwise(body, batch + sizes, hint=f"{ctx.node_name}_{keep.name.lower()}")
-
-    lower = triangle((m, k), BinaryOp.GT, one)
-    upper = triangle((k, n), BinaryOp.LE, None)
+    lower = triangle(ctx, lu, (m, k), BinaryOp.GT, unit_diagonal=True, pairs=pairs)
+    upper = triangle(ctx, lu, (k, n), BinaryOp.LE, pairs=pairs)
     if pivots.dtype is not I32:
         pivots = TensorValue(pivots.sizes, I32, cast(pivots.body, I32))
     op = Linalg(LinalgOp.LU_PERMUTATION, (contiguous(ctx, pivots, "pivots"),), numel(batch),
-                m, k)
-    perm = ctx.emit(op, batch + (m, m), lu.dtype, hint=f"{ctx.node_name}_p")
+                m, k, complex=pairs)
+    perm = ctx.emit(op, batch + (m, m) + ((sympy.Integer(2),) if pairs else ()), lu.dtype,
+                    hint=f"{ctx.node_name}_p")
     return perm, lower, upper
 
 
-@register_lowering(aten.linalg_lu_solve.default, family=FAMILY)
+@register_lowering(aten.linalg_lu_solve.default, family=FAMILY, on_pairs=True)
 def lower_lu_solve(ctx, lu, pivots, b, left=True, adjoint=False):
+    pairs = complex_matrices(ctx)
     if left:
-        return lu_solve(ctx, lu, pivots, b, adjoint)
-    # x A = b  <=>  A^T x^T = b^T
-    return transposed(lu_solve(ctx, lu, pivots, transposed(b), not adjoint))
+        return lu_solve(ctx, lu, pivots, b, Read.ADJOINT if adjoint else Read.AS_IS, pairs)
+    if not adjoint:  # x A = b  <=>  A^T x^T = b^T
+        return transposed(lu_solve(ctx, lu, pivots, transposed(b, pairs), Read.TRANSPOSED,
+                                   pairs), pairs)
+    # x A^H = b  <=>  A conj(x)^T = conj(b)^T
+    rhs = conjugated(ctx, transposed(b, pairs), pairs)
+    return conjugated(ctx, transposed(lu_solve(ctx, lu, pivots, rhs, Read.AS_IS, pairs), pairs),
+                      pairs)
 
 
-@register_lowering(aten._linalg_solve_ex.default, family=FAMILY)
+@register_lowering(aten._linalg_solve_ex.default, family=FAMILY, on_pairs=True)
 def lower_solve_ex(ctx, a, b, left=True, check_errors=False):
+    pairs = complex_matrices(ctx)
+    t = matrix_dims(pairs)
     # b is a batch of vectors when it has one dim fewer than a (torch.linalg.solve's rule)
-    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.sizes == a.sizes[:-1])
-    rhs = remap(b, b.sizes + (sympy.Integer(1),), index_vars(b.ndim + 1)[:-1]) if vector else b
-    lu = Factored(ctx, a)
-    _check_info(ctx, lu.info(), check_errors)
+    vector = b.ndim == t - 1 or (b.ndim == a.ndim - 1 and b.sizes[:-1] == a.sizes[:-2]
+                                 if pairs else b.ndim == a.ndim - 1 and b.sizes == a.sizes[:-1])
+    if vector:  # a column: [*, n] -> [*, n, 1] (before the pair dim)
+        iv = index_vars(b.ndim + 1)
+        sizes = b.sizes[:b.ndim - t + 2] + (sympy.Integer(1),) + b.sizes[b.ndim - t + 2:]
+        rhs = remap(b, sizes, iv[:b.ndim - t + 2] + iv[b.ndim - t + 3:])
+    else:
+        rhs = b
+    lu = Factored(ctx, a, pairs)
+    check_info_if(ctx, lu.info(), check_errors)
     factors, pivots = lu.factors(), lu.pivots()
     if left:
-        x = lu_solve(ctx, factors, pivots, rhs)
+        x = lu_solve(ctx, factors, pivots, rhs, Read.AS_IS, pairs)
     else:
-        x = transposed(lu_solve(ctx, factors, pivots, transposed(rhs), True))
+        x = transposed(lu_solve(ctx, factors, pivots, transposed(rhs, pairs), Read.TRANSPOSED,
+                                pairs), pairs)
     if vector:
-        x = remap(x, x.sizes[:-1], index_vars(x.ndim - 1) + (sympy.Integer(0),))
+        iv = index_vars(x.ndim - 1)
+        cut = x.ndim - t + 1  # the column dim
+        x = remap(x, x.sizes[:cut] + x.sizes[cut + 1:], iv[:cut] + (sympy.Integer(0),) + iv[cut:])
     return x, factors, pivots, lu.info()
 
 
-@register_lowering(aten.linalg_inv_ex.default, family=FAMILY)
+@register_lowering(aten.linalg_inv_ex.default, family=FAMILY, on_pairs=True)
 def lower_inv_ex(ctx, a, check_errors=False):
-    lu = Factored(ctx, a)
-    _check_info(ctx, lu.info(), check_errors)
-    eye = identity_like(ctx, lu.batch, lu.n, lu.d)
-    return lu_solve(ctx, lu.factors(), lu.pivots(), eye), lu.info()
+    pairs = complex_matrices(ctx)
+    lu = Factored(ctx, a, pairs)
+    check_info_if(ctx, lu.info(), check_errors)
+    eye = identity_like(ctx, lu.batch, lu.n, lu.d, pairs)
+    return lu_solve(ctx, lu.factors(), lu.pivots(), eye, Read.AS_IS, pairs), lu.info()
 
 
-@register_lowering(aten._linalg_det.default, family=FAMILY)
+@register_lowering(aten._linalg_det.default, family=FAMILY, on_pairs=True)
 def lower_det(ctx, a):
-    _require_square(ctx, a)
-    lu = Factored(ctx, a)
-    return lu.extra(1), lu.factors(), lu.pivots()
+    pairs = complex_matrices(ctx)
+    require_square(ctx, a, pairs)
+    lu = Factored(ctx, a, pairs)
+    return lu.extra(1, real=False), lu.factors(), lu.pivots()
 
 
-@register_lowering(aten._linalg_slogdet.default, family=FAMILY)
+@register_lowering(aten._linalg_slogdet.default, family=FAMILY, on_pairs=True)
 def lower_slogdet(ctx, a):
-    _require_square(ctx, a)
-    lu = Factored(ctx, a)
-    return lu.extra(2), lu.extra(3), lu.factors(), lu.pivots()
+    """(sign, log |det|, factors, pivots): the sign is complex for a complex matrix (det / |det|),
+    log |det| real."""
+    pairs = complex_matrices(ctx)
+    require_square(ctx, a, pairs)
+    lu = Factored(ctx, a, pairs)
+    return lu.extra(2, real=False), lu.extra(3), lu.factors(), lu.pivots()
 
 
 @register_lowering(aten._linalg_check_errors.default, family=FAMILY)
@@ -228,35 +222,7 @@ def lower_check_errors(ctx, info, api_name, is_matrix):
     check_info(ctx, info, api_name)
 
 
-def check_info(ctx: LoweringContext, info: TensorValue, api_name: str) -> None:
-    """Fail the run with an input error when any matrix's `info` is not 0 (checked right
-    after the kernel that computes it, as eager's _linalg_check_errors raises)."""
-    counted = ctx.emit(Reduction(ReduceType.SUM, tuple(info.sizes), cast(Binary(
-        BinaryOp.NE, info.load(tuple(reduction_var(r) for r in range(info.ndim))),
-        constant(0, info.dtype), DType.bool), DType.int64)), (), DType.int64,
-        hint=f"{ctx.node_name}_failed")
-    name = counted.buffer_name()
-    assert name is not None
-    failed = sympy.Symbol(f"linalg_failed_{name}", integer=True, nonnegative=True)
-    ctx.program.item_symbols[failed] = Load(name, (), DType.int64)
-    ctx.program.symbols.setdefault(failed, (0, None))
-    what = ("the input is not positive-definite" if "cholesky" in api_name
-            else "the input matrix is singular")
-    where = " (one or more matrices of the batch)" if info.ndim else ""
-    ctx.require(sympy.Eq(failed, 0, evaluate=False), f"{api_name}: {what}{where}")
-
-
-def _check_info(ctx: LoweringContext, info: TensorValue, check_errors: bool) -> None:
-    if check_errors:  # the op's name as eager's check gives it: linalg_inv_ex
-        check_info(ctx, info, ctx.target.removeprefix("aten.").split(".")[0])
-
-
 def _require_pivoting(ctx: LoweringContext, pivot: bool) -> None:
     if not pivot:  # eager: "LU without pivoting is not implemented on the CPU"
         raise UnsupportedOperatorError(ctx.target, ctx.source,
                                        "without pivoting (PyTorch has it only on CUDA)")
-
-
-def _require_square(ctx: LoweringContext, a: TensorValue) -> None:
-    ctx.require(sympy.Eq(a.sizes[-1], a.sizes[-2], evaluate=False),
-                "A must be batches of square matrices")

@@ -13,7 +13,7 @@ from ..ir.linalg import Linalg, LinalgOp
 from ..ir.symbols import index_vars, numel
 from .common import broadcast_shapes
 from .context import LoweringContext, TensorValue
-from .linalg_lu import contiguous, kernel_dtype, packed_part
+from .linalg_matrices import contiguous, kernel_dtype, packed_part
 from .registry import register_lowering
 from .views import lower_expand, remap
 

@@ -13,7 +13,7 @@ from ..ir.expr import constant
 from ..ir.linalg import Linalg, LinalgOp
 from ..ir.symbols import numel
 from .context import LoweringContext, TensorValue
-from .linalg_lu import contiguous, kernel_dtype, packed_part
+from .linalg_matrices import contiguous, kernel_dtype, packed_part
 from .registry import register_lowering
 
 aten = torch.ops.aten

@@ -15,13 +15,17 @@ def linalg_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     batch, rows, cols, rhs = (c_index(e) for e in (op.batch, op.rows, op.cols, op.rhs))
     ins = [pointer_of(name) for name in op.operands]
     out = pointer_of(buf.name)
+    if op.complex:  # the float buffers of pairs as std::complex (pivots stay int32)
+        ins, out = [f"aotc::as_complex({p})" for p in ins], f"aotc::as_complex({out})"
     flag = {True: "1", False: "0"}
+    # how a solve reads its matrix: 0 as it is, 1 transposed, 2 conjugate-transposed
+    trans = "2" if op.adjoint else flag[op.trans]
     if op.op is LinalgOp.LU_SOLVE:
-        args = [batch, rows, rhs, flag[op.trans], *ins]
+        args = [batch, rows, rhs, trans, *ins]
     elif op.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, LinalgOp.MATRIX_EXP, LinalgOp.LDL_FACTOR):
         args = [batch, rows, *ins]
     elif op.op is LinalgOp.TRIANGULAR_SOLVE:
-        args = [batch, rows, rhs, flag[op.lower], flag[op.trans], flag[op.unit], *ins]
+        args = [batch, rows, rhs, flag[op.lower], trans, flag[op.unit], *ins]
     elif op.op is LinalgOp.HOUSEHOLDER_PRODUCT:
         args = [batch, rows, cols, rhs, c_index(op.stride), *ins]
     elif op.op is LinalgOp.LDL_SOLVE:
