@@ -79,3 +79,13 @@ def test_complex_solve_runs_without_torch(tmp_path):
     for got, want in zip(outs, ep.module()(a, b)):
         assert got.dtype == np.complex64
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_vandermonde_of_complex_values(compile_model):
+    """linalg.vander of complex x: running products (aotc's cumprod scans reals only)."""
+    torch.manual_seed(18)
+    x = torch.randn(3, 4, dtype=torch.complex64)
+    fn = Fn(lambda x: (L.vander(x), L.vander(x, N=6), L.vander(x[0, 0], N=3),
+                       L.vander(x.real)))
+    ep, model = compile_model(fn, (x,))
+    torch.testing.assert_close(model(x), ep.module()(x))

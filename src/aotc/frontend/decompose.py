@@ -163,8 +163,25 @@ def _linalg_pinv(input, atol=None, rtol=None, hermitian=False):
     return torch.matmul(vh.mH * inverse.unsqueeze(-2), u.mH)
 
 
+def _linalg_vander(x, N=None):  # noqa: N803 - the schema's name
+    """linalg.vander of a complex x as eager computes it (1, then the running products
+    x, x*x, ... of cumprod, one multiplication each), for a static N: aotc's cumprod scans
+    real values only. Real x takes torch's own decomposition (this one refuses)."""
+    x = x.reshape(1) if x.ndim == 0 else x  # eager takes a scalar as one value
+    n = x.shape[-1] if N is None else N
+    if not x.is_complex() or not isinstance(n, int):
+        raise NotImplementedError("complex x and a static N only")
+    power = torch.ones_like(x)
+    columns = [power]
+    for _ in range(1, n):
+        power = power * x
+        columns.append(power)
+    return torch.stack(columns, -1)
+
+
 OWN = {
     "aten::linalg_pinv.atol_rtol_tensor": _linalg_pinv,
+    "aten::linalg_vander": _linalg_vander,
     "torch_nn::_linear_cross_entropy_batch_chunked": _linear_cross_entropy,
     "torch_nn::_linear_cross_entropy_batch_chunked_no_reduction": _linear_cross_entropy_none,
 }
