@@ -15,7 +15,8 @@ from pathlib import Path
 _SORT_TYPES = ("b8", "u8", "i8", "i16", "i32", "i64", "f32", "f64")
 _LINALG = ("lu_factor", "lu_solve", "cholesky", "triangular_solve", "lu_permutation", "geqrf",
            "householder_product", "ormqr", "eigh")
-_LINALG_COMPLEX = ("lu_factor", "lu_solve", "cholesky", "triangular_solve", "lu_permutation")
+_LINALG_COMPLEX = ("lu_factor", "lu_solve", "cholesky", "triangular_solve", "lu_permutation",
+                   "geqrf", "householder_product", "ormqr", "eigh")
 
 EXPORTS: dict[str, frozenset[str]] = {
     "attention": frozenset({"aotc_attention_f32"}),
@@ -39,9 +40,11 @@ EXPORTS: dict[str, frozenset[str]] = {
     "linalg_expm": frozenset({f"aotc_matrix_exp_{t}" for t in ("f32", "f64", "c64", "c128")}
                              | {"aotc::matrix_exp"}),
     "linalg_ldl": frozenset({f"aotc_{fn}_{t}" for fn in ("ldl_factor", "ldl_solve")
-                             for t in ("f32", "f64")} | {"aotc::ldl_factor", "aotc::ldl_solve"}),
+                             for t in ("f32", "f64", "c64", "c128")}
+                            | {"aotc::ldl_factor", "aotc::ldl_solve"}),
     "linalg_eig": frozenset({"aotc_eig_f32", "aotc_eig_f64", "aotc::eig"}),
-    "linalg_svd": frozenset({"aotc_svd_f32", "aotc_svd_f64", "aotc::svd"}),
+    "linalg_svd": frozenset({f"aotc_svd_{t}" for t in ("f32", "f64", "c64", "c128")}
+                            | {"aotc::svd"}),
     "scan": frozenset({"aotc_scan_f32", "aotc_scan_f64", "aotc_scan_i64", "aotc_scan_index_f32",
                        "aotc_scan_index_f64", "aotc_scan_index_i64", "aotc::scan",
                        "aotc::scan_positions"}),

@@ -37,9 +37,11 @@ class LinalgOp(enum.Enum):
     # Q = H_0 ... H_{rhs-1}, [batch, rows, cols]
     HOUSEHOLDER_PRODUCT = "householder_product"
     # operands (v, tau [batch, rhs], c [batch, rows, cols]): Q c (left) or c Q, Q^T with trans
+    # (Q^H with adjoint, complex)
     ORMQR = "ormqr"
-    # operands (a,): symmetric eigen of a [batch, rows, rows] from its lower triangle; out per
-    # matrix: rows eigenvalues ascending, then rows*rows eigenvectors (column j: vector j)
+    # operands (a,): symmetric (Hermitian, complex) eigen of a [batch, rows, rows] from its
+    # lower triangle; out per matrix: rows eigenvalues ascending (real: a complex kernel
+    # writes (value, 0)), then rows*rows eigenvectors (column j: vector j)
     EIGH = "eigh"
     # operands (a,): singular value decomposition of a [batch, rows, cols] (kernels/
     # linalg_svd.cpp), k = min(rows, cols); out per matrix: k singular values descending, then
@@ -83,6 +85,9 @@ class Linalg(Template):
     # kernel's complex variant; `adjoint`: a solve reads A^H (with `trans` false)
     complex: bool = False
     adjoint: bool = False
+    # LDL_FACTOR, LDL_SOLVE of complex matrices: Hermitian (A = L D L^H), else complex
+    # symmetric (A = L D L^T)
+    hermitian: bool = False
 
     def reads(self) -> tuple[str, ...]:
         return self.operands
@@ -90,6 +95,7 @@ class Linalg(Template):
     def describe(self) -> str:
         flags = [f for f, on in (("complex", self.complex), ("lower", self.lower),
                                  ("transposed", self.trans), ("adjoint", self.adjoint),
+                                 ("hermitian", self.hermitian),
                                  ("unit diagonal", self.unit),
                                  ("from the right", not self.left),
                                  ("full matrices", self.op is LinalgOp.SVD and self.full),

@@ -233,7 +233,11 @@ AOTC_LINALG_DECLARE(f64, double)
    permutation matrix and the exponential. `trans` (`adjoint` of aotc_lu_solve) reads the
    matrix as it is (0), transposed (1) or conjugate-transposed (2: A^H; A^T when real).
    Pivots, info, the sign of det and log |det| are complex values with a zero imaginary part
-   where they are real. */
+   where they are real. Householder QR as LAPACK's zgeqrf / zungqr / zunmqr: H_j = I - tau_j
+   v_j v_j^H with a complex tau and a real beta on R's diagonal; aotc_ormqr applies Q^H for a
+   `trans` that is not 0. aotc_eigh: a Hermitian matrix from its lower triangle (complex
+   Jacobi in complex<double>), the eigenvalues real (written as (value, 0)), each eigenvector
+   with its largest component real and positive. */
 #define AOTC_LINALG_COMPLEX_DECLARE(suffix, R)                                               \
   void aotc_lu_factor_##suffix(int64_t batch, int64_t m, int64_t n, const R *a, R *out);     \
   void aotc_lu_solve_##suffix(int64_t batch, int64_t n, int64_t k, int32_t trans,           \
@@ -244,9 +248,34 @@ AOTC_LINALG_DECLARE(f64, double)
                                       R *x);                                                \
   void aotc_lu_permutation_##suffix(int64_t batch, int64_t m, int64_t k,                    \
                                     const int32_t *pivots, R *p);                           \
-  void aotc_matrix_exp_##suffix(int64_t batch, int64_t n, const R *a, R *out);
+  void aotc_matrix_exp_##suffix(int64_t batch, int64_t n, const R *a, R *out);               \
+  void aotc_geqrf_##suffix(int64_t batch, int64_t m, int64_t n, const R *a, R *out);         \
+  void aotc_householder_product_##suffix(int64_t batch, int64_t m, int64_t cols, int64_t k, \
+                                         int64_t ldv, const R *v, const R *tau, R *q);      \
+  void aotc_ormqr_##suffix(int64_t batch, int64_t m, int64_t n, int64_t k, int32_t left,    \
+                           int32_t trans, const R *v, const R *tau, const R *c, R *out);    \
+  void aotc_eigh_##suffix(int64_t batch, int64_t n, const R *a, R *out);
 AOTC_LINALG_COMPLEX_DECLARE(c64, float)
 AOTC_LINALG_COMPLEX_DECLARE(c128, double)
+/* complex matrices (pairs of R, as above) for the SVD and LDL:
+   - aotc_svd_c64 / _c128: as aotc_svd, the singular values real (pairs with a zero
+     imaginary part), Vh = V^H; each left vector of the tall orientation (U for m >= n,
+     Vh^H for m < n) has its largest-magnitude component real and positive, the other one
+     of its pair multiplied by the same unit factor.
+   - aotc_ldl_factor_c64 / _c128, aotc_ldl_solve_c64 / _c128: as the real ones, of complex
+     symmetric matrices (A = L D L^T, LAPACK's zsytf2 / zsytrs; pivoting on |re| + |im|)
+     or with `hermitian` of Hermitian ones (A = L D L^H, zhetf2 / zhetrs: D's diagonal
+     real, its 2x2 blocks Hermitian). Pivots and info are values with a zero imaginary
+     part. */
+#define AOTC_SVD_LDL_COMPLEX_DECLARE(suffix, R)                                              \
+  void aotc_svd_##suffix(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors, \
+                         const R *a, R *out);                                                \
+  void aotc_ldl_factor_##suffix(int64_t batch, int64_t n, int32_t hermitian, const R *a,    \
+                                R *out);                                                     \
+  void aotc_ldl_solve_##suffix(int64_t batch, int64_t n, int64_t k, int32_t hermitian,      \
+                               const R *ld, const int32_t *pivots, const R *b, R *x);
+AOTC_SVD_LDL_COMPLEX_DECLARE(c64, float)
+AOTC_SVD_LDL_COMPLEX_DECLARE(c128, double)
 
 /* Discrete Fourier transforms (fft.cpp) of each line of a contiguous tensor viewed as
    [outer, length, inner], along the middle, float32 (_f32) and float64 (_f64), a complex
@@ -501,10 +530,48 @@ AOTC_LINALG_OVERLOADS(f64, double)
   inline void matrix_exp(int64_t batch, int64_t n, const std::complex<R> *a,                 \
                          std::complex<R> *out) {                                             \
     aotc_matrix_exp_##suffix(batch, n, pairs(a), pairs(out));                                \
+  }                                                                                          \
+  inline void geqrf(int64_t batch, int64_t m, int64_t n, const std::complex<R> *a,          \
+                    std::complex<R> *out) {                                                  \
+    aotc_geqrf_##suffix(batch, m, n, pairs(a), pairs(out));                                  \
+  }                                                                                          \
+  inline void householder_product(int64_t batch, int64_t m, int64_t cols, int64_t k,        \
+                                  int64_t ldv, const std::complex<R> *v,                    \
+                                  const std::complex<R> *tau, std::complex<R> *q) {         \
+    aotc_householder_product_##suffix(batch, m, cols, k, ldv, pairs(v), pairs(tau),         \
+                                      pairs(q));                                             \
+  }                                                                                          \
+  inline void ormqr(int64_t batch, int64_t m, int64_t n, int64_t k, int32_t left,           \
+                    int32_t trans, const std::complex<R> *v, const std::complex<R> *tau,    \
+                    const std::complex<R> *c, std::complex<R> *out) {                        \
+    aotc_ormqr_##suffix(batch, m, n, k, left, trans, pairs(v), pairs(tau), pairs(c),        \
+                        pairs(out));                                                         \
+  }                                                                                          \
+  inline void eigh(int64_t batch, int64_t n, const std::complex<R> *a,                      \
+                   std::complex<R> *out) {                                                   \
+    aotc_eigh_##suffix(batch, n, pairs(a), pairs(out));                                      \
   }
 inline const int32_t *as_complex(const int32_t *p) { return p; }  /* pivots stay integers */
 AOTC_LINALG_COMPLEX_OVERLOADS(c64, float)
 AOTC_LINALG_COMPLEX_OVERLOADS(c128, double)
+
+/* The complex SVD and LDL (as_complex and pairs from above). */
+#define AOTC_SVD_LDL_COMPLEX_OVERLOADS(suffix, R)                                            \
+  inline void svd(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors,        \
+                  const std::complex<R> *a, std::complex<R> *out) {                          \
+    aotc_svd_##suffix(batch, m, n, full, vectors, pairs(a), pairs(out));                     \
+  }                                                                                          \
+  inline void ldl_factor(int64_t batch, int64_t n, int32_t hermitian,                        \
+                         const std::complex<R> *a, std::complex<R> *out) {                   \
+    aotc_ldl_factor_##suffix(batch, n, hermitian, pairs(a), pairs(out));                     \
+  }                                                                                          \
+  inline void ldl_solve(int64_t batch, int64_t n, int64_t k, int32_t hermitian,              \
+                        const std::complex<R> *ld, const int32_t *pivots,                    \
+                        const std::complex<R> *b, std::complex<R> *x) {                      \
+    aotc_ldl_solve_##suffix(batch, n, k, hermitian, pairs(ld), pivots, pairs(b), pairs(x));  \
+  }
+AOTC_SVD_LDL_COMPLEX_OVERLOADS(c64, float)
+AOTC_SVD_LDL_COMPLEX_OVERLOADS(c128, double)
 
 /* The Fourier transforms by element type, for generated code. */
 #define AOTC_FFT_OVERLOADS(suffix, T)                                                        \

@@ -6,10 +6,12 @@
 // geqr2 / org2r / orm2r describe (the pivot is the first row of largest magnitude; a zero
 // pivot sets info and the elimination goes on without it; a reflector's beta has the
 // opposite sign of its alpha), in the element type throughout. LU, its solves, Cholesky,
-// the triangular solves and the permutation matrix also take complex64 and complex128
-// matrices (std::complex, interleaved pairs): the pivot is then the element of largest
-// |re| + |im| (LAPACK's izamax), Cholesky factors a Hermitian matrix (A = L L^H, the
-// diagonal's imaginary parts not read), and a solve may take A^H.
+// the triangular solves, the permutation matrix, QR and eigh also take complex64 and
+// complex128 matrices (std::complex, interleaved pairs): the pivot is then the element of
+// largest |re| + |im| (LAPACK's izamax), Cholesky factors a Hermitian matrix (A = L L^H, the
+// diagonal's imaginary parts not read), a solve may take A^H, QR follows zgeqr2 / zung2r /
+// zunm2r (a complex tau, a real beta), and eigh diagonalizes a Hermitian matrix (complex
+// Jacobi in complex<double>, real eigenvalues).
 
 #include "aotc_kernels.h"
 
@@ -18,6 +20,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -29,6 +32,9 @@ struct Scalar {  // float, double
     static T conj(T x) { return x; }
     static Real pivot_size(T x) { return std::fabs(x); }
     static Real real(T x) { return x; }
+    static Real imag(T) { return T(0); }
+    static Real abs2(T x) { return x * x; }  // |x|^2
+    static T make(Real re, Real) { return re; }  // re + i im (im dropped)
     // x / |x|: 1, -1, 0 (NaN stays NaN)
     static T unit(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : (x == T(0) ? T(0) : x)); }
 };
@@ -39,6 +45,9 @@ struct Scalar<std::complex<R>> {
     static T conj(T x) { return std::conj(x); }
     static Real pivot_size(T x) { return std::fabs(x.real()) + std::fabs(x.imag()); }
     static Real real(T x) { return x.real(); }
+    static Real imag(T x) { return x.imag(); }
+    static Real abs2(T x) { return std::norm(x); }
+    static T make(Real re, Real im) { return T(re, im); }
     static T unit(T x) {
         const R a = std::abs(x);
         return a == R(0) ? T(0) : (std::isnan(a) ? T(a, a) : x / a);
@@ -223,22 +232,25 @@ void permutation(int64_t batch, int64_t m, int64_t k, const int32_t *piv, T *p) 
 }
 
 
-// ---- Householder QR (LAPACK's geqr2 / org2r / orm2r conventions) ----------------------
-// Reflector j of a factored [m, ldv] matrix: H_j = I - tau_j v v^T, v = (0.., 1, v[j+1..m-1, j]).
+// ---- Householder QR (LAPACK's geqr2 / ung2r / unm2r conventions) ----------------------
+// Reflector j of a factored [m, ldv] matrix: H_j = I - tau_j v v^H, v = (0.., 1, v[j+1..m-1, j])
+// (v^T for a real matrix). H_j is unitary but, for a complex tau, not Hermitian: H_j^H is
+// the reflector with conj(tau_j), which the callers pass where they apply H_j^H.
 
-// c [rows of the reflector, cols] <- H_j c, over the columns [c0, cols) of a row-major c
-// with row stride ldc; w: cols scratch values
+// c [rows of the reflector, cols] <- (I - tau v v^H) c, over the columns [c0, cols) of a
+// row-major c with row stride ldc; w: cols scratch values
 template <typename T>
 void reflect_left(int64_t m, int64_t j, const T *v, int64_t ldv, T tau, T *c, int64_t ldc,
                   int64_t c0, int64_t cols, T *w) {
+    using S = Scalar<T>;
     if (tau == T(0)) return;
-    for (int64_t q = c0; q < cols; ++q) w[q] = c[j * ldc + q];
+    for (int64_t q = c0; q < cols; ++q) w[q] = c[j * ldc + q];  // w = v^H c (v_j = 1)
     for (int64_t i = j + 1; i < m; ++i) {
-        const T vi = v[i * ldv + j];
+        const T vi = S::conj(v[i * ldv + j]);
         const T *ci = c + i * ldc;
         for (int64_t q = c0; q < cols; ++q) w[q] += vi * ci[q];
     }
-    for (int64_t q = c0; q < cols; ++q) c[j * ldc + q] -= tau * w[q];
+    for (int64_t q = c0; q < cols; ++q) c[j * ldc + q] -= tau * w[q];  // c -= tau v w
     for (int64_t i = j + 1; i < m; ++i) {
         const T tv = tau * v[i * ldv + j];
         T *ci = c + i * ldc;
@@ -246,41 +258,50 @@ void reflect_left(int64_t m, int64_t j, const T *v, int64_t ldv, T tau, T *c, in
     }
 }
 
-// c [rows, n] <- c H_j (H_j acting on c's columns j..n-1)
+// c [rows, n] <- c (I - tau v v^H) (acting on c's columns j..n-1)
 template <typename T>
 void reflect_right(int64_t n, int64_t j, const T *v, int64_t ldv, T tau, T *c, int64_t rows) {
+    using S = Scalar<T>;
     if (tau == T(0)) return;
     for (int64_t r = 0; r < rows; ++r) {
         T *cr = c + r * n;
-        T s = cr[j];
+        T s = cr[j];  // s = c_r v
         for (int64_t i = j + 1; i < n; ++i) s += cr[i] * v[i * ldv + j];
-        cr[j] -= tau * s;
-        for (int64_t i = j + 1; i < n; ++i) cr[i] -= tau * s * v[i * ldv + j];
+        cr[j] -= tau * s;  // c_r -= tau s v^H
+        for (int64_t i = j + 1; i < n; ++i) cr[i] -= tau * s * S::conj(v[i * ldv + j]);
     }
 }
 
+// One m x n matrix `a` -> out: R and the reflectors (m*n), then the min(m, n) taus. Each
+// reflector as LAPACK's larfg makes it: for the column's alpha = x[0] and the norm of the
+// rest, H^H x = (beta, 0, ..) with a real beta of the sign opposite to re(alpha); H = I when
+// the rest is zero and alpha is real (tau = 0). The trailing columns get H^H.
 template <typename T>
 void geqrf_one(int64_t m, int64_t n, const T *a, T *out, T *w) {
+    using S = Scalar<T>;
+    using R = typename S::Real;
     const int64_t k = std::min(m, n);
     T *r = out;
     T *tau = out + m * n;
-    std::memcpy(r, a, sizeof(T) * m * n);
+    std::copy(a, a + m * n, r);
     for (int64_t j = 0; j < k; ++j) {
         const T alpha = r[j * n + j];
-        T xnorm = T(0);
-        for (int64_t i = j + 1; i < m; ++i) xnorm += r[i * n + j] * r[i * n + j];
+        R xnorm = R(0);
+        for (int64_t i = j + 1; i < m; ++i) xnorm += S::abs2(r[i * n + j]);
         xnorm = std::sqrt(xnorm);
-        if (xnorm == T(0)) {  // H_j = I
+        if (xnorm == R(0) && S::imag(alpha) == R(0)) {  // H_j = I
             tau[j] = T(0);
             continue;
         }
-        const T beta = -std::copysign(std::hypot(alpha, xnorm), alpha);
-        tau[j] = (beta - alpha) / beta;
+        const R re = S::real(alpha);
+        const R beta = -std::copysign(std::hypot(std::abs(alpha), xnorm), re);
+        // tau = (beta - alpha) / beta: (beta - re) / beta, -im / beta
+        tau[j] = S::make(beta - re, -S::imag(alpha)) / beta;
         const T scale = T(1) / (alpha - beta);
         for (int64_t i = j + 1; i < m; ++i) r[i * n + j] *= scale;
         r[j * n + j] = T(1);
-        reflect_left(m, j, r, n, tau[j], r, n, j + 1, n, w);
-        r[j * n + j] = beta;
+        reflect_left(m, j, r, n, S::conj(tau[j]), r, n, j + 1, n, w);  // H_j^H
+        r[j * n + j] = T(beta);
     }
 }
 
@@ -288,83 +309,103 @@ void geqrf_one(int64_t m, int64_t n, const T *a, T *out, T *w) {
 template <typename T>
 void householder_product_one(int64_t m, int64_t cols, int64_t k, int64_t ldv, const T *v,
                              const T *tau, T *q, T *w) {
-    std::memset(q, 0, sizeof(T) * m * cols);
+    std::fill(q, q + m * cols, T(0));
     for (int64_t i = 0; i < std::min(m, cols); ++i) q[i * cols + i] = T(1);
     for (int64_t j = k - 1; j >= 0; --j) reflect_left(m, j, v, ldv, tau[j], q, cols, 0, cols, w);
 }
 
-// c [m, n] <- Q c, Q^T c, c Q or c Q^T for Q = H_0 ... H_{k-1} of v [left ? m : n, k]
+// c [m, n] <- Q c, Q^H c, c Q or c Q^H (`trans` not kNone: Q^T for a real Q) for
+// Q = H_0 ... H_{k-1} of v [left ? m : n, k]
 template <typename T>
 void ormqr_one(int64_t m, int64_t n, int64_t k, int32_t left, int32_t trans, const T *v,
                const T *tau, T *c, T *w) {
-    // Q c and c Q^T apply H_{k-1} first; Q^T c and c Q apply H_0 first
-    const bool backward = (left != 0) != (trans != 0);
+    // Q c and c Q^H apply H_{k-1} first; Q^H c and c Q apply H_0 first; Q^H = H_{k-1}^H ..
+    // H_0^H, each H_j^H the reflector with conj(tau_j)
+    const bool backward = (left != 0) != (trans != kNone);
     for (int64_t s = 0; s < k; ++s) {
         const int64_t j = backward ? k - 1 - s : s;
+        const T t = trans != kNone ? Scalar<T>::conj(tau[j]) : tau[j];
         if (left)
-            reflect_left(m, j, v, k, tau[j], c, n, 0, n, w);
+            reflect_left(m, j, v, k, t, c, n, 0, n, w);
         else
-            reflect_right(n, j, v, k, tau[j], c, m);
+            reflect_right(n, j, v, k, t, c, m);
     }
 }
 
-// ---- symmetric eigen decomposition: cyclic Jacobi in double --------------------------
-// One n x n symmetric matrix from its lower triangle -> out: n eigenvalues ascending, then
-// the n x n matrix whose column j is eigenvector j, its largest component positive (the
-// first of equal ones). work: 2 n^2 + n doubles.
-void eigh_one(int64_t n, const double *a_lower, double *values, double *vectors, double *work) {
-    double *a = work, *v = work + n * n, *d = work + 2 * n * n;
+// ---- symmetric / Hermitian eigen decomposition: cyclic Jacobi in double ----------------
+// T: double (symmetric) or std::complex<double> (Hermitian). One n x n matrix from its lower
+// triangle (the diagonal's imaginary parts not read) -> n real eigenvalues ascending, and
+// the n x n matrix whose column j is eigenvector j (unit length), its largest component
+// (the first of equal ones) real and positive. work: 2 n^2 + n values.
+//
+// Each step zeroes a_pq with the unitary G = P R acting on rows and columns p and q: P =
+// diag(1 at p, conj(e) at q), e = a_pq / |a_pq| the phase of a_pq, makes the 2x2 block
+// [[a_pp, a_pq], [conj(a_pq), a_qq]] real symmetric ([[a_pp, |a_pq|], [|a_pq|, a_qq]]),
+// and the real rotation R = [[c, s], [-s, c]] diagonalizes it: A <- G^H A G, V <- V G.
+// A real matrix keeps e = 1 and its signed a_pq.
+template <typename T>
+void eigh_one(int64_t n, const T *a_lower, double *values, T *vectors, T *work) {
+    using S = Scalar<T>;
+    T *a = work, *v = work + n * n, *d = work + 2 * n * n;
     for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-            a[i * n + j] = i >= j ? a_lower[i * n + j] : a_lower[j * n + i];
-            v[i * n + j] = i == j ? 1.0 : 0.0;
+        for (int64_t j = 0; j < n; ++j) {  // the whole Hermitian matrix
+            const T lower = i > j ? a_lower[i * n + j] : S::conj(a_lower[j * n + i]);
+            a[i * n + j] = i == j ? T(S::real(lower)) : lower;
+            v[i * n + j] = i == j ? T(1) : T(0);
         }
     double total = 0;
-    for (int64_t t = 0; t < n * n; ++t) total += a[t] * a[t];
+    for (int64_t t = 0; t < n * n; ++t) total += S::abs2(a[t]);
     for (int sweep = 0; sweep < 60; ++sweep) {
         double off = 0;
         for (int64_t p = 0; p < n; ++p)
-            for (int64_t q = p + 1; q < n; ++q) off += a[p * n + q] * a[p * n + q];
+            for (int64_t q = p + 1; q < n; ++q) off += S::abs2(a[p * n + q]);
         if (!(off > 1e-32 * total)) break;  // also stops on NaN
         for (int64_t p = 0; p < n; ++p)
             for (int64_t q = p + 1; q < n; ++q) {
-                const double apq = a[p * n + q];
-                if (apq == 0.0) continue;
-                const double theta = (a[q * n + q] - a[p * n + p]) / (2.0 * apq);
+                const T apq = a[p * n + q];
+                if (apq == T(0)) continue;
+                // e and the block's off-diagonal conj(e) a_pq: |a_pq| (a_pq when real)
+                const T e = std::is_same<T, double>::value ? T(1) : apq / T(std::abs(apq));
+                const T ec = S::conj(e);
+                const double g = std::is_same<T, double>::value ? S::real(apq) : std::abs(apq);
+                const double theta = (S::real(a[q * n + q]) - S::real(a[p * n + p])) / (2.0 * g);
                 const double t = (theta >= 0 ? 1.0 : -1.0) /
                                  (std::fabs(theta) + std::sqrt(theta * theta + 1.0));
                 const double c = 1.0 / std::sqrt(t * t + 1.0), s = t * c;
-                for (int64_t k = 0; k < n; ++k) {  // columns p and q
-                    const double akp = a[k * n + p], akq = a[k * n + q];
+                for (int64_t k = 0; k < n; ++k) {  // columns p and q: A G
+                    const T akp = a[k * n + p], akq = ec * a[k * n + q];
                     a[k * n + p] = c * akp - s * akq;
                     a[k * n + q] = s * akp + c * akq;
                 }
-                for (int64_t k = 0; k < n; ++k) {  // rows p and q
-                    const double apk = a[p * n + k], aqk = a[q * n + k];
+                for (int64_t k = 0; k < n; ++k) {  // rows p and q: G^H A
+                    const T apk = a[p * n + k], aqk = e * a[q * n + k];
                     a[p * n + k] = c * apk - s * aqk;
                     a[q * n + k] = s * apk + c * aqk;
                 }
-                for (int64_t k = 0; k < n; ++k) {
-                    const double vkp = v[k * n + p], vkq = v[k * n + q];
+                for (int64_t k = 0; k < n; ++k) {  // V G
+                    const T vkp = v[k * n + p], vkq = ec * v[k * n + q];
                     v[k * n + p] = c * vkp - s * vkq;
                     v[k * n + q] = s * vkp + c * vkq;
                 }
             }
     }
-    for (int64_t i = 0; i < n; ++i) d[i] = a[i * n + i];
+    for (int64_t i = 0; i < n; ++i) d[i] = T(S::real(a[i * n + i]));
+    auto value = [&](int64_t i) { return S::real(d[i]); };
     std::vector<int64_t> order(size_t(n), 0);
     for (int64_t i = 0; i < n; ++i) order[size_t(i)] = i;
     std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
-        return d[x] < d[y] || (!std::isnan(d[x]) && std::isnan(d[y]));
+        return value(x) < value(y) || (!std::isnan(value(x)) && std::isnan(value(y)));
     });
     for (int64_t j = 0; j < n; ++j) {  // ascending, NaN last
         const int64_t best = order[size_t(j)];
-        values[j] = d[best];
+        values[j] = value(best);
         int64_t big = 0;
         for (int64_t k = 1; k < n; ++k)
-            if (std::fabs(v[k * n + best]) > std::fabs(v[big * n + best])) big = k;
-        const double sign = v[big * n + best] < 0 ? -1.0 : 1.0;
-        for (int64_t k = 0; k < n; ++k) vectors[k * n + j] = sign * v[k * n + best];
+            if (std::abs(v[k * n + best]) > std::abs(v[big * n + best])) big = k;
+        // the unit phase making the largest component real positive (a sign when real)
+        const double size = std::abs(v[big * n + best]);
+        const T phase = size > 0 ? S::conj(v[big * n + best]) / T(size) : T(1);
+        for (int64_t k = 0; k < n; ++k) vectors[k * n + j] = phase * v[k * n + best];
     }
 }
 
@@ -464,6 +505,47 @@ void eigh_one(int64_t n, const double *a_lower, double *values, double *vectors,
     void aotc_lu_permutation_##suffix(int64_t batch, int64_t m, int64_t k,                  \
                                       const int32_t *pivots, R *p) {                        \
         permutation(batch, m, k, pivots, cx(p));                                            \
+    }                                                                                        \
+    void aotc_geqrf_##suffix(int64_t batch, int64_t m, int64_t n, const R *a, R *out) {      \
+        const int64_t each = m * n + std::min(m, n);                                        \
+        for_batch(batch, m * n * n, [&](int64_t e) {                                        \
+            std::vector<std::complex<R>> w(size_t(n) + 1);                                  \
+            geqrf_one(m, n, cx(a) + e * m * n, cx(out) + e * each, w.data());               \
+        });                                                                                  \
+    }                                                                                        \
+    void aotc_householder_product_##suffix(int64_t batch, int64_t m, int64_t cols,          \
+                                           int64_t k, int64_t ldv, const R *v, const R *tau, \
+                                           R *q) {                                           \
+        for_batch(batch, m * cols * k, [&](int64_t e) {                                     \
+            std::vector<std::complex<R>> w(size_t(cols) + 1);                               \
+            householder_product_one(m, cols, k, ldv, cx(v) + e * m * ldv, cx(tau) + e * k,  \
+                                    cx(q) + e * m * cols, w.data());                        \
+        });                                                                                  \
+    }                                                                                        \
+    void aotc_ormqr_##suffix(int64_t batch, int64_t m, int64_t n, int64_t k, int32_t left,  \
+                             int32_t trans, const R *v, const R *tau, const R *c, R *out) { \
+        const int64_t rows = left ? m : n;                                                  \
+        for_batch(batch, m * n * k, [&](int64_t e) {                                        \
+            std::vector<std::complex<R>> w(size_t(n) + 1);                                  \
+            std::complex<R> *oe = cx(out) + e * m * n;                                      \
+            std::copy(cx(c) + e * m * n, cx(c) + (e + 1) * m * n, oe);                      \
+            ormqr_one(m, n, k, left, trans, cx(v) + e * rows * k, cx(tau) + e * k, oe,      \
+                      w.data());                                                            \
+        });                                                                                  \
+    }                                                                                        \
+    /* in complex<double>; the eigenvalues are written as complex values (v, 0) */           \
+    void aotc_eigh_##suffix(int64_t batch, int64_t n, const R *a, R *out) {                 \
+        using Z = std::complex<double>;                                                      \
+        for_batch(batch, n * n * n, [&](int64_t e) {                                        \
+            std::vector<Z> buf(size_t(4 * n * n + n));                                      \
+            std::vector<double> vals(static_cast<size_t>(n));                               \
+            Z *in = buf.data(), *vecs = in + n * n;                                         \
+            for (int64_t t = 0; t < n * n; ++t) in[t] = Z(cx(a)[e * n * n + t]);             \
+            eigh_one(n, in, vals.data(), vecs, vecs + n * n);                               \
+            std::complex<R> *oe = cx(out) + e * (n + n * n);                                \
+            for (int64_t t = 0; t < n; ++t) oe[t] = std::complex<R>(R(vals[size_t(t)]));    \
+            for (int64_t t = 0; t < n * n; ++t) oe[n + t] = std::complex<R>(vecs[t]);       \
+        });                                                                                  \
     }
 
 namespace {

@@ -1,9 +1,12 @@
 """Symmetric indefinite LDL^T with Bunch-Kaufman pivoting on the shipped kernels
 (kernels/linalg_ldl.cpp, LAPACK's sytf2 / sytrs): linalg.ldl_factor_ex (what ldl_factor
-decomposes into) and linalg.ldl_solve, with eager's LD and pivots. The matrices are real,
-so `hermitian` changes nothing."""
+decomposes into) and linalg.ldl_solve, with eager's LD and pivots. For real matrices
+`hermitian` changes nothing; complex ones (as their pairs: these rules are `on_pairs`) are
+complex symmetric (A = L D L^T, zsytf2 / zsytrs), or Hermitian with `hermitian`
+(A = L D L^H, zhetf2 / zhetrs)."""
 from __future__ import annotations
 
+import sympy
 import torch
 
 from ..dtypes import DType
@@ -14,8 +17,10 @@ from .context import LoweringContext, TensorValue
 from .linalg_matrices import (
     broadcast_batch,
     check_info_if,
+    complex_matrices,
     contiguous,
     kernel_dtype,
+    matrix_dims,
     packed_part,
     require_square,
 )
@@ -27,29 +32,36 @@ FAMILY = "linalg"
 I32 = DType.int32
 
 
-@register_lowering(aten.linalg_ldl_factor_ex.default, family=FAMILY)
+@register_lowering(aten.linalg_ldl_factor_ex.default, family=FAMILY, on_pairs=True)
 def lower_ldl_factor_ex(ctx: LoweringContext, a: TensorValue, *, hermitian=False,
                         check_errors=False):
     d = kernel_dtype(ctx, a)
-    require_square(ctx, a)
-    batch, n = a.sizes[:-2], a.sizes[-1]
-    op = Linalg(LinalgOp.LDL_FACTOR, (contiguous(ctx, a, "a"),), numel(batch), n)
-    packed = ctx.emit(op, batch + (n * n + n + 1,), d, hint=f"{ctx.node_name}_ldl")
-    info = packed_part(packed, batch, n * n + n, lambda _: 0, I32)
+    pairs = complex_matrices(ctx)
+    require_square(ctx, a, pairs)
+    t = matrix_dims(pairs)
+    batch, n = a.sizes[:-t], a.sizes[-t]
+    op = Linalg(LinalgOp.LDL_FACTOR, (contiguous(ctx, a, "a"),), numel(batch), n,
+                complex=pairs, hermitian=pairs and bool(hermitian))
+    sizes = batch + (n * n + n + 1,) + ((sympy.Integer(2),) if pairs else ())
+    packed = ctx.emit(op, sizes, d, hint=f"{ctx.node_name}_ldl")
+    info = packed_part(packed, batch, n * n + n, lambda _: 0, I32, real_part=pairs)
     check_info_if(ctx, info, check_errors)
-    return (packed_part(packed, batch + (n, n), 0, lambda ij: ij[0] * n + ij[1]),
-            packed_part(packed, batch + (n,), n * n, lambda j: j[0], I32), info)
+    return (packed_part(packed, batch + (n, n), 0, lambda ij: ij[0] * n + ij[1], pairs=pairs),
+            packed_part(packed, batch + (n,), n * n, lambda j: j[0], I32, real_part=pairs), info)
 
 
-@register_lowering(aten.linalg_ldl_solve.default, family=FAMILY)
+@register_lowering(aten.linalg_ldl_solve.default, family=FAMILY, on_pairs=True)
 def lower_ldl_solve(ctx: LoweringContext, ld: TensorValue, pivots: TensorValue,
                     b: TensorValue, *, hermitian=False):
     d = kernel_dtype(ctx, ld, b)
-    ld, b, batch = broadcast_batch(ctx, ld, b)
+    pairs = complex_matrices(ctx)
+    ld, b, batch = broadcast_batch(ctx, ld, b, pairs)
     pivots = lower_expand(ctx, pivots, batch + pivots.sizes[-1:])
     if pivots.dtype is not I32:
         pivots = TensorValue(pivots.sizes, I32, cast(pivots.body, I32))
-    n, k = b.sizes[-2:]
+    t = matrix_dims(pairs)
+    n, k = b.sizes[-t], b.sizes[-t + 1]
     op = Linalg(LinalgOp.LDL_SOLVE, (contiguous(ctx, ld, "ld"), contiguous(ctx, pivots, "pivots"),
-                                     contiguous(ctx, b, "b")), numel(batch), n, rhs=k)
-    return ctx.emit(op, batch + (n, k), d, hint=f"{ctx.node_name}_x")
+                                     contiguous(ctx, b, "b")), numel(batch), n, rhs=k,
+                complex=pairs, hermitian=pairs and bool(hermitian))
+    return ctx.emit(op, b.sizes, d, hint=f"{ctx.node_name}_x")

@@ -230,28 +230,43 @@ HALF = (torch.float16, torch.bfloat16)
 
 
 def _align_columns(expected: torch.Tensor, actual: torch.Tensor) -> torch.Tensor:
-    """`actual`'s columns (vectors defined up to their sign) flipped to point as `expected`'s."""
-    if expected.shape != actual.shape or not actual.is_floating_point():
+    """`actual`'s columns (vectors defined up to their sign) flipped to point as `expected`'s;
+    complex ones (defined up to a unit phase) each times the phase of <expected, actual>^*
+    (= <actual, expected>), which best aligns it with expected's."""
+    if expected.shape != actual.shape:
+        return actual
+    if actual.is_complex() and expected.is_complex():
+        inner = (actual.conj() * expected).sum(-2, keepdim=True)  # <actual_j, expected_j>
+        phase = torch.where(inner.abs() > 0, inner / inner.abs(), torch.ones_like(inner))
+        return actual * phase
+    if not actual.is_floating_point():
         return actual
     sign = torch.where((expected * actual).sum(-2, keepdim=True) < 0, -1.0, 1.0)
     return actual * sign.to(actual.dtype)
 
 
 def _eigh_gauge(expected, actual):
-    """eigh's (values, vectors): each eigenvector is defined up to its sign, which OpInfo's own
-    tests leave out of the comparison too."""
+    """eigh's (values, vectors): each eigenvector is defined up to its sign (a unit phase when
+    complex), which OpInfo's own tests leave out of the comparison too."""
     values, vectors = actual
     return type(actual)((values, _align_columns(expected[1], vectors)))
 
 
 def _singular_vectors(expected_u, u, expected_v, v, k: int):
-    """u and v (singular vectors as columns) with each pair's common sign as expected's, and
+    """u and v (singular vectors as columns) with each pair's common sign as expected's (a
+    complex pair's common unit phase: that of <u_j, expected u_j>, which best aligns u_j), and
     the columns beyond the k singular values (full_matrices: any orthonormal completion) as
     expected's where they span the same space."""
-    if expected_u.shape != u.shape or expected_v.shape != v.shape or not u.is_floating_point():
+    if expected_u.shape != u.shape or expected_v.shape != v.shape:
         return u, v
-    sign = torch.where((expected_u[..., :k] * u[..., :k]).sum(-2, keepdim=True) < 0, -1.0, 1.0)
-    sign = sign.to(u.dtype)
+    if u.is_complex() and expected_u.is_complex():
+        inner = (u[..., :k].conj() * expected_u[..., :k]).sum(-2, keepdim=True)
+        sign = torch.where(inner.abs() > 0, inner / inner.abs(), torch.ones_like(inner))
+    elif u.is_floating_point():
+        sign = torch.where((expected_u[..., :k] * u[..., :k]).sum(-2, keepdim=True) < 0,
+                           -1.0, 1.0).to(u.dtype)
+    else:
+        return u, v
     u = torch.cat([u[..., :k] * sign, _same_span(expected_u[..., k:], u[..., k:])], -1)
     v = torch.cat([v[..., :k] * sign, _same_span(expected_v[..., k:], v[..., k:])], -1)
     return u, v
@@ -261,18 +276,19 @@ def _same_span(expected: torch.Tensor, actual: torch.Tensor) -> torch.Tensor:
     """expected's orthonormal columns where actual's span the same space, else actual."""
     if actual.shape[-1] == 0:
         return actual
-    same = torch.allclose(actual @ actual.mT, expected @ expected.mT,
+    same = torch.allclose(actual @ actual.mH, expected @ expected.mH,
                           atol=1e3 * torch.finfo(actual.dtype).eps, rtol=0)
     return expected if same else actual
 
 
 def _svd_gauge(expected, actual):
-    """linalg.svd's (U, S, Vh), as OpInfo compares them: singular vectors up to sign."""
+    """linalg.svd's (U, S, Vh), as OpInfo compares them: singular vectors up to sign (a unit
+    phase when complex; V = Vh^H)."""
     (eu, _, evh), (u, s, vh) = expected, actual
     if u.numel() == 0:  # compute_uv=False
         return actual
-    u, v = _singular_vectors(eu, u, evh.mT, vh.mT, s.shape[-1])
-    return type(actual)((u, s, v.mT))
+    u, v = _singular_vectors(eu, u, evh.mH, vh.mH, s.shape[-1])
+    return type(actual)((u, s, v.mH))
 
 
 def _old_svd_gauge(expected, actual):

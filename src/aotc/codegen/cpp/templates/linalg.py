@@ -22,6 +22,10 @@ def linalg_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     trans = "2" if op.adjoint else flag[op.trans]
     if op.op is LinalgOp.LU_SOLVE:
         args = [batch, rows, rhs, trans, *ins]
+    elif op.op is LinalgOp.LDL_FACTOR and op.complex:  # complex: symmetric or Hermitian
+        args = [batch, rows, flag[op.hermitian], *ins]
+    elif op.op is LinalgOp.LDL_SOLVE and op.complex:
+        args = [batch, rows, rhs, flag[op.hermitian], *ins]
     elif op.op in (LinalgOp.CHOLESKY, LinalgOp.EIGH, LinalgOp.MATRIX_EXP, LinalgOp.LDL_FACTOR):
         args = [batch, rows, *ins]
     elif op.op is LinalgOp.TRIANGULAR_SOLVE:
@@ -35,7 +39,7 @@ def linalg_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     elif op.op is LinalgOp.EIG:
         args = [batch, rows, flag[op.vectors], *ins]
     elif op.op is LinalgOp.ORMQR:
-        args = [batch, rows, cols, rhs, flag[op.left], flag[op.trans], *ins]
+        args = [batch, rows, cols, rhs, flag[op.left], trans, *ins]  # Q^H: 2
     else:  # LU_FACTOR-shaped: LU_PERMUTATION, GEQRF
         args = [batch, rows, cols, *ins]
     return [f"aotc::{op.op.value}({', '.join(args + [out])});"]
