@@ -215,7 +215,7 @@ def mismatches(info, samples: list[Sample], expected, actual) -> list[str]:
     gauge = GAUGES.get(opinfo_name(info))
     for s, e, a in zip(samples, expected, actual):
         if gauge is not None:
-            a = gauge(e, a)
+            a = gauge(e, a, s)
         try:
             torch.testing.assert_close(a, e, equal_nan=True)
         except AssertionError as err:
@@ -245,7 +245,7 @@ def _align_columns(expected: torch.Tensor, actual: torch.Tensor) -> torch.Tensor
     return actual * sign.to(actual.dtype)
 
 
-def _eigh_gauge(expected, actual):
+def _eigh_gauge(expected, actual, sample=None):
     """eigh's (values, vectors): each eigenvector is defined up to its sign (a unit phase when
     complex), which OpInfo's own tests leave out of the comparison too."""
     values, vectors = actual
@@ -281,7 +281,7 @@ def _same_span(expected: torch.Tensor, actual: torch.Tensor) -> torch.Tensor:
     return expected if same else actual
 
 
-def _svd_gauge(expected, actual):
+def _svd_gauge(expected, actual, sample=None):
     """linalg.svd's (U, S, Vh), as OpInfo compares them: singular vectors up to sign (a unit
     phase when complex; V = Vh^H)."""
     (eu, _, evh), (u, s, vh) = expected, actual
@@ -291,7 +291,7 @@ def _svd_gauge(expected, actual):
     return type(actual)((u, s, v.mH))
 
 
-def _old_svd_gauge(expected, actual):
+def _old_svd_gauge(expected, actual, sample=None):
     """torch.svd's (U, S, V)."""
     (eu, _, ev), (u, s, v) = expected, actual
     u, v = _singular_vectors(eu, u, ev, v, s.shape[-1])
@@ -314,7 +314,7 @@ def _nearest_order(expected: torch.Tensor, actual: torch.Tensor) -> list[int]:
     return order
 
 
-def _eig_gauge(expected, actual):
+def _eig_gauge(expected, actual, sample=None):
     """linalg.eig's (values, vectors) or linalg.eigvals' values, as OpInfo compares them:
     the eigenvalues of a general matrix come in no defined order (eager's as LAPACK's
     algorithm finds them) and each eigenvector is defined up to a complex phase. aotc's
@@ -344,9 +344,24 @@ def _eig_gauge(expected, actual):
     return type(actual)((values, vecs.reshape(expected[1].shape)))
 
 
-# op -> (expected, actual) -> actual with the choices the op leaves open made as expected's
+def _kthvalue_gauge(expected, actual, sample):
+    """kthvalue's (values, indices): among equal values eager's quickselect returns the index
+    of its choosing; aotc's index is right where the input holds the k-th value there."""
+    (e_values, e_index), (values, index) = expected, actual
+    x = sample.tensors()[0]
+    dim, keepdim = sample.call(lambda x, k, dim=-1, keepdim=False: (dim, keepdim), [x])
+    if x.ndim == 0 or not torch.equal(values, e_values):
+        return actual
+    picked = x.gather(dim, index if keepdim else index.unsqueeze(dim))
+    if not torch.equal(picked if keepdim else picked.squeeze(dim), e_values):
+        return actual
+    return type(actual)((values, e_index))
+
+
+# op -> (expected, actual, the sample) -> actual with the choices the op leaves open made
+# as expected's
 GAUGES = {"linalg.eigh": _eigh_gauge, "linalg.svd": _svd_gauge, "svd": _old_svd_gauge,
-          "linalg.eig": _eig_gauge, "linalg.eigvals": _eig_gauge}
+          "linalg.eig": _eig_gauge, "linalg.eigvals": _eig_gauge, "kthvalue": _kthvalue_gauge}
 
 
 def _has_half(tree) -> bool:
