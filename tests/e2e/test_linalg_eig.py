@@ -1,7 +1,9 @@
 """General (non-symmetric) eigen decomposition on the shipped kernel (kernels/linalg_eig.cpp)
 against eager: linalg.eig and linalg.eigvals of float32 and float64 matrices, batched, on
 odd, 1x1 and 2x2 sizes, with real eigenvalues only, purely imaginary pairs, repeated and
-defective eigenvalues, a companion matrix and an ill-conditioned non-normal one. The
+defective eigenvalues, a companion matrix and an ill-conditioned non-normal one; of
+complex64 and complex128 matrices (batched, 1x1, Hermitian, triangular, 20x20, NaN and
+0x0). The
 eigenvalues of a general matrix have no defined order and each eigenvector is defined up to
 a complex phase: results are compared with eager's after aotc's are reordered and rotated
 onto them (tools/opsweep.py's gauge, as OpInfo compares them)."""
@@ -13,7 +15,6 @@ import torch
 from numpy_only import run_without_torch
 
 import aotc
-from aotc.errors import UnsupportedOperatorError
 from aotc.tools.opsweep import GAUGES
 from models import Fn
 
@@ -190,11 +191,73 @@ def test_nan_and_inf_give_nan_and_empty_matrices(compile_model):
     assert ew.shape == (2, 0) and ev.shape == (2, 0, 0) and ew.dtype == torch.complex64
 
 
-def test_complex_input_is_unsupported(tmp_path):
-    a = torch.randn(4, 4, dtype=torch.complex64)
-    ep = torch.export.export(Fn(lambda a: L.eigvals(a)), (a,))
-    with pytest.raises(UnsupportedOperatorError, match="real float32 or float64"):
-        aotc.compile_and_package(ep, package_path=tmp_path / "c.pt2")
+COMPLEX = [torch.complex64, torch.complex128]
+
+
+def complex_tol(dtype):
+    """The A V = V diag(w) residual bound, relative to the size of A."""
+    return 1e-5 if dtype == torch.complex64 else 1e-12
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_complex_eig_matches_eager_up_to_gauge(compile_model, dtype):
+    """Complex input (the complex kernel: Hessenberg reduction and single-shift QR to the
+    triangular Schur form): batched 6x6, 1x1, a Hermitian matrix (real eigenvalues) and an
+    upper triangular one (its diagonal the eigenvalues, exactly), in eager's dtype."""
+    g = torch.Generator().manual_seed(10)
+    a = torch.randn(3, 6, 6, dtype=dtype, generator=g)
+    c = torch.randn(2, 1, 1, dtype=dtype, generator=g)
+    h = torch.randn(5, 5, dtype=dtype, generator=g)
+    h = h + h.mH
+    t = torch.triu(torch.randn(5, 5, dtype=dtype, generator=g))
+    mats = (a, c, h, t)
+    ep, model = compile_model(Fn(eig_and_values), mats)
+    got, want = model(*mats), ep.module()(*mats)
+    assert [g.dtype for g in got] == [w.dtype for w in want] == [dtype] * 12
+    tol = {} if dtype == torch.complex128 else {"rtol": 1e-4, "atol": 1e-4}
+    same_up_to_gauge(got, want, **tol)
+    for k, m in enumerate(mats):
+        w, v = got[3 * k], got[3 * k + 1]
+        decomposes(m.to(torch.complex128), w.to(torch.complex128), v.to(torch.complex128),
+                   complex_tol(dtype))
+        largest_component_real(v)
+        assert torch.equal(got[3 * k + 2], w)  # eigvals: the same values, bit for bit
+    torch.testing.assert_close(got[3], c.squeeze(-1), atol=0, rtol=0)  # 1x1: exact
+    assert torch.equal(got[4], torch.ones(2, 1, 1, dtype=dtype))
+    scale = h.abs().amax().item()
+    assert got[6].imag.abs().amax() <= 10 * torch.finfo(dtype).eps * scale  # Hermitian: real
+    torch.testing.assert_close(got[9], torch.diagonal(t), atol=0, rtol=0)  # in order, exact
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_complex_random_20x20_decomposes(compile_model, dtype):
+    g = torch.Generator().manual_seed(11)
+    a = torch.randn(2, 20, 20, dtype=dtype, generator=g)
+    ep, model = compile_model(Fn(lambda a: (L.eig(a), L.eigvals(a))), (a,))
+    (w, v), values = model(a)
+    decomposes(a.to(torch.complex128), w.to(torch.complex128), v.to(torch.complex128),
+               complex_tol(dtype))
+    largest_component_real(v)
+    assert torch.equal(values, w)
+    want = ep.module()(a)[0]
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.complex64 else {}
+    torch.testing.assert_close(gauge(want, (w, v)), want, **tol)
+
+
+def test_complex_nan_and_empty_matrices(compile_model):
+    """A complex matrix with a NaN (in its imaginary part) or an infinity gives NaN, the
+    rest of the batch unharmed; 0x0 complex matrices give empty results."""
+    g = torch.Generator().manual_seed(12)
+    a = torch.randn(3, 4, 4, dtype=torch.complex128, generator=g)
+    a[0, 1, 2] = complex(0.0, float("nan"))
+    a[2, 3, 0] = complex(float("inf"), 0.0)
+    e = torch.zeros(2, 0, 0, dtype=torch.complex64)
+    ep, model = compile_model(Fn(lambda a, e: (L.eig(a), L.eigvals(a), L.eig(e))), (a, e))
+    (w, v), values, (ew, ev) = model(a, e)
+    assert w[[0, 2]].isnan().all() and v[[0, 2]].isnan().all() and values[[0, 2]].isnan().all()
+    want = L.eig(a[1])
+    torch.testing.assert_close(gauge(want, (w[1], v[1])), want)
+    assert ew.shape == (2, 0) and ev.shape == (2, 0, 0) and ew.dtype == torch.complex64
 
 
 def test_batched_eig_is_the_same_every_run(compile_model):

@@ -42,7 +42,8 @@ EXPORTS: dict[str, frozenset[str]] = {
     "linalg_ldl": frozenset({f"aotc_{fn}_{t}" for fn in ("ldl_factor", "ldl_solve")
                              for t in ("f32", "f64", "c64", "c128")}
                             | {"aotc::ldl_factor", "aotc::ldl_solve"}),
-    "linalg_eig": frozenset({"aotc_eig_f32", "aotc_eig_f64", "aotc::eig"}),
+    "linalg_eig": frozenset({f"aotc_eig_{t}" for t in ("f32", "f64", "c64", "c128")}
+                            | {"aotc::eig"}),
     "linalg_svd": frozenset({f"aotc_svd_{t}" for t in ("f32", "f64", "c64", "c128")}
                             | {"aotc::svd"}),
     "scan": frozenset({"aotc_scan_f32", "aotc_scan_f64", "aotc_scan_i64", "aotc_scan_index_f32",

@@ -58,7 +58,7 @@ class LinalgOp(enum.Enum):
     # operands (a,): general (non-symmetric) eigen decomposition of a [batch, rows, rows]
     # (kernels/linalg_eig.cpp); out per matrix, complex values as (re, im) pairs: rows
     # eigenvalues (2*rows values), then with `vectors` the rows x rows eigenvectors (column j:
-    # vector j; 2*rows*rows values)
+    # vector j; 2*rows*rows values); of a complex `a` (pairs) the same layout
     EIG = "eig"
 
 

@@ -266,14 +266,19 @@ AOTC_LINALG_COMPLEX_DECLARE(c128, double)
      symmetric matrices (A = L D L^T, LAPACK's zsytf2 / zsytrs; pivoting on |re| + |im|)
      or with `hermitian` of Hermitian ones (A = L D L^H, zhetf2 / zhetrs: D's diagonal
      real, its 2x2 blocks Hermitian). Pivots and info are values with a zero imaginary
-     part. */
+     part.
+   - aotc_eig_c64 / _c128 (linalg_eig.cpp): as aotc_eig, of complex matrices (complex
+     Hessenberg reduction and single-shift QR to the triangular Schur form, in
+     complex<double>; the eigenvalues in the order they stand on its diagonal), the same
+     output layout. */
 #define AOTC_SVD_LDL_COMPLEX_DECLARE(suffix, R)                                              \
   void aotc_svd_##suffix(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors, \
                          const R *a, R *out);                                                \
   void aotc_ldl_factor_##suffix(int64_t batch, int64_t n, int32_t hermitian, const R *a,    \
                                 R *out);                                                     \
   void aotc_ldl_solve_##suffix(int64_t batch, int64_t n, int64_t k, int32_t hermitian,      \
-                               const R *ld, const int32_t *pivots, const R *b, R *x);
+                               const R *ld, const int32_t *pivots, const R *b, R *x);       \
+  void aotc_eig_##suffix(int64_t batch, int64_t n, int32_t vectors, const R *a, R *out);
 AOTC_SVD_LDL_COMPLEX_DECLARE(c64, float)
 AOTC_SVD_LDL_COMPLEX_DECLARE(c128, double)
 
@@ -555,7 +560,7 @@ inline const int32_t *as_complex(const int32_t *p) { return p; }  /* pivots stay
 AOTC_LINALG_COMPLEX_OVERLOADS(c64, float)
 AOTC_LINALG_COMPLEX_OVERLOADS(c128, double)
 
-/* The complex SVD and LDL (as_complex and pairs from above). */
+/* The complex SVD, LDL and eig (as_complex and pairs from above). */
 #define AOTC_SVD_LDL_COMPLEX_OVERLOADS(suffix, R)                                            \
   inline void svd(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors,        \
                   const std::complex<R> *a, std::complex<R> *out) {                          \
@@ -569,6 +574,10 @@ AOTC_LINALG_COMPLEX_OVERLOADS(c128, double)
                         const std::complex<R> *ld, const int32_t *pivots,                    \
                         const std::complex<R> *b, std::complex<R> *x) {                      \
     aotc_ldl_solve_##suffix(batch, n, k, hermitian, pairs(ld), pivots, pairs(b), pairs(x));  \
+  }                                                                                          \
+  inline void eig(int64_t batch, int64_t n, int32_t vectors, const std::complex<R> *a,       \
+                  std::complex<R> *out) {                                                    \
+    aotc_eig_##suffix(batch, n, vectors, pairs(a), pairs(out));                              \
   }
 AOTC_SVD_LDL_COMPLEX_OVERLOADS(c64, float)
 AOTC_SVD_LDL_COMPLEX_OVERLOADS(c128, double)

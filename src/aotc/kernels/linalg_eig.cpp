@@ -16,12 +16,16 @@
 // bit for bit those of the full decomposition. A matrix with a NaN or an infinity, or one
 // whose iterations do not converge within the cap, gives NaN everywhere. Every matrix of a
 // batch is done by one thread front to back, so a result never depends on the thread count.
+// Complex matrices (aotc_eig_c64 / _c128, at the end) take the complex route of LAPACK's
+// zgeev instead: complex Householder Hessenberg reduction and single-shift QR to the complex
+// (triangular) Schur form, its diagonal the eigenvalues.
 
 #include "aotc_kernels.h"
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -32,25 +36,38 @@ constexpr int64_t kParallelMin = 4096;  // elements of work below which one thre
 constexpr double kUlp = DBL_EPSILON;
 constexpr double kGrowth = 1e100;  // back substitution rescales before a value passes this
 
-// The n x n row-major matrix m's element (i, j).
-struct Mat {
-    double *m;
+using Z = std::complex<double>;
+
+// The n x n row-major matrix m's element (i, j), of real (Mat) or complex (MatZ) values.
+template <typename T>
+struct MatT {
+    T *m;
     int64_t n;
-    double &operator()(int64_t i, int64_t j) const { return m[i * n + j]; }
+    T &operator()(int64_t i, int64_t j) const { return m[i * n + j]; }
 };
+using Mat = MatT<double>;
+using MatZ = MatT<Z>;
+
+// |x| and |x|^2 of a real or a complex value.
+double magnitude(double x) { return std::fabs(x); }
+double magnitude(Z x) { return std::abs(x); }
+double squared(double x) { return x * x; }
+double squared(Z x) { return std::norm(x); }
 
 // ---- balancing ---------------------------------------------------------------------------
 // The 2-norm of x[0], x[stride], ... (n of them), scaled against overflow.
-double norm2(int64_t n, const double *x, int64_t stride) {
+template <typename T>
+double norm2(int64_t n, const T *x, int64_t stride) {
     double big = 0, sum = 0;
-    for (int64_t i = 0; i < n; ++i) big = std::max(big, std::fabs(x[i * stride]));
+    for (int64_t i = 0; i < n; ++i) big = std::max(big, magnitude(x[i * stride]));
     if (big == 0 || !std::isfinite(big)) return big;
-    for (int64_t i = 0; i < n; ++i) sum += (x[i * stride] / big) * (x[i * stride] / big);
+    for (int64_t i = 0; i < n; ++i) sum += squared(x[i * stride] / big);
     return big * std::sqrt(sum);
 }
 
 // P^T A P, P the permutation swapping indices i and j.
-void swap_index(int64_t n, Mat a, int64_t i, int64_t j) {
+template <typename T>
+void swap_index(int64_t n, MatT<T> a, int64_t i, int64_t j) {
     if (i == j) return;
     for (int64_t k = 0; k < n; ++k) std::swap(a(i, k), a(j, k));
     for (int64_t k = 0; k < n; ++k) std::swap(a(k, i), a(k, j));
@@ -65,8 +82,10 @@ void swap_index(int64_t n, Mat a, int64_t i, int64_t j) {
 //   column (within the block) together, which makes the eigenvalues of a badly scaled
 //   matrix more accurate.
 // Then an eigenvector y of B gives the eigenvector P D y of A. Already triangular parts
-// cost the QR iterations nothing (their subdiagonal entries are zero).
-void balance(int64_t n, Mat a, double *d, std::vector<int64_t> &swaps) {
+// cost the QR iterations nothing (their subdiagonal entries are zero). The same for a
+// complex matrix (zgebal: the norms those of the complex entries).
+template <typename T>
+void balance(int64_t n, MatT<T> a, double *d, std::vector<int64_t> &swaps) {
     for (int64_t i = 0; i < n; ++i) d[i] = 1.0;
     auto isolate = [&](int64_t i, int64_t to) {
         swaps.push_back(i);
@@ -78,7 +97,7 @@ void balance(int64_t n, Mat a, double *d, std::vector<int64_t> &swaps) {
         found = false;
         for (int64_t i = hi; i >= 0 && !found; --i) {
             bool alone = true;
-            for (int64_t j = 0; j <= hi && alone; ++j) alone = j == i || a(i, j) == 0;
+            for (int64_t j = 0; j <= hi && alone; ++j) alone = j == i || a(i, j) == 0.0;
             if (!alone) continue;
             isolate(i, hi--);
             found = true;
@@ -88,7 +107,7 @@ void balance(int64_t n, Mat a, double *d, std::vector<int64_t> &swaps) {
         found = false;
         for (int64_t j = lo; j <= hi && !found; ++j) {
             bool alone = true;
-            for (int64_t i = lo; i <= hi && alone; ++i) alone = i == j || a(i, j) == 0;
+            for (int64_t i = lo; i <= hi && alone; ++i) alone = i == j || a(i, j) == 0.0;
             if (!alone) continue;
             isolate(j, lo++);
             found = true;
@@ -610,6 +629,303 @@ void eig(int64_t batch, int64_t n, int32_t vectors, const T *a, T *out) {
     for (int64_t b = 0; b < batch; ++b) eig_one(n, vectors != 0, a + b * n * n, out + b * each);
 }
 
+
+// ==== complex matrices ====================================================================
+// The complex variant (aotc_eig_c64 / _c128), in complex<double>, by the same route as the
+// real one but on complex arithmetic throughout, as LAPACK's zgeev:
+//   1. scale by a power of two and balance (the templates above);
+//   2. reduce to upper Hessenberg form H = Q^H A Q with complex Householder reflections;
+//   3. single-shift QR iterations (Wilkinson shifts, implicit, chased with complex Givens
+//      rotations) down to the complex Schur form T = Z^H A Z, upper triangular;
+//   4. the eigenvalues are T's diagonal, in the order they stand on it;
+//   5. eigenvectors by back substitution on T, multiplied by Z, the balancing scales and
+//      permutation, each of unit norm with its largest-magnitude component real positive.
+
+// |re| + |im|: the cheap magnitude LAPACK's complex routines compare (within sqrt(2) of |z|).
+double cabs1(Z z) { return std::fabs(z.real()) + std::fabs(z.imag()); }
+
+// ---- Hessenberg reduction ----------------------------------------------------------------
+// H = Q^H A Q upper Hessenberg, in place; with z (set to the identity first), z = Q.
+// Reflection k, P = I - tau u u^H (Hermitian and unitary, tau real), maps the column below
+// the diagonal x = h[k+1 .. n-1][k] onto alpha e1, alpha = -phase(x0) |x| (the sign that
+// keeps u = x - alpha e1 free of cancellation): then u^H u = 2 |x| (|x| + |x0|).
+void hessenberg_complex(int64_t n, MatZ h, Z *z) {
+    std::vector<Z> u(static_cast<size_t>(n)), w(static_cast<size_t>(n));
+    for (int64_t k = 0; k + 2 < n; ++k) {
+        const int64_t m = n - k - 1;  // rows k+1 .. n-1
+        double big = 0;
+        for (int64_t i = 0; i < m; ++i) big = std::max(big, cabs1(h(k + 1 + i, k)));
+        if (big == 0) continue;
+        double tail = 0;  // |x[1:]|^2, x scaled by 1 / big against overflow
+        for (int64_t i = 0; i < m; ++i) {
+            u[size_t(i)] = h(k + 1 + i, k) / big;
+            if (i > 0) tail += std::norm(u[size_t(i)]);
+        }
+        if (tail == 0) continue;  // already zero below the subdiagonal
+        const double x0 = std::abs(u[0]);
+        const double norm = std::sqrt(x0 * x0 + tail);
+        const Z phase = x0 == 0 ? Z(1) : u[0] / x0;
+        const Z alpha = -phase * norm;
+        u[0] -= alpha;  // = phase (|x0| + |x|)
+        const double tau = 1.0 / (norm * (norm + x0));  // 2 / (u^H u)
+        // from the left, P H, on rows k+1 .. n-1 and columns k+1 .. n-1: w = u^H H
+        std::fill(w.begin(), w.end(), Z(0));
+        for (int64_t i = 0; i < m; ++i) {
+            const Z ui = std::conj(u[size_t(i)]);
+            for (int64_t j = k + 1; j < n; ++j) w[size_t(j)] += ui * h(k + 1 + i, j);
+        }
+        for (int64_t i = 0; i < m; ++i) {
+            const Z ui = tau * u[size_t(i)];
+            for (int64_t j = k + 1; j < n; ++j) h(k + 1 + i, j) -= ui * w[size_t(j)];
+        }
+        h(k + 1, k) = alpha * big;  // column k: alpha e1 (unscaled)
+        for (int64_t i = 1; i < m; ++i) h(k + 1 + i, k) = 0;
+        // from the right, H P, on columns k+1 .. n-1 of every row (and the same on z)
+        for (Z *target : {h.m, z}) {
+            if (target == nullptr) continue;
+            for (int64_t i = 0; i < n; ++i) {
+                Z *row = target + i * n + k + 1;
+                Z s = 0;
+                for (int64_t t = 0; t < m; ++t) s += row[t] * u[size_t(t)];
+                s *= tau;
+                for (int64_t t = 0; t < m; ++t) row[t] -= s * std::conj(u[size_t(t)]);
+            }
+        }
+    }
+}
+
+// ---- Schur form --------------------------------------------------------------------------
+// Whether h(k, k-1) is negligible (k - 1 >= 0, k <= hi): the real kernel's test (with the
+// refinement of Ahues and Tisseur) on cabs1 magnitudes, as LAPACK's zlahqr.
+bool negligible_complex(MatZ h, int64_t k, int64_t hi, double smlnum) {
+    const double s = cabs1(h(k, k - 1));
+    if (s <= smlnum) return true;
+    double tst = cabs1(h(k - 1, k - 1)) + cabs1(h(k, k));
+    if (tst == 0) {
+        if (k >= 2) tst += cabs1(h(k - 1, k - 2));
+        if (k + 1 <= hi) tst += cabs1(h(k + 1, k));
+    }
+    if (!(s <= kUlp * tst)) return false;  // also NaN
+    const double above = cabs1(h(k - 1, k));
+    const double ab = std::max(s, above), ba = std::min(s, above);
+    const double diff = cabs1(h(k - 1, k - 1) - h(k, k));
+    const double aa = std::max(cabs1(h(k, k)), diff), bb = std::min(cabs1(h(k, k)), diff);
+    const double sum = aa + ab;
+    return ba * (ab / sum) <= std::max(smlnum, kUlp * (bb * (aa / sum)));
+}
+
+// The plane rotation G = [[c, s], [-conj(s), c]] (c real >= 0, G unitary) with
+// G (f, g)^T = (r, 0)^T.
+void givens(Z f, Z g, double &c, Z &s, Z &r) {
+    if (g == 0.0) {
+        c = 1;
+        s = 0;
+        r = f;
+        return;
+    }
+    const double af = std::abs(f), ag = std::abs(g);
+    if (af == 0) {
+        c = 0;
+        s = std::conj(g) / ag;
+        r = ag;
+        return;
+    }
+    const double norm = std::hypot(af, ag);
+    const Z phase = f / af;
+    c = af / norm;
+    s = phase * std::conj(g) / norm;
+    r = phase * norm;
+}
+
+// The Wilkinson shift: the eigenvalue of the trailing 2x2 block [[a, b], [c, d]] of the
+// window nearer d. With t = (a - d) / 2 the eigenvalues are d + t -+ sqrt(t^2 + b c); the
+// nearer one, written d - b c / (t + root) with the root's sign making t + root the larger
+// (no cancellation).
+Z wilkinson_shift(Z a, Z b, Z c, Z d) {
+    const double scale = cabs1(a) + cabs1(b) + cabs1(c) + cabs1(d);
+    if (scale == 0) return 0;
+    a /= scale;
+    b /= scale;
+    c /= scale;
+    d /= scale;
+    const Z t = 0.5 * (a - d);
+    Z root = std::sqrt(t * t + b * c);
+    if ((std::conj(t) * root).real() < 0) root = -root;
+    const Z den = t + root;
+    return scale * (den == 0.0 ? d : d - b * (c / den));
+}
+
+// Single-shift QR iterations on the Hessenberg h down to its complex Schur form, the
+// eigenvalues (the diagonal) into w. With z: the whole of h is updated (T) and z accumulates
+// the rotations (z = Q Z); without, only the active window [l, hi] (the window's values,
+// and so the eigenvalues, are the same bit for bit). False when the window does not deflate
+// within the iteration cap (or a NaN keeps it from converging).
+bool schur_complex(int64_t n, MatZ h, Z *z, Z *w) {
+    const bool full = z != nullptr;
+    const double smlnum = DBL_MIN * (double(n) / kUlp);
+    const int64_t itmax = 30 * std::max<int64_t>(10, n);  // per deflation, as LAPACK's
+    int64_t hi = n - 1, its = 0;
+    while (hi >= 0) {
+        int64_t l = hi;  // the active window's top: below a negligible subdiagonal entry
+        while (l > 0 && !negligible_complex(h, l, hi, smlnum)) --l;
+        if (l > 0) h(l, l - 1) = 0;
+        if (l == hi) {  // deflated: h(hi, hi) is an eigenvalue
+            w[hi] = h(hi, hi);
+            hi -= 1;
+            its = 0;
+            continue;
+        }
+        if (++its > itmax) return false;
+        // the shift: Wilkinson's, or an exceptional one after 10 iterations without a
+        // deflation (from the window's top), and after 20 (from its bottom)
+        Z mu;
+        if (its % 20 == 10) {
+            mu = h(l, l) + 0.75 * cabs1(h(l + 1, l));
+        } else if (its % 20 == 0) {
+            mu = h(hi, hi) + 0.75 * cabs1(h(hi, hi - 1));
+        } else {
+            mu = wilkinson_shift(h(hi - 1, hi - 1), h(hi - 1, hi), h(hi, hi - 1), h(hi, hi));
+        }
+        // one implicit QR step on the window: the rotation from the first column of
+        // H - mu I, then the bulge it makes at (k+1, k-1) chased down to the bottom
+        const int64_t col_end = full ? n - 1 : hi, row_begin = full ? 0 : l;
+        for (int64_t k = l; k < hi; ++k) {
+            const Z f = k == l ? h(l, l) - mu : h(k, k - 1);
+            const Z g = k == l ? h(l + 1, l) : h(k + 1, k - 1);
+            double c;
+            Z s, r;
+            givens(f, g, c, s, r);
+            if (k > l) {
+                h(k, k - 1) = r;
+                h(k + 1, k - 1) = 0;
+            }
+            for (int64_t j = k; j <= col_end; ++j) {  // rows k, k+1: G
+                const Z x = h(k, j), y = h(k + 1, j);
+                h(k, j) = c * x + s * y;
+                h(k + 1, j) = c * y - std::conj(s) * x;
+            }
+            const Z sc = std::conj(s);
+            auto right = [&](Z *row) {  // columns k, k+1 of one row: G^H
+                const Z x = row[k], y = row[k + 1];
+                row[k] = c * x + sc * y;
+                row[k + 1] = c * y - s * x;
+            };
+            const int64_t row_end = std::min(k + 2, hi);
+            for (int64_t i = row_begin; i <= row_end; ++i) right(h.m + i * n);
+            if (full)
+                for (int64_t i = 0; i < n; ++i) right(z + i * n);
+        }
+    }
+    return true;
+}
+
+// ---- eigenvectors ------------------------------------------------------------------------
+// x (length n) the eigenvector of the upper triangular t for its eigenvalue t(k, k): x[k] = 1,
+// zero below, by back substitution above. A pivot t(i, i) - t(k, k) smaller than smin (an
+// eigenvalue repeated above it) is taken as smin, a perturbation of t by at most smin; x is
+// rescaled whenever a value would pass kGrowth (as the real kernel's back_substitute).
+void back_substitute_complex(int64_t n, MatZ t, int64_t k, double smin, Z *x) {
+    for (int64_t i = 0; i < n; ++i) x[i] = 0;
+    x[k] = 1;
+    const Z lam = t(k, k);
+    for (int64_t i = k - 1; i >= 0; --i) {
+        Z num = 0;  // -sum_{j > i} t(i, j) x_j
+        for (int64_t j = i + 1; j <= k; ++j) num -= t(i, j) * x[j];
+        Z den = t(i, i) - lam;
+        if (cabs1(den) < smin) den = smin;
+        if (cabs1(num) > kGrowth * cabs1(den)) {
+            const double s = 0.5 * kGrowth * cabs1(den) / cabs1(num);
+            for (int64_t j = i + 1; j <= k; ++j) x[j] *= s;
+            num *= s;
+        }
+        x[i] = num / den;
+    }
+}
+
+// ---- one matrix --------------------------------------------------------------------------
+// One n x n complex matrix `a` (interleaved pairs of R) into `out`, the real kernel's layout.
+template <typename R>
+void eig_one_complex(int64_t n, bool vectors, const R *a, R *out) {
+    const int64_t each = 2 * n + (vectors ? 2 * n * n : 0);
+    std::vector<Z> hbuf(size_t(n * n)), zbuf(vectors ? size_t(n * n) : 0),
+        w(static_cast<size_t>(n));
+    std::vector<double> d(static_cast<size_t>(n));
+    MatZ h{hbuf.data(), n};
+    auto fail = [&] {
+        for (int64_t t = 0; t < each; ++t) out[t] = std::numeric_limits<R>::quiet_NaN();
+    };
+    double big = 0;
+    for (int64_t t = 0; t < n * n; ++t) {
+        const double re = double(a[2 * t]), im = double(a[2 * t + 1]);
+        if (!std::isfinite(re) || !std::isfinite(im)) return fail();
+        hbuf[size_t(t)] = Z(re, im);
+        big = std::max(big, std::max(std::fabs(re), std::fabs(im)));
+    }
+    // A / 2^e with its largest part in [1, 2): the eigenvalues are 2^e times those
+    const int e = big > 0 ? std::ilogb(big) : 0;
+    if (e != 0)
+        for (Z &x : hbuf) x = Z(std::ldexp(x.real(), -e), std::ldexp(x.imag(), -e));
+    std::vector<int64_t> swaps;
+    balance(n, h, d.data(), swaps);
+    Z *z = vectors ? zbuf.data() : nullptr;
+    if (z != nullptr)
+        for (int64_t t = 0; t < n * n; ++t) z[t] = t % (n + 1) == 0 ? 1.0 : 0.0;
+    hessenberg_complex(n, h, z);
+    if (!schur_complex(n, h, z, w.data())) return fail();
+    for (int64_t j = 0; j < n; ++j) {
+        out[2 * j] = R(std::ldexp(w[size_t(j)].real(), e));
+        out[2 * j + 1] = R(std::ldexp(w[size_t(j)].imag(), e));
+    }
+    if (!vectors) return;
+    // eigenvector j of A: P D Z x, x that of T (the balanced, scaled matrix's Schur form)
+    const double smlnum = DBL_MIN * (double(n) / kUlp);
+    std::vector<Z> x(static_cast<size_t>(n)), v(static_cast<size_t>(n));
+    R *vo = out + 2 * n;
+    for (int64_t j = 0; j < n; ++j) {
+        const double smin = std::max(kUlp * cabs1(h(j, j)), smlnum);
+        back_substitute_complex(n, h, j, smin, x.data());
+        double top = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            Z s = 0;
+            const Z *zi = z + i * n;
+            for (int64_t t = 0; t <= j; ++t) s += zi[t] * x[size_t(t)];
+            v[size_t(i)] = d[size_t(i)] * s;
+            top = std::max(top, cabs1(v[size_t(i)]));
+        }
+        for (size_t t = swaps.size(); t > 0; t -= 2)  // P: the swaps undone, the last first
+            std::swap(v[size_t(swaps[t - 2])], v[size_t(swaps[t - 1])]);
+        // unit Euclidean norm, the largest component (the first of equal ones) real > 0;
+        // v / top first, so that the squares neither overflow nor underflow
+        int64_t best = 0;
+        double sum2 = 0, best2 = -1;
+        for (int64_t i = 0; i < n; ++i) {
+            const double m2 = std::norm(v[size_t(i)] / top);
+            sum2 += m2;
+            if (m2 > best2) {
+                best2 = m2;
+                best = i;
+            }
+        }
+        const Z pivot = v[size_t(best)] / top;
+        const double pm = std::sqrt(best2), scale = 1 / (top * std::sqrt(sum2));
+        const Z phase = std::conj(pivot) / pm;
+        for (int64_t i = 0; i < n; ++i) {
+            Z c = scale * (v[size_t(i)] * phase);
+            if (i == best) c = pm / std::sqrt(sum2);
+            vo[2 * (i * n + j)] = R(c.real());
+            vo[2 * (i * n + j) + 1] = R(c.imag());
+        }
+    }
+}
+
+template <typename R>
+void eig_complex(int64_t batch, int64_t n, int32_t vectors, const R *a, R *out) {
+    const int64_t each = 2 * n + (vectors ? 2 * n * n : 0);
+// complex arithmetic is ~4 real flops each: threads from a quarter of the real kernel's size
+#pragma omp parallel for if (batch > 1 && batch * n * n * n >= kParallelMin / 4)
+    for (int64_t b = 0; b < batch; ++b)
+        eig_one_complex(n, vectors != 0, a + b * 2 * n * n, out + b * each);
+}
 }  // namespace
 
 extern "C" {
@@ -618,5 +934,12 @@ void aotc_eig_f32(int64_t batch, int64_t n, int32_t vectors, const float *a, flo
 }
 void aotc_eig_f64(int64_t batch, int64_t n, int32_t vectors, const double *a, double *out) {
     eig(batch, n, vectors, a, out);
+}
+// complex64 / complex128: a and out interleaved (real, imag) pairs
+void aotc_eig_c64(int64_t batch, int64_t n, int32_t vectors, const float *a, float *out) {
+    eig_complex(batch, n, vectors, a, out);
+}
+void aotc_eig_c128(int64_t batch, int64_t n, int32_t vectors, const double *a, double *out) {
+    eig_complex(batch, n, vectors, a, out);
 }
 }

@@ -1,20 +1,21 @@
-"""General (non-symmetric) eigen decomposition on the shipped kernel (kernels/linalg_eig.cpp,
-Hessenberg reduction and Francis double-shift QR): linalg_eig (torch.linalg.eig) and
-linalg_eigvals, of real float32 / float64 matrices. The results are complex: these rules
-work on complex values as their (real, imag) pairs (`on_pairs`), the kernel writing them so.
-The eigenvalues of a general matrix come in no defined order and each eigenvector is defined
-up to a complex phase (aotc's have unit norm and their largest component real and positive,
-as LAPACK's dgeev documents), so results agree with eager up to that order and phase, as
-OpInfo compares them (tools/opsweep.py's gauge for linalg.eig)."""
+"""General (non-symmetric) eigen decomposition on the shipped kernel (kernels/linalg_eig.cpp):
+linalg_eig (torch.linalg.eig) and linalg_eigvals, of real float32 / float64 matrices
+(Hessenberg reduction and Francis double-shift QR) and of complex64 / complex128 ones
+(complex Hessenberg reduction and single-shift QR). The results are complex: these rules
+work on complex values as their (real, imag) pairs (`on_pairs`), a complex input arriving
+so too, the kernel writing its results so. The eigenvalues of a general matrix come in no
+defined order and each eigenvector is defined up to a complex phase (aotc's have unit norm
+and their largest component real and positive, as LAPACK's dgeev / zgeev document), so
+results agree with eager up to that order and phase, as OpInfo compares them
+(tools/opsweep.py's gauge for linalg.eig)."""
 from __future__ import annotations
 
 import torch
 
-from ..errors import UnsupportedOperatorError
 from ..ir.linalg import Linalg, LinalgOp
 from ..ir.symbols import numel
 from .context import LoweringContext, TensorValue
-from .linalg_matrices import contiguous, kernel_dtype, packed_part
+from .linalg_matrices import complex_matrices, contiguous, kernel_dtype, matrix_dims, packed_part
 from .registry import register_lowering
 
 aten = torch.ops.aten
@@ -23,16 +24,16 @@ FAMILY = "linalg"
 
 def eig(ctx: LoweringContext, a: TensorValue, vectors: bool
         ) -> tuple[TensorValue, TensorValue | None]:
-    """(eigenvalues [*, n, 2], eigenvectors [*, n, n, 2] or None) of a real a [*, n, n], as
-    (real, imag) pairs of a's dtype: views of the kernel's one buffer."""
-    example = ctx.example_args[0] if ctx.example_args else None
-    if isinstance(example, torch.Tensor) and example.dtype.is_complex:
-        raise UnsupportedOperatorError(ctx.target, ctx.source, f"of {example.dtype} (the "
-                                       "eigen kernel takes real float32 or float64 matrices)")
+    """(eigenvalues [*, n, 2], eigenvectors [*, n, n, 2] or None) of a [*, n, n] (real) or
+    [*, n, n, 2] (complex, as pairs), as (real, imag) pairs of a's (part) dtype: views of the
+    kernel's one buffer."""
     d = kernel_dtype(ctx, a)
-    batch, n = a.sizes[:-2], a.sizes[-1]
+    pairs = complex_matrices(ctx)
+    t = matrix_dims(pairs)
+    batch, n = a.sizes[:-t], a.sizes[-t]
     each = 2 * n + (2 * n * n if vectors else 0)
-    op = Linalg(LinalgOp.EIG, (contiguous(ctx, a, "a"),), numel(batch), n, vectors=vectors)
+    op = Linalg(LinalgOp.EIG, (contiguous(ctx, a, "a"),), numel(batch), n, vectors=vectors,
+                complex=pairs)
     packed = ctx.emit(op, batch + (each,), d, hint=f"{ctx.node_name}_eig")
     values = packed_part(packed, batch + (n, 2), 0, lambda jc: 2 * jc[0] + jc[1])
     if not vectors:
