@@ -14,6 +14,7 @@
 // Jacobi in complex<double>, real eigenvalues).
 
 #include "aotc_kernels.h"
+#include "aotc_linalg_complex.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,6 +25,8 @@
 #include <vector>
 
 namespace {
+
+using aotc_linalg::cx;
 
 // ---- the element type's scalar operations, real or complex ---------------------------
 template <typename T>
@@ -548,12 +551,6 @@ void eigh_one(int64_t n, const T *a_lower, double *values, T *vectors, T *work) 
         });                                                                                  \
     }
 
-namespace {
-template <typename R>
-std::complex<R> *cx(R *p) { return reinterpret_cast<std::complex<R> *>(p); }
-template <typename R>
-const std::complex<R> *cx(const R *p) { return reinterpret_cast<const std::complex<R> *>(p); }
-}  // namespace
 
 extern "C" {
 AOTC_LINALG_DEFINE(f32, float)

@@ -7,6 +7,7 @@
 // so a result never depends on the thread count.
 
 #include "aotc_kernels.h"
+#include "aotc_linalg_complex.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +17,8 @@
 #include <vector>
 
 namespace {
+
+using aotc_linalg::cx;
 
 constexpr int64_t kParallelMin = 4096;  // elements of work below which one thread runs
 constexpr int kDegree = 18;
@@ -80,10 +83,6 @@ void expm_one(int64_t n, const T *a, T *out) {
     for (int64_t i = 0; i < n * n; ++i) out[i] = T(p[size_t(i)]);
 }
 
-template <typename R>
-std::complex<R> *cx(R *p) { return reinterpret_cast<std::complex<R> *>(p); }
-template <typename R>
-const std::complex<R> *cx(const R *p) { return reinterpret_cast<const std::complex<R> *>(p); }
 
 template <typename T>
 void expm(int64_t batch, int64_t n, const T *a, T *out) {

@@ -11,6 +11,7 @@
 // by one thread front to back, so a result never depends on the thread count.
 
 #include "aotc_kernels.h"
+#include "aotc_linalg_complex.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +20,8 @@
 #include <utility>
 
 namespace {
+
+using aotc_linalg::cx;
 
 constexpr int64_t kParallelMin = 4096;  // elements of work below which one thread runs
 
@@ -242,10 +245,6 @@ void ldl_solve(int64_t batch, int64_t n, int64_t k, bool herm, const T *ld,
     }
 }
 
-template <typename R>
-std::complex<R> *cx(R *p) { return reinterpret_cast<std::complex<R> *>(p); }
-template <typename R>
-const std::complex<R> *cx(const R *p) { return reinterpret_cast<const std::complex<R> *>(p); }
 
 }  // namespace
 

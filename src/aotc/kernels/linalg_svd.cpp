@@ -15,6 +15,7 @@
 // thread count.
 
 #include "aotc_kernels.h"
+#include "aotc_linalg_complex.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -24,6 +25,8 @@
 #include <vector>
 
 namespace {
+
+using aotc_linalg::cx;
 
 constexpr int64_t kParallelMin = 4096;  // elements of work below which one thread runs
 constexpr int kMaxSweeps = 60;
@@ -249,10 +252,6 @@ void svd(int64_t batch, int64_t m, int64_t n, int32_t full, int32_t vectors, con
         svd_one(m, n, full != 0, vectors != 0, a + b * m * n, out + b * each);
 }
 
-template <typename R>
-std::complex<R> *cx(R *p) { return reinterpret_cast<std::complex<R> *>(p); }
-template <typename R>
-const std::complex<R> *cx(const R *p) { return reinterpret_cast<const std::complex<R> *>(p); }
 
 }  // namespace
 
