@@ -89,3 +89,20 @@ def test_vandermonde_of_complex_values(compile_model):
                        L.vander(x.real)))
     ep, model = compile_model(fn, (x,))
     torch.testing.assert_close(model(x), ep.module()(x))
+
+
+def test_ill_conditioned_complex_solve_matches_eager(compile_model):
+    """A complex matrix with singular values from 1 to 1e-9 (complex128): LU's pivots equal
+    eager's, the solve and det to eager's accuracy."""
+    torch.manual_seed(20)
+    d = torch.complex128
+    q1, _ = L.qr(torch.randn(5, 5, dtype=d))
+    q2, _ = L.qr(torch.randn(5, 5, dtype=d))
+    a = q1 @ torch.diag(torch.tensor([1.0, 1e-2, 1e-4, 1e-6, 1e-9], dtype=d)) @ q2.mH
+    b = torch.randn(5, 3, dtype=d)
+    ep, model = compile_model(Fn(lambda a, b: (L.lu_factor(a), L.solve(a, b), L.det(a))), (a, b))
+    got, want = model(a, b), ep.module()(a, b)
+    torch.testing.assert_close(got[0][1], want[0][1])
+    torch.testing.assert_close(got[0][0], want[0][0])
+    torch.testing.assert_close(got[1], want[1], rtol=1e-5, atol=0)
+    torch.testing.assert_close(got[2], want[2])

@@ -56,3 +56,20 @@ def test_ldl_runs_without_torch(tmp_path):
     path = aotc.compile_and_package(ep, package_path=tmp_path / "ldl.pt2")
     (outs,) = run_without_torch(path, [[a.numpy(), b.numpy()]], tmp_path / "run")
     np.testing.assert_allclose(outs[0], ep.module()(a, b).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_ill_conditioned_ldl_matches_eager(compile_model):
+    """A symmetric indefinite matrix with eigenvalues from 1 to 1e-10 (float64): the same
+    pivots as eager, factors and a solve to eager's accuracy."""
+    torch.manual_seed(19)
+    d = torch.float64
+    q, _ = L.qr(torch.randn(6, 6, dtype=d))
+    a = q @ torch.diag(torch.tensor([1.0, -1e-2, 1e-4, -1e-6, 1e-8, -1e-10], dtype=d)) @ q.T
+    a = (a + a.T) / 2
+    b = torch.randn(6, 2, dtype=d)
+    ep, model = compile_model(Fn(lambda a, b: (L.ldl_factor(a), L.ldl_solve(*L.ldl_factor(a), b))),
+                              (a, b))
+    got, want = model(a, b), ep.module()(a, b)
+    torch.testing.assert_close(got[0][1], want[0][1])
+    torch.testing.assert_close(got[0][0], want[0][0])
+    torch.testing.assert_close(got[1], want[1], rtol=1e-5, atol=1e-5)
