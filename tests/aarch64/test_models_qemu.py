@@ -76,15 +76,17 @@ class SortScan(torch.nn.Module):
 
 
 class Linalg(torch.nn.Module):
-    """LU, Cholesky, triangular solves (kernels/linalg.cpp) and singular values
-    (kernels/linalg_svd.cpp) on batched odd sizes."""
+    """LU, Cholesky, triangular solves (kernels/linalg.cpp), singular values
+    (linalg_svd.cpp), the exponential (linalg_expm.cpp) and LDL (linalg_ldl.cpp) on batched
+    odd sizes."""
 
     def forward(self, a, b):
         a = a + 5 * torch.eye(a.shape[-1])
         spd = a @ a.mT
         return (torch.linalg.solve(a, b), torch.linalg.det(a), torch.linalg.cholesky(spd),
                 torch.linalg.solve_triangular(a, b, upper=True), torch.linalg.inv(a),
-                torch.linalg.svdvals(b))
+                torch.linalg.svdvals(b), torch.linalg.matrix_exp(0.1 * a),
+                torch.linalg.ldl_factor(spd - 3 * torch.eye(a.shape[-1]))[0])
 
 
 def _inputs(*shapes: tuple[int, ...], seed: int = 0) -> tuple[torch.Tensor, ...]:
