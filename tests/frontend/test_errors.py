@@ -7,10 +7,12 @@ import torch
 import aotc
 
 
-class Eigvals(torch.nn.Module):
+class FakeQuantize(torch.nn.Module):
+    """A QAT model exported before its conversion: fake quantization has no lowering."""
+
     def forward(self, x):
         y = x * 2
-        return torch.linalg.eigvals(y).real  # the line the error must name
+        return torch.fake_quantize_per_tensor_affine(y, 0.1, 0, 0, 255)  # the line named
 
 
 class ErfInv(torch.nn.Module):
@@ -19,12 +21,12 @@ class ErfInv(torch.nn.Module):
 
 
 def test_unsupported_op_names_op_and_source_line(tmp_path):
-    ep = torch.export.export(Eigvals(), (torch.randn(3, 3),))
+    ep = torch.export.export(FakeQuantize(), (torch.randn(3, 3),))
     with pytest.raises(aotc.UnsupportedOperatorError) as info:
         aotc.compile_and_package(ep, package_path=tmp_path / "m.pt2")
     msg = str(info.value)
-    assert info.value.op.startswith("aten.linalg_eig") and info.value.op in msg
-    assert "test_errors.py:" in msg and "return torch.linalg.eigvals(y).real" in msg
+    assert info.value.op.startswith("aten.fake_quantize_per_tensor_affine") and info.value.op in msg
+    assert "test_errors.py:" in msg and "return torch.fake_quantize_per_tensor_affine(y" in msg
     assert not (tmp_path / "m.pt2").exists()
 
 
