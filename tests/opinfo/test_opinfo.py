@@ -1,8 +1,12 @@
 """OpInfo sweep: PyTorch's own samples of each milestone op, compiled by aotc and compared
-with the exported program. Known failures live in expected_failures.txt (strict xfails)."""
+with the exported program. Known failures live in expected_failures.txt (strict xfails).
+
+An op's samples in all its swept dtypes compile as one program (one build per op); when that
+fails, each dtype is checked on its own so the failure names it. An op with expected
+failures runs one case per dtype, and one per expected-failing sample."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -202,26 +206,32 @@ OPINFOS = {opinfo_name(o): o for o in op_db if opinfo_name(o) in MILESTONE}
 # ---- the tests -----------------------------------------------------------------------------
 
 def cases():
-    """One case per (op, dtype) plus one per expected-failing sample."""
+    """One case per op (all its dtypes), or, for an op with expected failures, one per
+    (op, dtype) plus one per expected-failing sample."""
     sample_rows = {(r.op, r.dtype): {} for r in EXPECTED}
     for r in EXPECTED:
         if r.sample is not None:
             sample_rows[(r.op, r.dtype)][r.sample] = r
     whole = {(r.op, r.dtype): r for r in EXPECTED if r.sample is None}
+    listed = {r.op for r in EXPECTED}
     out = []
     for name, dtypes in MILESTONE.items():
         info = OPINFOS[name]
-        for dtype in dtypes:
-            if dtype not in info.dtypes:
-                continue
+        swept = tuple(d for d in dtypes if d in info.dtypes)
+        if not swept:
+            continue
+        if name not in listed:
+            out.append(pytest.param(name, swept, None, (), id=name))
+            continue
+        for dtype in swept:
             d = str(dtype).removeprefix("torch.")
             per_sample = sample_rows.get((name, d), {})
             row = whole.get((name, d))
             marks = [xfail(row)] if row else []
-            out.append(pytest.param(name, dtype, None, tuple(per_sample), marks=marks,
+            out.append(pytest.param(name, (dtype,), None, tuple(per_sample), marks=marks,
                                     id=f"{name}-{d}"))
             for k, r in sorted(per_sample.items()):
-                out.append(pytest.param(name, dtype, k, (), id=f"{name}-{d}-s{k}",
+                out.append(pytest.param(name, (dtype,), k, (), id=f"{name}-{d}-s{k}",
                                         marks=xfail(r)))
     return out
 
@@ -242,15 +252,36 @@ def test_expected_failures_name_real_cases():
         assert case in names, f"expected_failures.txt names {case}, which the sweep does not run"
 
 
-@pytest.mark.parametrize("name,dtype,only,excluded", cases())
-def test_opinfo(name, dtype, only, excluded, tmp_path):
+@pytest.mark.parametrize("name,dtypes,only,excluded", cases())
+def test_opinfo(name, dtypes, only, excluded, tmp_path):
     info = OPINFOS[name]
+    if len(dtypes) > 1:  # every dtype in one program, samples numbered across them
+        samples = [replace(s, index=k) for k, s in enumerate(
+            s for dtype in dtypes for s in pick_samples(info, dtype))]
+        samples, ep = exportable(info, samples)
+        if not samples:
+            pytest.skip("torch.export cannot export any sample")
+        try:
+            check(info, samples, ep, tmp_path)
+        except Exception:
+            for dtype in dtypes:  # the failing dtype and samples, as their own cases say
+                check_dtype(info, dtype, None, (), tmp_path / str(dtype).removeprefix("torch."))
+            raise
+        return
+    if not check_dtype(info, dtypes[0], only, excluded, tmp_path):
+        pytest.skip("torch.export cannot export any sample")
+
+
+def check_dtype(info, dtype, only, excluded, tmp_path: Path) -> bool:
+    """Checks the op's samples in one dtype; False when none can be exported."""
     samples = [s for s in pick_samples(info, dtype)
                if (s.index == only if only is not None else s.index not in excluded)]
     samples, ep = exportable(info, samples)
     if only is not None and not samples:
-        raise StaleRow(f"expected_failures.txt: sample {only} of {name} is not swept or "
-                       "cannot be exported")
+        raise StaleRow(f"expected_failures.txt: sample {only} of {opinfo_name(info)} is not "
+                       "swept or cannot be exported")
     if not samples:
-        pytest.skip("torch.export cannot export any sample")
+        return False
+    tmp_path.mkdir(parents=True, exist_ok=True)
     check(info, samples, ep, tmp_path)
+    return True
