@@ -10,7 +10,6 @@ import sympy
 import torch
 
 from ..dtypes import DType
-from ..ir.expr import cast
 from ..ir.linalg import Linalg, LinalgOp
 from ..ir.symbols import numel
 from .context import LoweringContext, TensorValue
@@ -19,13 +18,13 @@ from .linalg_matrices import (
     check_info_if,
     complex_matrices,
     contiguous,
+    int32_pivots,
     kernel_dtype,
     matrix_dims,
     packed_part,
     require_square,
 )
 from .registry import register_lowering
-from .views import lower_expand
 
 aten = torch.ops.aten
 FAMILY = "linalg"
@@ -56,9 +55,7 @@ def lower_ldl_solve(ctx: LoweringContext, ld: TensorValue, pivots: TensorValue,
     d = kernel_dtype(ctx, ld, b)
     pairs = complex_matrices(ctx)
     ld, b, batch = broadcast_batch(ctx, ld, b, pairs)
-    pivots = lower_expand(ctx, pivots, batch + pivots.sizes[-1:])
-    if pivots.dtype is not I32:
-        pivots = TensorValue(pivots.sizes, I32, cast(pivots.body, I32))
+    pivots = int32_pivots(ctx, pivots, batch)
     t = matrix_dims(pairs)
     n, k = b.sizes[-t], b.sizes[-t + 1]
     op = Linalg(LinalgOp.LDL_SOLVE, (contiguous(ctx, ld, "ld"), contiguous(ctx, pivots, "pivots"),

@@ -28,6 +28,7 @@ from .linalg_matrices import (
     conjugated,
     contiguous,
     identity_like,
+    int32_pivots,
     kernel_dtype,
     matrix_dims,
     packed_part,
@@ -36,7 +37,7 @@ from .linalg_matrices import (
     triangle,
 )
 from .registry import register_lowering
-from .views import lower_expand, remap
+from .views import remap
 
 aten = torch.ops.aten
 FAMILY = "linalg"
@@ -96,9 +97,7 @@ def lu_solve(ctx: LoweringContext, lu: TensorValue, pivots: TensorValue, b: Tens
     """x solving A x = b (A read as `read` says) from A's factors and pivots; b [*, n, k]."""
     d = kernel_dtype(ctx, lu, b)
     lu, b, batch = broadcast_batch(ctx, lu, b, pairs)
-    pivots = lower_expand(ctx, pivots, batch + pivots.sizes[-1:])
-    if pivots.dtype is not I32:
-        pivots = TensorValue(pivots.sizes, I32, cast(pivots.body, I32))
+    pivots = int32_pivots(ctx, pivots, batch)
     t = matrix_dims(pairs)
     n, k = b.sizes[-t], b.sizes[-t + 1]
     op = Linalg(LinalgOp.LU_SOLVE, (contiguous(ctx, lu, "lu"), contiguous(ctx, pivots, "pivots"),

@@ -63,6 +63,15 @@ def broadcast_batch(ctx: LoweringContext, a: TensorValue, b: TensorValue, pairs:
             lower_expand(ctx, b, batch + b.sizes[-t:]), batch)
 
 
+def int32_pivots(ctx: LoweringContext, pivots: TensorValue, batch: tuple) -> TensorValue:
+    """A factorization's pivots [*, k] expanded to `batch` and read as int32, as the solves
+    take them."""
+    pivots = lower_expand(ctx, pivots, batch + pivots.sizes[-1:])
+    if pivots.dtype is I32:
+        return pivots
+    return TensorValue(pivots.sizes, I32, cast(pivots.body, I32))
+
+
 def transposed(x: TensorValue, pairs: bool = False) -> TensorValue:
     """The view swapping x's two matrix dims."""
     t = matrix_dims(pairs)
