@@ -28,7 +28,7 @@ void one(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t zero, bool b_t,
     aotc_qgemm_pack_b(K, N, B.data(), sb_k, sb_n, packed.data());
     std::vector<int32_t> C(size_t(M * ldc), -7);
     omp_set_num_threads(threads);
-    aotc_qgemm_s32(M, N, K, A.data(), lda, a_signed, zero, packed.data(), C.data(), ldc);
+    aotc_qgemm_s32(M, N, K, A.data(), lda, a_signed, zero, packed.data(), C.data(), ldc, nullptr);
     bool ok = true;
     for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < ldc; ++n) {
@@ -66,7 +66,7 @@ void conv(int64_t batch, int64_t oc, const int64_t (&g)[14], bool a_signed, int3
     std::vector<int32_t> C(size_t(batch * oc * oh * ow), -7);
     std::vector<uint8_t> workspace(size_t(batch * ((c + 3) / 4 * 4) * h * w));  // channels last
     aotc_qconv_s32(batch * oh * ow, oc, X.data(), g, a_signed, zero, packed.data(), C.data(),
-                   workspace.data());
+                   workspace.data(), nullptr);
     bool ok = true;
     for (int64_t b = 0; b < batch; ++b)
         for (int64_t o = 0; o < oc; ++o)
@@ -105,7 +105,7 @@ int main() {
     std::vector<uint8_t> packed(size_t(aotc_qgemm_packed_bytes(64, 20)));
     aotc_qgemm_pack_b(64, 20, B.data(), 20, 1, packed.data());
     std::vector<int32_t> C(64 * 20);
-    aotc_qgemm_s32(64, 20, 64, A.data(), 64, 0, 0, packed.data(), C.data(), 20);
+    aotc_qgemm_s32(64, 20, 64, A.data(), 64, 0, 0, packed.data(), C.data(), 20, nullptr);
     bool ok = true;
     for (int32_t c : C) ok = ok && c == 64 * 255 * -128;
     check::expect(ok, "qgemm extremes do not saturate");

@@ -50,6 +50,15 @@ def integer_products(tmp_path) -> int:
     return code.count("aotc_qgemm_s32(") + code.count("aotc_qconv_s32(")
 
 
+def fused_epilogues(tmp_path) -> int:
+    """How many of those calls hand their sums to a fused epilogue (the dequantize, bias,
+    residual, ReLU and requantize after the product) instead of storing them."""
+    code = (tmp_path / "dump" / "model" / "07_codegen.cpp").read_text()
+    return sum(1 for line in code.splitlines()
+               if ("aotc_qgemm_s32(" in line or "aotc_qconv_s32(" in line)
+               and "&epilogue_" in line)
+
+
 def quant_ops(ep) -> set[str]:
     """The quantize ops and integer GEMMs in the exported graph, by name."""
     return {str(n.target) for n in ep.graph.nodes if n.op == "call_function"
@@ -67,6 +76,9 @@ def test_pt2e_conv_net(tmp_path, quantizer, freezing, int8_kernels):
             "quantized_decomposed.dequantize_per_channel.default"} <= quant_ops(ep)
     _, compiled = compile_ep(ep, tmp_path, freezing, int8_kernels)
     assert integer_products(tmp_path) == (3 if int8_kernels == "on" else 0)
+    # each convolution's epilogue runs in its kernel: requantized uint8 for the two inside
+    # (the second with the residual add of the quantized input), float32 for the head
+    assert fused_epilogues(tmp_path) == integer_products(tmp_path)
     for x in batches:
         assert_close_to_largest(compiled(x), ep.module()(x))
 

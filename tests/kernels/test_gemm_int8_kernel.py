@@ -53,9 +53,10 @@ def lib(request, tmp_path_factory):
     out.aotc_qgemm_pack_b.restype = None
     out.aotc_qgemm_pack_b.argtypes = [i64, i64, ptr, i64, i64, ptr]
     out.aotc_qgemm_s32.restype = None
-    out.aotc_qgemm_s32.argtypes = [i64, i64, i64, ptr, i64, ctypes.c_int, i32, ptr, ptr, i64]
+    out.aotc_qgemm_s32.argtypes = [i64, i64, i64, ptr, i64, ctypes.c_int, i32, ptr, ptr, i64,
+                                   ptr]
     out.aotc_qconv_s32.restype = None
-    out.aotc_qconv_s32.argtypes = [i64, i64, ptr, ptr, ctypes.c_int, i32, ptr, ptr, ptr]
+    out.aotc_qconv_s32.argtypes = [i64, i64, ptr, ptr, ctypes.c_int, i32, ptr, ptr, ptr, ptr]
     out.aotc_qconv_pack_b.restype = None
     out.aotc_qconv_pack_b.argtypes = [i64, i64, i64, ptr, i64, i64, ptr]
     return out
@@ -69,13 +70,48 @@ def _pack(lib, b: np.ndarray) -> np.ndarray:
     return packed
 
 
-def _gemm(lib, a: np.ndarray, zero: int, packed: np.ndarray, n: int, ldc: int | None = None):
+def _gemm(lib, a: np.ndarray, zero: int, packed: np.ndarray, n: int, ldc: int | None = None,
+          epilogue=None):
     m, k = a.shape
     ldc = ldc or n
     c = np.full((m, ldc), -7, np.int32)
     lib.aotc_qgemm_s32(m, n, k, a.ctypes.data, a.strides[0], int(a.dtype == np.int8), zero,
-                       packed.ctypes.data, c.ctypes.data, ldc)
+                       packed.ctypes.data, c.ctypes.data, ldc, epilogue)
     return c
+
+
+EPILOGUE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), i64, i64,
+                               i64, i64, i64)
+
+
+class _Epilogue(ctypes.Structure):
+    _fields_ = [("fn", EPILOGUE_FN), ("ctx", ctypes.c_void_p)]
+
+
+class Recorder:
+    """An aotc_qgemm_epilogue that writes every block it is handed into `out` ([M, N]) by the
+    header's contract (a convolution's blocks transposed, within one image of `plane`
+    positions), counting how often each element comes."""
+
+    def __init__(self, m: int, n: int, plane: int | None = None):
+        self.out = np.full((m, n), -7, np.int64)
+        self.count = np.zeros((m, n), np.int64)
+        self.plane, self.spans = plane, []
+        self.fn = EPILOGUE_FN(self._block)  # kept alive while the kernel runs
+        self.struct = _Epilogue(self.fn, None)
+
+    def _block(self, ctx, acc, ld, row, col, rows, cols):
+        lines, length = (cols, rows) if self.plane else (rows, cols)
+        a = np.ctypeslib.as_array(acc, shape=(lines, ld))[:, :length]
+        block = a.T if self.plane else a
+        self.out[row:row + rows, col:col + cols] = block
+        self.count[row:row + rows, col:col + cols] += 1
+        if self.plane:
+            self.spans.append((row // self.plane, (row + rows - 1) // self.plane))
+
+    @property
+    def pointer(self):
+        return ctypes.addressof(self.struct)
 
 
 def _expected(a, zero, b):
@@ -204,7 +240,7 @@ CONVS = [
 ]
 
 
-def _conv(lib, x, zero, w, stride, padding, dilation, taps_major):
+def _conv(lib, x, zero, w, stride, padding, dilation, taps_major, epilogue=None):
     """aotc_qconv_s32's output for x and w, the weight packed for the column order."""
     shape, kernel = x.shape, w.shape[2:]
     oc, taps = w.shape[0], kernel[0] * kernel[1]
@@ -224,7 +260,7 @@ def _conv(lib, x, zero, w, stride, padding, dilation, taps_major):
     c = np.full((shape[0], oc, oh, ow), -7, np.int32)
     lib.aotc_qconv_s32(shape[0] * oh * ow, oc, x.ctypes.data, geometry.ctypes.data,
                        int(x.dtype == np.int8), zero, packed.ctypes.data, c.ctypes.data,
-                       workspace.ctypes.data)
+                       workspace.ctypes.data, epilogue)
     return c
 
 
@@ -245,6 +281,41 @@ def test_convolutions_are_exact(lib, shape, kernel, stride, padding, dilation, s
     expected, _, _ = _conv_expected(x, zero, w, stride, padding, dilation)
     c = _conv(lib, x, zero, w, stride, padding, dilation, taps_major)
     np.testing.assert_array_equal(c, expected)
+
+
+@pytest.mark.parametrize("m,n,k", [(3, 17, 5), (70, 45, 37), (130, 80, 64)])
+def test_epilogue_gets_each_product_once(lib, m, n, k):
+    """With an epilogue, each int32 sum reaches it once, as the plain call stores it, and
+    nothing is written to C."""
+    rng = np.random.default_rng(m + n + k)
+    a = rng.integers(0, 256, (m, k)).astype(np.uint8)
+    packed = _pack(lib, rng.integers(-128, 128, (k, n)).astype(np.int8))
+    plain = _gemm(lib, a, 3, packed, n)
+    rec = Recorder(m, n)
+    untouched = _gemm(lib, a, 3, packed, n, epilogue=rec.pointer)
+    np.testing.assert_array_equal(rec.count, 1)
+    np.testing.assert_array_equal(rec.out, plain)
+    np.testing.assert_array_equal(untouched, -7)
+
+
+@pytest.mark.parametrize("shape,kernel,stride,padding,dilation", [CONVS[0], CONVS[1], CONVS[7]])
+@pytest.mark.parametrize("taps_major", [False, True], ids=["channels_first", "taps_major"])
+def test_convolution_epilogue_gets_each_output_once(lib, shape, kernel, stride, padding,
+                                                    dilation, taps_major):
+    """A convolution's epilogue gets each output once, transposed, never a block that spans
+    two images (batches 2 and 3, planes that are no multiple of the block)."""
+    rng = np.random.default_rng(sum(shape))
+    x = rng.integers(0, 256, shape).astype(np.uint8)
+    w = rng.integers(-128, 128, (37, shape[1], *kernel)).astype(np.int8)
+    expected, _, _ = _conv_expected(x, 131, w, stride, padding, dilation)
+    oh, ow = expected.shape[2:]
+    rec = Recorder(shape[0] * oh * ow, 37, plane=oh * ow)
+    untouched = _conv(lib, x, 131, w, stride, padding, dilation, taps_major, rec.pointer)
+    np.testing.assert_array_equal(rec.count, 1)
+    got = rec.out.reshape(shape[0], oh, ow, 37).transpose(0, 3, 1, 2)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(untouched, -7)
+    assert all(first == last for first, last in rec.spans)
 
 
 def test_taps_major_packing_is_the_weight_reordered(lib):

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 
 import sympy
 
-from .nodes import Operand, Template
+from .expr import IndirectLoad, Node, loads
+from .nodes import Operand, TakesEpilogue, Template
 
 
 @dataclass(frozen=True)
-class IntMatmul(Template):
+class IntMatmul(TakesEpilogue, Template):
     """out[m, n] = sum over k of (a[m, k] - a_zero) * b[k, n] in int32 (aten._int_mm with
     a_zero 0), out contiguous.
 
@@ -37,6 +38,10 @@ class IntMatmul(Template):
     # the patches' columns tap-major, (ky, kx, ci): the kernel copies the input channels
     # last into the workspace and each tap's c bytes whole; b packed to match
     taps_major: bool = False
+    # a pointwise consumer of the sums (dequantize, bias, residual, activation, requantize)
+    # run on each finished block: the buffer then holds its values (uint8, float32, ...)
+    epilogue: Node | None = None
+    epilogue_source: str = ""
 
     def taps(self) -> int:
         """How many taps b's rows are reordered over (aotc_qconv_pack_b); 1: none."""
@@ -62,7 +67,14 @@ class IntMatmul(Template):
 
     def reads(self) -> tuple[str, ...]:
         zero = (self.a_zero_buffer,) if self.a_zero_buffer else ()
-        return tuple(dict.fromkeys((self.a.buffer, self.b.buffer, *zero)))
+        return tuple(dict.fromkeys((self.a.buffer, self.b.buffer, *zero,
+                                    *self.epilogue_reads())))
+
+    def with_epilogue(self, source: str, body: Node) -> IntMatmul | None:
+        """Any body without data-dependent loads: the kernel hands it each block of sums."""
+        if any(isinstance(ld, IndirectLoad) for ld in loads(body)):
+            return None
+        return self.then(source, body)
 
     def flops(self) -> sympy.Expr:
         return 2 * self.m * self.n * self.k  # integer operations
@@ -84,6 +96,7 @@ class IntMatmul(Template):
             c, h, w, kh, kw = self.patches[:5]
             order = ", tap-major" if self.taps_major else ""
             return (f"int conv ({kind} {self.a.buffer}{zero}) [.., {c}, {h}, {w}] x s8 "
-                    f"{self.b.buffer}{packed} {kh}x{kw}{order} -> s32 [.., {self.n}, ..]")
+                    f"{self.b.buffer}{packed} {kh}x{kw}{order} -> s32 [.., {self.n}, ..]"
+                    f"{self.describe_epilogue()}")
         return (f"int matmul ({kind} {self.a.buffer}{zero}) x s8 {self.b.buffer}{packed} "
-                f"[{self.m}, {self.k}] x [{self.k}, {self.n}] -> s32")
+                f"[{self.m}, {self.k}] x [{self.k}, {self.n}] -> s32{self.describe_epilogue()}")

@@ -93,7 +93,9 @@ class Template:
 
     def with_epilogue(self, source: str, body: Node) -> Template | None:
         """This template followed by `body`, a pointwise body over its output's index that
-        reads its result as Load(source, identity index); None when the kernel has no room."""
+        reads its result as Load(source, identity index); None when the kernel has no room.
+        The fused buffer holds the body's values in the body's dtype, which the template
+        checks it can write."""
         return None
 
 
@@ -101,8 +103,44 @@ def format_operand(o: Operand) -> str:
     return f"{o.buffer}+{o.offset} strides=({', '.join(str(s) for s in o.strides)})"
 
 
+class TakesEpilogue:
+    """The epilogue half of a template whose kernel hands each finished block of its result
+    to a generated function (Gemm, IntMatmul): its fields `epilogue`, a pointwise body over
+    the output's index (i0, ..., i{n-1}) that reads the template's own result as
+    Load(epilogue_source, identity), and `epilogue_source`. The buffer then holds the
+    body's values, in the body's dtype; the result itself is never stored."""
+
+    epilogue: Node | None
+    epilogue_source: str
+
+    def epilogue_reads(self) -> list[str]:
+        """The buffers the epilogue body reads besides the result, in order."""
+        if self.epilogue is None:
+            return []
+        return list(dict.fromkeys(ld.buffer for ld in loads(self.epilogue)
+                                  if ld.buffer != self.epilogue_source))
+
+    def then(self, source: str, body: Node):
+        """This template with `body` applied after any epilogue already fused (which the
+        body reads as Load(source, ...))."""
+        if self.epilogue is None:
+            return dataclasses.replace(self, epilogue=body, epilogue_source=source)
+        earlier = self.epilogue
+
+        def leaf(x: Node) -> Node:  # the result it reads is the earlier epilogue's
+            return earlier if isinstance(x, Load) and x.buffer == source else x
+        return dataclasses.replace(self, epilogue=transform(body, leaf))
+
+    def describe_epilogue(self) -> str:
+        if self.epilogue is None:
+            return ""
+        from .printer import format_expr  # the printer imports this module
+
+        return f", then {format_expr(self.epilogue)} of {self.epilogue_source}"
+
+
 @dataclass(frozen=True)
-class Gemm(Template):
+class Gemm(TakesEpilogue, Template):
     """out[b, m, n] = alpha * sum_k a[b, m, k] * b[b, k, n] + beta * bias[b, m, n].
 
     Operands carry (batch, rows, cols) strides; the output is contiguous (batch, M, N)
@@ -131,10 +169,7 @@ class Gemm(Template):
 
     def reads(self) -> tuple[str, ...]:
         names = [o.buffer for o in (self.a, self.b, self.bias) if o is not None]
-        if self.epilogue is not None:
-            names += [ld.buffer for ld in loads(self.epilogue)
-                      if ld.buffer != self.epilogue_source]
-        return tuple(dict.fromkeys(names))
+        return tuple(dict.fromkeys(names + self.epilogue_reads()))
 
     def flops(self) -> sympy.Expr:
         return 2 * self.batch * self.m * self.n * self.k
@@ -144,13 +179,7 @@ class Gemm(Template):
         if body.dtype is not DType.float32 or any(isinstance(ld, IndirectLoad)
                                                   for ld in loads(body)):
             return None
-        if self.epilogue is None:
-            return dataclasses.replace(self, epilogue=body, epilogue_source=source)
-        earlier = self.epilogue
-
-        def leaf(x: Node) -> Node:  # the result it reads is the earlier epilogue's
-            return earlier if isinstance(x, Load) and x.buffer == source else x
-        return dataclasses.replace(self, epilogue=transform(body, leaf))
+        return self.then(source, body)
 
     def describe(self) -> str:
         bias = f" + {self.beta}*{format_operand(self.bias)}" if self.bias else ""
@@ -159,13 +188,8 @@ class Gemm(Template):
             b = f"bf16 {b}"
         elif self.b_half:
             b = f"widened {b}"
-        then = ""
-        if self.epilogue is not None:
-            from .printer import format_expr  # the printer imports this module
-
-            then = f", then {format_expr(self.epilogue)} of {self.epilogue_source}"
         return (f"gemm[{self.batch}x{self.m}x{self.n}x{self.k}] "
-                f"{self.alpha}*{format_operand(self.a)} @ {b}{bias}{then}")
+                f"{self.alpha}*{format_operand(self.a)} @ {b}{bias}{self.describe_epilogue()}")
 
 
 SMALL_PLANE = 256  # kSmallPlane of kernels/conv.cpp: smaller output planes batch all images

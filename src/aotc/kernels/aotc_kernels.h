@@ -348,13 +348,27 @@ AOTC_SORT_DECLARE(b8, bool)
    Then
      C[m, n] = sum_k (A[m, k] - a_zero) * B[k, n]      (int32, exact)
    for A [M, K] of uint8 (a_signed = 0) or int8 (a_signed = 1) with row stride lda, C rows
-   of stride ldc. Multi-threaded with OpenMP; AMX-INT8 tiles where the CPU has them (for
+   of stride ldc (or, with an epilogue, handed to it: see below). Multi-threaded with OpenMP; AMX-INT8 tiles where the CPU has them (for
    M >= 16), else vpdpbusd or widened products. */
 int64_t aotc_qgemm_packed_bytes(int64_t K, int64_t N);
 void aotc_qgemm_pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int64_t sb_n,
                        void *packed);
+/* A fused epilogue of the int8 product: fn(ctx, acc, ld, row, col, rows, cols) gets the
+   finished int32 sums of rows [row, row + rows) and columns [col, col + cols) and writes
+   whatever the model computes from them (a requantized uint8, a float); C is not written.
+   For aotc_qgemm_s32, acc[r * ld + j] is C[row + r, col + j]; for aotc_qconv_s32 the block
+   is transposed, acc[j * ld + r] is output channel col + j at position row + r (row counts
+   b * oh * ow + oy * ow + ox), and a block never spans two images. Blocks never overlap;
+   several threads may run fn at once (on different blocks). */
+typedef void (*aotc_qgemm_epilogue_fn)(const void *ctx, const int32_t *acc, int64_t ld,
+                                       int64_t row, int64_t col, int64_t rows, int64_t cols);
+typedef struct {
+  aotc_qgemm_epilogue_fn fn;
+  const void *ctx;
+} aotc_qgemm_epilogue;
 void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, int a_signed,
-                    int32_t a_zero, const void *packed_b, int32_t *C, int64_t ldc);
+                    int32_t a_zero, const void *packed_b, int32_t *C, int64_t ldc,
+                    const aotc_qgemm_epilogue *epilogue);
 /* The same product for a convolution (one group), its A the patches of an 8-bit input X
    [batch, c, h, w] read in place: row m = (b, oy, ox) of the [batch, oh, ow] output, column
    k = (ci * kh + ky) * kw + kx, reading X[b, ci, oy*sh - ph + ky*dh, ox*sw - pw + kx*dw]
@@ -369,7 +383,8 @@ void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
 void aotc_qconv_pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k,
                        int64_t sb_n, void *packed);
 void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry, int a_signed,
-                    int32_t a_zero, const void *packed_b, int32_t *C, void *workspace);
+                    int32_t a_zero, const void *packed_b, int32_t *C, void *workspace,
+                    const aotc_qgemm_epilogue *epilogue);
 
 /* Weight-only quantized linear (gemm_wo.cpp), the dequantization in registers (from 16
    rows of x, a prefill, by float32 panels of at most 1 MB of the weight and aotc_sgemm):

@@ -699,19 +699,52 @@ void pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k, i
 
 // Where C[m, n] goes: m = b * plane + p at C + b * sb + p * sp + n * sn (a row-major C:
 // plane M, sp = ldc, sn = 1; a convolution's channels-first output: sp = 1, sn = plane).
+// With an epilogue, nothing is stored at C: the epilogue gets each finished block instead.
 struct Out {
     int32_t *c;
     int64_t plane, sb, sp, sn;
+    const aotc_qgemm_epilogue *epilogue;
 };
 
+// The block's corrected sums of rows [r, r + len) (within one image) and `cols` columns,
+// transposed: t[j][i] = sums[r + i][j] - zero * colsum[j], rows of t `ld` apart.
+void transposed(const int32_t (*sums)[PG * NP], int64_t r, int64_t len, int64_t cols,
+                int32_t zero, const int32_t *colsum, int32_t *t, int64_t ld) {
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    for (; i + 16 <= len; i += 16)
+        for (int64_t j0 = 0; j0 < cols; j0 += 16) transpose16(sums[r + i] + j0, PG * NP, t + j0 * ld + i, ld);
+    for (int64_t j = 0; j < cols; ++j) {
+        const __m512i off = _mm512_set1_epi32(zero * colsum[j]);
+        for (int64_t q = 0; q < i; q += 16) {
+            int32_t *d = t + j * ld + q;
+            _mm512_store_si512(d, _mm512_sub_epi32(_mm512_load_si512(d), off));
+        }
+    }
+#endif
+    for (int64_t j = 0; j < cols; ++j) {
+        const int32_t off = zero * colsum[j];
+        for (int64_t q = i; q < len; ++q) t[j * ld + q] = sums[r + q][j] - off;
+    }
+}
+
 // C's rows [m0, m0 + rows) and columns [n0, n0 + cols) from a block's sums: each sum less
-// the zero point's share of its column (zero * colsum).
+// the zero point's share of its column (zero * colsum), stored, or handed to the epilogue:
+// a convolution's (channels first) transposed, one image at a time, a product's in place.
 void store(const Out &out, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
-           const int32_t (*sums)[PG * NP], int32_t zero, const int32_t *colsum) {
+           int32_t (*sums)[PG * NP], int32_t zero, const int32_t *colsum) {
+    const aotc_qgemm_epilogue *ep = out.epilogue;
     if (out.sp == 1) {  // channels first: a column's rows lie together within an image
         for (int64_t r = 0; r < rows;) {
             const int64_t m = m0 + r, pos = m % out.plane;
             const int64_t len = std::min(rows - r, out.plane - pos);
+            if (ep) {
+                alignas(64) int32_t t[PG * NP][MB];
+                transposed(sums, r, len, cols, zero, colsum, t[0], MB);
+                ep->fn(ep->ctx, t[0], MB, m, n0, len, cols);
+                r += len;
+                continue;
+            }
             int32_t *base = out.c + (m / out.plane) * out.sb + pos + n0 * out.sn;
             int64_t i = 0;
 #if defined(__AVX512F__)
@@ -735,6 +768,12 @@ void store(const Out &out, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
             }
             r += len;
         }
+        return;
+    }
+    if (ep) {
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < cols; ++j) sums[r][j] -= zero * colsum[j];
+        ep->fn(ep->ctx, sums[0], PG * NP, m0, n0, rows, cols);
         return;
     }
     for (int64_t r = 0; r < rows; ++r) {
@@ -820,21 +859,23 @@ void aotc_qconv_pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int6
 }
 
 void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, int a_signed,
-                    int32_t a_zero, const void *packed_b, int32_t *C, int64_t ldc) {
+                    int32_t a_zero, const void *packed_b, int32_t *C, int64_t ldc,
+                    const aotc_qgemm_epilogue *epilogue) {
     const uint8_t *a = static_cast<const uint8_t *>(A);
     const uint8_t flip = a_signed ? 0x80 : 0;
-    product(M, N, K, a_signed != 0, a_zero, packed_b, Out{C, std::max<int64_t>(M, 1), 0, ldc, 1},
+    product(M, N, K, a_signed != 0, a_zero, packed_b, Out{C, std::max<int64_t>(M, 1), 0, ldc, 1, epilogue},
             [=](int64_t m0, int64_t rows, int64_t groups, Layout to, uint8_t *dst) {
                 pack_a(a, lda, flip, m0, rows, K, groups, to, dst);
             });
 }
 
 void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry, int a_signed,
-                    int32_t a_zero, const void *packed_b, int32_t *C, void *workspace) {
+                    int32_t a_zero, const void *packed_b, int32_t *C, void *workspace,
+                    const aotc_qgemm_epilogue *epilogue) {
     const Patches p = patches(geometry, a_signed != 0, a_zero);
     const uint8_t *x = static_cast<const uint8_t *>(X);
     const int64_t plane = p.oh * p.ow;
-    const Out out{C, std::max<int64_t>(plane, 1), N * plane, 1, plane};
+    const Out out{C, std::max<int64_t>(plane, 1), N * plane, 1, plane, epilogue};
     if (p.taps_major) {  // the input copied channels last once, then whole taps per row
         uint8_t *xh = static_cast<uint8_t *>(workspace);
         const int64_t batch = plane ? M / plane : 0;

@@ -192,7 +192,7 @@ def _epilogue_source(program: Program, buf, uses: Counter, pinned: set[str]) -> 
         src = program.buffers.get(ld.buffer)
         if (src is None or not isinstance(src.op, Template) or not isinstance(ld, Load)
                 or ld.index != identity or uses[src.name] != 1 or src.name in pinned
-                or src.dtype is not buf.dtype or len(src.sizes) != len(buf.sizes)
+                or len(src.sizes) != len(buf.sizes)
                 or any(sympy.expand(a - b) != 0 for a, b in zip(src.sizes, buf.sizes))
                 or program.guards.get(src.name, ()) != program.guards.get(buf.name, ())):
             continue

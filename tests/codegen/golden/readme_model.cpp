@@ -56,7 +56,7 @@ void epilogue_relu(const void *ctx, float *c, int64_t ldc, int64_t row, int64_t 
       (void)i1;
       const float acc = out[j];
       const float t0 = acc;
-      const float t1 = aotc::maximum<float>(t0, 0.0f);
+      const float t1 = (t0 < 0.0f ? 0.0f : t0);
       out[j] = static_cast<float>(t1);
     }
   }

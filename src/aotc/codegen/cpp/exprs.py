@@ -291,6 +291,8 @@ class BodyEmitter:
         if isinstance(e, Binary) and e.op in ops.IN_STORAGE_TYPE and e.dtype is not e.dtype.compute:
             t = e.dtype.ctype  # an op on the half type's own bits: computed in that type
             return f"float({ops.binary(e.op, f'{t}({v(e.a)})', f'{t}({v(e.b)})', e.dtype)})"
+        if isinstance(e, Binary) and ops.bounded_by_constant(e):
+            return ops.bound(e.op, v(e.a), v(e.b))
         if isinstance(e, Binary):
             return ops.binary(e.op, v(e.a), v(e.b), e.dtype.compute)
         if isinstance(e, Where):

@@ -6,7 +6,7 @@ import math
 import struct
 
 from ...dtypes import DType
-from ...ir.expr import SPECIAL_BINARY, SPECIAL_UNARY, BinaryOp, UnaryOp
+from ...ir.expr import SPECIAL_BINARY, SPECIAL_UNARY, Binary, BinaryOp, Constant, UnaryOp
 
 _ROUND_TO = {DType.float16: "aotc::round_to_f16", DType.bfloat16: "aotc::round_to_bf16"}
 
@@ -125,6 +125,20 @@ def binary(op: BinaryOp, a: str, b: str, dtype: DType) -> str:
     if op is BinaryOp.ATAN2:
         return f"std::atan2({a}, {b})"
     return f"{_CALL[op]}<{dtype.ctype}>({a}, {b})"
+
+
+def bounded_by_constant(e: Binary) -> bool:
+    """Whether e is a float maximum or minimum of a value and a constant, not NaN, on the
+    right (relu, clamp, a requantization's range)."""
+    return (e.op in (BinaryOp.MAXIMUM, BinaryOp.MINIMUM) and e.dtype.is_floating
+            and isinstance(e.b, Constant) and not math.isnan(e.b.value))
+
+
+def bound(op: BinaryOp, a: str, c: str) -> str:
+    """maximum(a, c) or minimum(a, c) for a constant c that is not NaN, as eager's relu and
+    clamp give it: a NaN a stays NaN, and a tie keeps a (relu(-0.0) is -0.0). One compare
+    and select, which is one vmaxps / vminps (NaN-propagating maximum takes four)."""
+    return f"({a} < {c} ? {c} : {a})" if op is BinaryOp.MAXIMUM else f"({a} > {c} ? {c} : {a})"
 
 
 def reduce_init(kind: str, dtype: DType) -> str:

@@ -13,7 +13,6 @@ import sympy
 
 from ....dtypes import DType
 from ....errors import CompileError
-from ....ir.expr import loads
 from ....ir.nodes import Buffer, Gemm, Program
 from ....ir.symbols import index_vars
 from .. import ops
@@ -80,17 +79,36 @@ def epilogue_name(buf: Buffer) -> str:
     return f"epilogue_{buf.name}"
 
 
-def epilogue_buffers(op: Gemm) -> list[str]:
-    """The buffers the epilogue body reads besides the product, in table order."""
-    assert op.epilogue is not None
-    return list(dict.fromkeys(ld.buffer for ld in loads(op.epilogue)
-                              if ld.buffer != op.epilogue_source))
+def unpack_table(code: CodeBuffer, program: Program, others: list[str], first: int = 1) -> None:
+    """An epilogue's first statements: the shape symbols from its argument table's first
+    entry, then the buffers `others` it reads from entries `first`, `first + 1`, ..."""
+    code.line("const void *const *args = static_cast<const void *const *>(ctx);")
+    code.line("const int64_t *sym = static_cast<const int64_t *>(args[0]);")
+    for k, s in enumerate(symbol_order(program)):
+        code.line(f"const int64_t {s.name} = sym[{k}];")
+        code.line(f"(void){s.name};")
+    code.line("(void)sym;")
+    for k, name in enumerate(others, start=first):
+        t = program.buffers[name].dtype.ctype
+        code.line(f"const {t} *__restrict {name} = static_cast<const {t} *>(args[{k}]);")
+
+
+def unravel_row(code: CodeBuffer, sizes, iv, row: str) -> None:
+    """The leading index variables of output row `row` (all but the last), innermost first."""
+    code.line(f"int64_t rest = {row};")
+    for d in range(len(sizes) - 2, 0, -1):
+        size = c_index(sizes[d])
+        code.line(f"const int64_t {iv[d]} = rest % ({size});")
+        code.line(f"rest /= {size};")
+    if len(sizes) > 1:
+        code.line(f"const int64_t {iv[0]} = rest;")
+    code.line("(void)rest;")
 
 
 def emit_epilogue(code: CodeBuffer, program: Program, buf: Buffer) -> None:
     op = buf.op
     assert isinstance(op, Gemm) and op.epilogue is not None
-    others = epilogue_buffers(op)
+    others = op.epilogue_reads()
     iv = index_vars(len(buf.sizes))
     body = BodyEmitter({n: program.buffers[n].sizes for n in others}, lambda n: n,
                        {op.epilogue_source: "acc"})
@@ -98,25 +116,9 @@ def emit_epilogue(code: CodeBuffer, program: Program, buf: Buffer) -> None:
     code.lines_of(describe(buf))
     with code.block(f"void {epilogue_name(buf)}(const void *ctx, float *c, int64_t ldc, "
                     "int64_t row, int64_t col, int64_t rows, int64_t cols)"):
-        code.line("const void *const *args = static_cast<const void *const *>(ctx);")
-        code.line("const int64_t *sym = static_cast<const int64_t *>(args[0]);")
-        for k, s in enumerate(symbol_order(program)):
-            code.line(f"const int64_t {s.name} = sym[{k}];")
-            code.line(f"(void){s.name};")
-        code.line("(void)sym;")
-        for k, name in enumerate(others, start=1):
-            t = program.buffers[name].dtype.ctype
-            code.line(f"const {t} *__restrict {name} = static_cast<const {t} *>(args[{k}]);")
+        unpack_table(code, program, others)
         with code.block("for (int64_t r = 0; r < rows; ++r)"):
-            # the leading index variables from the row, innermost first
-            code.line("int64_t rest = row + r;")
-            for d in range(len(buf.sizes) - 2, 0, -1):
-                size = c_index(buf.sizes[d])
-                code.line(f"const int64_t {iv[d]} = rest % ({size});")
-                code.line(f"rest /= {size};")
-            if len(buf.sizes) > 1:
-                code.line(f"const int64_t {iv[0]} = rest;")
-            code.line("(void)rest;")
+            unravel_row(code, buf.sizes, iv, "row + r")
             code.line("float *__restrict out = c + r * ldc;")
             code.line("#pragma omp simd")
             with code.block("for (int64_t j = 0; j < cols; ++j)"):
@@ -134,7 +136,14 @@ def epilogue_setup(buf: Buffer, pointer_of) -> tuple[list[str], str]:
     assert isinstance(op, Gemm)
     if op.epilogue is None:
         return [], "nullptr"
-    table = ", ".join(["sym"] + [pointer_of(n) for n in epilogue_buffers(op)])
-    return [f"const void *const {epilogue_name(buf)}_args[] = {{{table}}};",
-            f"const aotc_gemm_epilogue {epilogue_name(buf)}_call = {{{epilogue_name(buf)}, "
-            f"{epilogue_name(buf)}_args}};"], f"&{epilogue_name(buf)}_call"
+    return epilogue_table(buf, pointer_of, op.epilogue_reads(), "aotc_gemm_epilogue")
+
+
+def epilogue_table(buf: Buffer, pointer_of, entries: list[str],
+                   struct: str) -> tuple[list[str], str]:
+    """(statements that build an epilogue's argument table, symbols then `entries`, and its
+    `struct` {function, table}; the pointer to pass)."""
+    name = epilogue_name(buf)
+    table = ", ".join(["sym"] + [pointer_of(n) for n in entries])
+    return [f"const void *const {name}_args[] = {{{table}}};",
+            f"const {struct} {name}_call = {{{name}, {name}_args}};"], f"&{name}_call"

@@ -1,12 +1,27 @@
 """The call into the shipped int8 GEMM (kernels/gemm_int8.cpp): B packed into the
 dot-product layout in the workspace (unless it is a constant stored packed), then the exact
-int32 product, of a matrix or of a convolution's patches."""
+int32 product, of a matrix or of a convolution's patches; and its fused epilogue, a C++
+function the kernel hands each finished block of sums (aotc_qgemm_epilogue in
+kernels/aotc_kernels.h) that writes the buffer's values: the dequantize, bias, residual,
+activation and requantize of a quantized layer, in one pass over sums still in cache.
+
+A product's block comes row-major, a convolution's transposed (channel-major, its positions
+within one image), so the inner loop runs along the output's contiguous axis either way: a
+convolution's over the positions of one channel plane (H and W looped as one where every
+load allows it, scheduler/access.merge_inner_axes), a product's over the columns of a row."""
 from __future__ import annotations
 
+import sympy
+
 from ....ir.integer import IntMatmul
-from ....ir.nodes import Buffer
-from ..exprs import c_index
-from . import emits
+from ....ir.nodes import Buffer, Program
+from ....ir.symbols import flat_offset, index_vars
+from ....scheduler.access import merge_inner_axes
+from ..code import CodeBuffer
+from ..exprs import BodyEmitter, c_index
+from ..kernels import describe
+from . import emits, emits_helpers
+from .gemm import epilogue_name, epilogue_table, unpack_table, unravel_row
 
 
 @emits(IntMatmul)
@@ -28,6 +43,12 @@ def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]
                      if taps > 1 else
                      f"aotc_qgemm_pack_b({k}, {n}, {b}, {sb_k}, {sb_n}, {workspace});")
         packed = workspace
+    # the sums go to the buffer, or through the epilogue, which writes the buffer itself
+    c, epilogue, setup = pointer_of(buf.name), "nullptr", []
+    if op.epilogue is not None:
+        setup, epilogue = epilogue_table(buf, pointer_of, [buf.name, *op.epilogue_reads()],
+                                         "aotc_qgemm_epilogue")
+        c = "nullptr"
     if op.patches is not None:  # a convolution: its patches read from the input in place
         names = "c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major"
         geometry = ", ".join(str(g) for g in (*op.patches, int(op.taps_major)))
@@ -37,8 +58,93 @@ def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]
         return lines + [
             "{",
             f"  static const int64_t geometry[14] = {{{geometry}}};  // {names}",
+            *("  " + s for s in setup),
             f"  aotc_qconv_s32({m}, {n}, {a}, geometry, {int(op.a_signed)}, {zero}, "
-            f"{packed}, {pointer_of(buf.name)}, {copy});",
+            f"{packed}, {c}, {copy}, {epilogue});",
             "}"]
-    return lines + [f"aotc_qgemm_s32({m}, {n}, {k}, {a}, {c_index(op.a.strides[0])}, "
-                    f"{int(op.a_signed)}, {zero}, {packed}, {pointer_of(buf.name)}, {n});"]
+    call = (f"aotc_qgemm_s32({m}, {n}, {k}, {a}, {c_index(op.a.strides[0])}, "
+            f"{int(op.a_signed)}, {zero}, {packed}, {c}, {n}, {epilogue});")
+    if not setup:
+        return lines + [call]
+    return lines + ["{"] + ["  " + s for s in setup + [call]] + ["}"]
+
+
+@emits_helpers(IntMatmul)
+def int_matmul_helpers(code: CodeBuffer, program: Program, buf: Buffer) -> None:
+    if isinstance(buf.op, IntMatmul) and buf.op.epilogue is not None:
+        emit_epilogue(code, program, buf)
+
+
+def emit_epilogue(code: CodeBuffer, program: Program, buf: Buffer) -> None:
+    """void epilogue_<buf>(ctx, sums, ld, row, col, rows, cols): the epilogue body of each
+    element of the block, written to the buffer (the table's entry 1)."""
+    op = buf.op
+    assert isinstance(op, IntMatmul) and op.epilogue is not None
+    others = op.epilogue_reads()
+    sizes_of = {n: program.buffers[n].sizes for n in others}
+    sizes, body_node = tuple(buf.sizes), op.epilogue
+    iv = index_vars(len(sizes))
+    merged = None
+    if op.patches is not None:
+        merged = merge_inner_axes(body_node, iv, sizes,
+                                  {**sizes_of, op.epilogue_source: sizes})
+    if merged is not None:
+        sizes, body_node = tuple(merged[0]), merged[1]
+    body = BodyEmitter(sizes_of, lambda n: n, {op.epilogue_source: "acc"})
+    result = body.value(body_node)
+    t = buf.dtype.ctype
+    code.lines_of(describe(buf))
+    with code.block(f"void {epilogue_name(buf)}(const void *ctx, const int32_t *sums, "
+                    "int64_t ld, int64_t row, int64_t col, int64_t rows, int64_t cols)"):
+        unpack_table(code, program, others, first=2)
+        code.line(f"{t} *__restrict out = static_cast<{t} *>(const_cast<void *>(args[1]));")
+        if op.patches is not None:
+            _convolution_loops(code, sizes, iv, merged is not None, op.patches[6])
+        else:
+            _product_loops(code, sizes, iv)
+        code.line("(void)acc;")
+        code.lines_of(body.lines)
+        code.line(f"out[{c_index(flat_offset(iv, sizes))}] = {result};")
+        for _ in range(2):
+            code.level -= 1
+            code.line("}")
+    code.line()
+
+
+def _convolution_loops(code: CodeBuffer, sizes, iv, merged: bool, ow: int) -> None:
+    """Opens the loops over a convolution's transposed block: a channel, then its positions
+    (b, oy, ox) of one image, counted from `row`."""
+    plane = sympy.expand(sizes[2] * sizes[3])
+    code.line(f"const int64_t {iv[0]} = row / ({c_index(plane)});")
+    code.line(f"const int64_t first = row % ({c_index(plane)});")
+    code.line(f"(void){iv[0]};")
+    code.line("for (int64_t j = 0; j < cols; ++j) {")
+    code.level += 1
+    code.line(f"const int64_t {iv[1]} = col + j;")
+    code.line(f"(void){iv[1]};")
+    code.line("const int32_t *__restrict line = sums + j * ld;")
+    code.line("#pragma omp simd")
+    code.line("for (int64_t r = 0; r < rows; ++r) {")
+    code.level += 1
+    if merged:  # H and W as one axis: dim 2 is 0, dim 3 the position in the plane
+        code.line(f"constexpr int64_t {iv[2]} = 0;")
+        code.line(f"const int64_t {iv[3]} = first + r;")
+    else:
+        code.line(f"const int64_t {iv[2]} = (first + r) / {ow};")
+        code.line(f"const int64_t {iv[3]} = (first + r) % {ow};")
+    code.line(f"(void){iv[2]};")
+    code.line("const int32_t acc = line[r];")
+
+
+def _product_loops(code: CodeBuffer, sizes, iv) -> None:
+    """Opens the loops over a product's row-major block: a row (its leading index
+    variables unravelled), then its columns (the last)."""
+    code.line("for (int64_t r = 0; r < rows; ++r) {")
+    code.level += 1
+    unravel_row(code, sizes, iv, "row + r")
+    code.line("#pragma omp simd")
+    code.line("for (int64_t j = 0; j < cols; ++j) {")
+    code.level += 1
+    code.line(f"const int64_t {iv[-1]} = col + j;")
+    code.line(f"(void){iv[-1]};")
+    code.line("const int32_t acc = sums[r * ld + j];")
