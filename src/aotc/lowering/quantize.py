@@ -32,7 +32,8 @@ def lower_int_mm(ctx: LoweringContext, a: TensorValue, b: TensorValue) -> Tensor
     (m, k), n = a.sizes, b.sizes[1]
     a_op = _rows(ctx, a, m, k)
     b_op = _rows_cols(operand(ctx, b, 0))
-    return _product(ctx, a_op, b_op, m, n, k, a.dtype is DType.int8, 0, ctx.out_sizes)
+    return _product(ctx, a_op, b_op, m, n, k, a.dtype is DType.int8, 0, ctx.out_sizes,
+                    result=True)
 
 
 def _rows_cols(o: Operand) -> Operand:
@@ -67,10 +68,12 @@ def _scaled(ctx: LoweringContext, acc: Node, channel, w_scale, x_scale: float | 
 
 
 def _product(ctx, a: Operand, b: Operand, m, n, k, a_signed: bool, a_zero: int | TensorValue,
-             sizes=None) -> TensorValue:
+             sizes=None, result: bool = False) -> TensorValue:
     """The exact int32 product (a - a_zero) @ b of a [M, K] 8-bit activation and a [K, N]
     int8 b, both (row, column) strided operands (b a constant weight the prepack stage
-    stores packed); a_zero a number or a one-element tensor the kernel reads at run time."""
+    stores packed); a_zero a number or a one-element tensor the kernel reads at run time.
+    The sums are [m, n], or `sizes` with as many elements; `result`: they are the op's
+    own result (no `_acc` name)."""
     if isinstance(a_zero, int):
         mm = IntMatmul(a, b, m, n, k, a_signed, a_zero=a_zero)
     else:
@@ -78,7 +81,7 @@ def _product(ctx, a: Operand, b: Operand, m, n, k, a_signed: bool, a_zero: int |
         assert zero is not None
         mm = IntMatmul(a, b, m, n, k, a_signed, a_zero_buffer=zero)
     return ctx.emit(mm, sizes or (m, n), DType.int32,
-                    hint=None if sizes else f"{ctx.node_name}_acc")
+                    hint=None if result else f"{ctx.node_name}_acc")
 
 
 def _rows(ctx, x: TensorValue, m, k) -> Operand:
@@ -109,12 +112,13 @@ def lower_quantized_linear(ctx: LoweringContext, x_q: TensorValue, w_q: TensorVa
     k = x_q.sizes[-1]
     m = numel(x_q.sizes[:-1])
     n = w_q.sizes[0]
+    # the sums laid out as the output [..., n] (the rows of a contiguous [m, n]), so that
+    # the epilogue and what follows it read them at the output's own index
     acc = _product(ctx, _rows(ctx, x_q, m, k), _columns(ctx, w_q, n, k), m, n, k,
-                   x_q.dtype is DType.int8, x_zero)
-    i, j = index_vars(2)
-    out = ctx.pointwise(_scaled(ctx, acc.load((i, j)), j, w_scale, x_scale, bias),
-                        (m, w_q.sizes[0]))
-    return remap(out, ctx.out_sizes, reshape_index(out.sizes, ctx.out_sizes))
+                   x_q.dtype is DType.int8, x_zero, tuple(ctx.out_sizes))
+    iv = index_vars(len(ctx.out_sizes))
+    return ctx.pointwise(_scaled(ctx, acc.load(iv), iv[-1], w_scale, x_scale, bias),
+                         ctx.out_sizes)
 
 
 def lower_quantized_conv(ctx: LoweringContext, x_q: TensorValue, w_q: TensorValue, w_scale,

@@ -239,15 +239,14 @@ def _readers(program: Program) -> dict[str, list]:
             for role, o in (("a", buf.op.a), ("b", buf.op.b), ("bias", buf.op.bias)):
                 if o is not None:
                     out.setdefault(o.buffer, []).append((role, buf))
-        elif isinstance(buf.op, Conv):
-            others = list(buf.op.reads())
-            others.remove(buf.op.weight)  # any other read of the same buffer stays in
+        elif isinstance(buf.op, (Conv, IntMatmul)):
+            packed, role = ((buf.op.weight, "conv") if isinstance(buf.op, Conv)
+                            else (buf.op.b.buffer, "int8_b"))
+            others = list(buf.op.reads())  # the input, a zero point, an epilogue's reads
+            others.remove(packed)  # any other read of the same buffer stays in
             for name in others:
                 out.setdefault(name, []).append(None)
-            out.setdefault(buf.op.weight, []).append(("conv", buf))
-        elif isinstance(buf.op, IntMatmul):
-            out.setdefault(buf.op.a.buffer, []).append(None)
-            out.setdefault(buf.op.b.buffer, []).append(("int8_b", buf))
+            out.setdefault(packed, []).append((role, buf))
         elif isinstance(buf.op, Template):
             for name in buf.op.reads():
                 out.setdefault(name, []).append(None)
