@@ -159,3 +159,39 @@ def test_the_dump_names_each_kernel_and_its_nest():
     assert "column reduction along axis 0, one tile" in text
     assert len([line for line in text.splitlines() if not line.startswith(" ")]) == \
         len(compiled.loops.nests)
+
+
+def _permuted(x):
+    """[B, H, S, D] read as [B, S, H*D]: the innermost index goes through // D and % D."""
+    return x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin", "amax_rows"])
+def test_float_max_min_of_permuted_views_read_along_memory(tmp_path, reduce):
+    """A float max or min (lanes in one thread: OpenMP's reduction lacks the NaN rule) over
+    a permuted view loops its innermost reduced axis as (r // 64, r % 64): no division per
+    element, and bit for bit eager's result, NaN included."""
+    import aotc
+
+    fns = {"amax": lambda x: _permuted(x).amax(), "amin": lambda x: _permuted(x).amin(),
+           "amax_rows": lambda x: _permuted(x).amax(-1)}
+    x = torch.randn(2, 12, 16, 64)
+    x[1, 3, 5, 7] = float("nan")
+    compiled = _plan(fns[reduce], x)
+    (lanes,) = _nests(compiled, LaneReduction)
+    assert len(lanes.reduction.ranges) == (4 if reduce != "amax_rows" else 2)
+    assert "/ 64" not in compiled.source and "% 64" not in compiled.source
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return fns[reduce](x)
+
+    ep = torch.export.export(M(), (x,))
+    got = aotc.load_package(aotc.compile_and_package(ep, package_path=tmp_path / "r.pt2"))(x)
+    torch.testing.assert_close(got, ep.module()(x), equal_nan=True, rtol=0, atol=0)
+
+
+def test_float_sums_of_permuted_views_keep_their_lanes():
+    """A float sum is not split: its grouping into lanes is its rounding."""
+    compiled = _plan(lambda x: _permuted(x).sum(), torch.randn(2, 12, 16, 64))
+    assert all(len(n.reduction.ranges) == 3 for n in _nests(compiled, LaneReduction))

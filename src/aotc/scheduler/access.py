@@ -23,7 +23,7 @@ from ..ir.expr import (
     transform,
     with_index,
 )
-from ..ir.nodes import ARG_REDUCTIONS, Reduction
+from ..ir.nodes import ARG_REDUCTIONS, Reduction, ReduceType
 from ..ir.symbols import FloorDiv, ModIndex, flat_offset, index_vars, numel, reduction_var, simplify_index
 from ..target import Loops
 
@@ -108,6 +108,33 @@ def split_inner_axis(body, iv, sizes) -> tuple | None:
                    for f in sympy.sympify(e).atoms(FloorDiv, ModIndex)):
             return k, sympy.Integer(c), split
     return None
+
+
+# reductions whose result does not depend on how the elements are grouped into lanes
+ORDER_FREE = frozenset({ReduceType.MAX, ReduceType.MIN, ReduceType.ANY, ReduceType.ALL})
+
+
+def split_reduced_axis(op: Reduction, dtype: DType) -> Reduction | None:
+    """op with its innermost reduced axis r looped as (r // c, r % c) when the loads read it
+    through // c and % c (an amax over a permuted view: the loads then run along memory, not
+    a division per element), for reductions whose result the new grouping of elements into
+    lanes cannot change (max, min, any, all; sums of integers). The elements are visited in
+    the same order. None when nothing splits."""
+    if op.reduce_type not in ORDER_FREE and (dtype.is_floating or dtype.is_complex
+                                             or op.reduce_type not in (ReduceType.SUM,
+                                                                       ReduceType.PROD)):
+        return None
+    rv = [reduction_var(k) for k in range(len(op.ranges))]
+    if not rv or op.ranges[-1] == 1:
+        return None
+    found = split_inner_axis(op.body, rv, op.ranges)
+    if found is None:
+        return None
+    k, c, body = found
+    outer, inner = split_vars(rv[k])
+    body = substitute_index(body, {outer: rv[k], inner: reduction_var(k + 1)})
+    return Reduction(op.reduce_type, (*op.ranges[:k], sympy.cancel(op.ranges[k] / c), c),
+                     body)
 
 
 _SETTLED = {  # (true over [lo, hi), false over [lo, hi)) for `v op b`

@@ -23,6 +23,7 @@ from .access import (
     merge_reduced_axes,
     split_at_conditions,
     split_inner_axis,
+    split_reduced_axis,
     split_vars,
     transpose_axes,
 )
@@ -282,6 +283,7 @@ def _reduction(buf: Buffer, sizes_of: dict, loops: Loops) -> Nest:
     if not rv or (opened == 0 and across):  # one output: split it across threads
         return WholeReduction(outer, parallel_for(work, len(rv), loops, True)
                               if rv and across else None)
+    op = split_reduced_axis(op, buf.dtype) or op
     merged = merge_reduced_axes(op, sizes_of)
     if merged is not None:  # the trailing reduced axes as one run of elements
         return LaneReduction(outer, loops.lanes, loops.block, *merged)

@@ -213,8 +213,9 @@ class NestPrinter:
         else:
             assert isinstance(nest, LaneReduction)
             self.body.offset_form = nest.offset_form
-            self._lane_reduction(nest.reduction, rv[:len(nest.reduction.ranges)], acc,
-                                 nest.lanes, nest.block)
+            # the reduction as looped: trailing axes merged, or the innermost split
+            looped = [reduction_var(k) for k in range(len(nest.reduction.ranges))]
+            self._lane_reduction(nest.reduction, looped, acc, nest.lanes, nest.block)
             self.body.offset_form = None
         self.code.line(f"out[{c_index(flat_offset(iv, sizes))}] = {acc.finish('acc')};")
         self._close(opened)
