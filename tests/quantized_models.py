@@ -32,6 +32,28 @@ class ConvNet(torch.nn.Module):
         return self.head(torch.relu(self.conv2(y) + y))
 
 
+class PooledConvNet(torch.nn.Module):
+    """A ResNet-style stem: conv + batch norm + ReLU, a 3x3 stride-2 max pool, then a conv
+    (the quantizers keep the pool's scale and zero point: it pools the 8-bit values)."""
+
+    def __init__(self, width: int = 16):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, width, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(width)
+        self.relu = torch.nn.ReLU()  # as a module: X86InductorQuantizer then quantizes
+        self.pool = torch.nn.MaxPool2d(3, 2, 1)  # the pool's input too
+        self.conv = torch.nn.Conv2d(width, 8, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(self.pool(self.relu(self.bn(self.stem(x)))))
+
+
+def pooled_conv_net_int8(quantizer: str = "x86"):
+    torch.manual_seed(1)
+    batches = [torch.randn(2, 3, 15, 13) for _ in range(3)]
+    return pt2e_static_int8(PooledConvNet().eval(), batches[0], batches[:2], quantizer), batches
+
+
 class EncoderLayer(torch.nn.Module):
     """One attention head through explicit matmuls and softmax, then a ReLU MLP."""
 

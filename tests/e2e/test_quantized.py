@@ -15,6 +15,7 @@ from quantized_models import (
     EncoderLayer,
     assert_close_to_largest,
     conv_net_int8,
+    pooled_conv_net_int8,
     pt2e_static_int8,
 )
 
@@ -79,6 +80,19 @@ def test_pt2e_conv_net(tmp_path, quantizer, freezing, int8_kernels):
     # each convolution's epilogue runs in its kernel: requantized uint8 for the two inside
     # (the second with the residual add of the quantized input), float32 for the head
     assert fused_epilogues(tmp_path) == integer_products(tmp_path)
+    for x in batches:
+        assert_close_to_largest(compiled(x), ep.module()(x))
+
+
+@pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])
+def test_pt2e_pooled_stem(tmp_path, quantizer):
+    """The max pool between two quantized convolutions pools their uint8 values: the stem's
+    epilogue writes 8-bit values and no float tensor lies between the two."""
+    ep, batches = pooled_conv_net_int8(quantizer)
+    _, compiled = compile_ep(ep, tmp_path, int8_kernels="on")
+    assert fused_epilogues(tmp_path) == integer_products(tmp_path) == 2
+    code = (tmp_path / "dump" / "model" / "07_codegen.cpp").read_text()
+    assert "max_pool2d" in code and "float *__restrict out, const uint8_t" not in code
     for x in batches:
         assert_close_to_largest(compiled(x), ep.module()(x))
 

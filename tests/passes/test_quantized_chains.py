@@ -11,7 +11,12 @@ from aotc.passes.chains import find_chains
 from aotc.passes.quantized import find_quantized, format_quantized
 
 pytest.importorskip("torchao")
-from quantized_models import MLP, conv_net_int8, pt2e_static_int8  # noqa: E402
+from quantized_models import (  # noqa: E402
+    MLP,
+    conv_net_int8,
+    pooled_conv_net_int8,
+    pt2e_static_int8,
+)
 
 qd = torch.ops.quantized_decomposed
 
@@ -23,6 +28,28 @@ def test_conv_net_products():
     # the 3x3 convolutions keep their padding, the 1x1 head has none; uint8 activations
     assert "conv2d((1, 1), (1, 1), (1, 1))(quantize_per_tensor (s " in text
     assert "conv2d((1, 1), (0, 0), (1, 1))" in text
+
+
+@pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])
+def test_max_pool_of_quantized_values(quantizer):
+    """quantize(max_pool2d(dequantize(x_q))) with one scale and zero point pools x_q."""
+    ep, _ = pooled_conv_net_int8(quantizer)
+    lines = format_quantized(find_quantized(ep)).splitlines()
+    assert sum(" = max_pool2d(" in ln for ln in lines) == 1
+    assert sum(" = conv2d(" in ln for ln in lines) == 2
+
+
+def test_max_pool_between_different_qparams_stays_float():
+    """A pool whose quantize has another scale than its input is no max of the values."""
+
+    class Pool(torch.nn.Module):
+        def forward(self, x_q):
+            x = qd.dequantize_per_tensor(x_q, 0.1, 3, 0, 255, torch.uint8)
+            y = torch.nn.functional.max_pool2d(x, 2)
+            return qd.quantize_per_tensor(y, 0.2, 3, 0, 255, torch.uint8)
+
+    x_q = torch.randint(0, 256, (1, 2, 6, 6), dtype=torch.uint8)
+    assert not find_quantized(torch.export.export(Pool(), (x_q,)))
 
 
 def test_linear_products_name_their_weights():

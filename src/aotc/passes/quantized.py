@@ -14,6 +14,10 @@ has no other reader (an activation's dequantize may feed several products, every
 them matched, as the q, k and v projections of dynamic quantization read one). y
 stays a float tensor: the requantize that usually follows is an ordinary pointwise op,
 which fusion runs in the same kernel as the product's epilogue.
+
+Also `quantize(max_pool2d(dequantize(x_q, s, z)), s, z)` (a ResNet stem's pool between two
+quantized convolutions): the max of x_q itself, so that the product before it writes
+8-bit values and nothing float lies between the two.
 """
 from __future__ import annotations
 
@@ -24,10 +28,12 @@ from torch import fx
 
 from ..frontend.freezing import weight_placeholders
 from ..lowering.quantize import lower_quantized_conv, lower_quantized_linear
+from ..lowering.registry import lookup
 
 DQ_TENSOR = "quantized_decomposed.dequantize_per_tensor.default"
 DQ_TENSOR_QPARAMS = "quantized_decomposed.dequantize_per_tensor.tensor"
 DQ_CHANNEL = "quantized_decomposed.dequantize_per_channel.default"
+Q_TENSOR = "quantized_decomposed.quantize_per_tensor.default"
 aten = torch.ops.aten
 PRODUCTS = (aten.linear.default, aten.conv2d.default)
 ACTIVATIONS = (torch.uint8, torch.int8)
@@ -58,6 +64,55 @@ class QuantizedProduct:
         if self.conv is None:
             return lower_quantized_linear(*args)
         return lower_quantized_conv(*args, *self.conv)
+
+    def describe(self) -> str:
+        kind = "linear" if self.conv is None else f"conv2d{self.conv}"
+        scale = self.w_scale if isinstance(self.w_scale, float) else self.w_scale.name
+        bias = f" + {self.bias.name}" if self.bias is not None else ""
+        x_scale, x_zero = (v.name if isinstance(v, fx.Node) else f"{v:g}"
+                           for v in (self.x_scale, self.x_zero))
+        return (f"{self.output.name} = {kind}({self.x_q.name} (s {x_scale}, z {x_zero}), "
+                f"{self.w_q.name} (s {scale})){bias}")
+
+
+@dataclass(frozen=True)
+class QuantizedMaxPool:
+    """quantize(max_pool2d(dequantize(x_q, s, z)), s, z): the max of the 8-bit values
+    themselves (quantization is monotonic and, with the same scale and zero point, gives
+    back each value it dequantized), with no float tensor in between."""
+
+    output: fx.Node  # the quantize
+    x_q: fx.Node
+    pool_args: tuple  # max_pool2d's arguments after its input
+    inner: tuple[fx.Node, ...]  # the pool, and the dequantize when nothing else reads it
+    keeps_weights = False
+
+    def lower(self, imp):
+        rule = lookup(aten.max_pool2d.default)
+        assert rule is not None
+        return rule.fn(imp.context(self.output, aten.max_pool2d.default), imp.arg(self.x_q),
+                       *self.pool_args)
+
+    def describe(self) -> str:
+        return f"{self.output.name} = max_pool2d({self.x_q.name}, {list(self.pool_args)})"
+
+
+def _max_pool(node: fx.Node) -> QuantizedMaxPool | None:
+    """The QuantizedMaxPool whose quantize is `node`, if it is one."""
+    if str(node.target) != Q_TENSOR or not isinstance(node.args[0], fx.Node):
+        return None
+    pool = node.args[0]
+    dq = pool.args[0] if pool.target is aten.max_pool2d.default else None
+    if not isinstance(dq, fx.Node) or str(dq.target) != DQ_TENSOR or \
+            not _sole_reader(pool, node) or dq.kwargs.get("out_dtype") not in (None, torch.float32):
+        return None
+    qparams = tuple(node.args[1:6])
+    val = _val(dq.args[0])
+    if tuple(dq.args[1:6]) != qparams or qparams[-1] not in ACTIVATIONS or val is None or \
+            val.dtype != qparams[-1] or node.kwargs or pool.kwargs:
+        return None
+    inner = (pool, dq) if _sole_reader(dq, pool) else (pool,)
+    return QuantizedMaxPool(node, dq.args[0], tuple(pool.args[1:]), inner)
 
 
 def _val(node) -> torch.Tensor | None:
@@ -154,13 +209,14 @@ def _match(node: fx.Node, weights: dict) -> QuantizedProduct | None:
                             (node.args[0], node.args[1]))
 
 
-def find_quantized(ep: torch.export.ExportedProgram) -> dict[fx.Node, QuantizedProduct]:
-    """Each quantized product of the program's graph, by output node."""
+def find_quantized(ep: torch.export.ExportedProgram) -> dict:
+    """Each quantized product (and max pool of quantized values) of the program's graph,
+    by output node."""
     weights = weight_placeholders(ep)
     found = {}
     for node in ep.graph.nodes:
         if node.op == "call_function":
-            chain = _match(node, weights)
+            chain = _match(node, weights) or _max_pool(node)
             if chain is not None:
                 found[node] = chain
     # an activation's dequantize stays out of the graph only when every reader is a product
@@ -173,15 +229,7 @@ def find_quantized(ep: torch.export.ExportedProgram) -> dict[fx.Node, QuantizedP
             del found[n]
 
 
-def format_quantized(chains: dict[fx.Node, QuantizedProduct]) -> str:
-    """One line per product, for tests and dumps."""
-    lines = []
-    for c in chains.values():
-        kind = "linear" if c.conv is None else f"conv2d{c.conv}"
-        scale = c.w_scale if isinstance(c.w_scale, float) else c.w_scale.name
-        bias = f" + {c.bias.name}" if c.bias is not None else ""
-        x_scale, x_zero = (v.name if isinstance(v, fx.Node) else f"{v:g}"
-                           for v in (c.x_scale, c.x_zero))
-        lines.append(f"{c.output.name} = {kind}({c.x_q.name} (s {x_scale}, z {x_zero}), "
-                     f"{c.w_q.name} (s {scale})){bias}")
+def format_quantized(chains: dict) -> str:
+    """One line per product or pool, for tests and dumps."""
+    lines = [c.describe() for c in chains.values()]
     return "\n".join(lines) + ("\n" if lines else "")
