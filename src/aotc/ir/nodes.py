@@ -175,9 +175,12 @@ class Gemm(TakesEpilogue, Template):
         return 2 * self.batch * self.m * self.n * self.k
 
     def with_epilogue(self, source: str, body: Node) -> Gemm | None:
-        """A float32 body without data-dependent loads, after any epilogue already fused."""
-        if body.dtype is not DType.float32 or any(isinstance(ld, IndirectLoad)
-                                                  for ld in loads(body)):
+        """A float32 body without data-dependent loads, after any epilogue already fused,
+        of a float32 result (the kernel's)."""
+        if body.dtype is not DType.float32 or any(
+                isinstance(ld, IndirectLoad) or (ld.buffer == source
+                                                 and ld.dtype is not DType.float32)
+                for ld in loads(body)):
             return None
         return self.then(source, body)
 
