@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import sympy
 
@@ -123,13 +123,14 @@ class TakesEpilogue:
     def then(self, source: str, body: Node):
         """This template with `body` applied after any epilogue already fused (which the
         body reads as Load(source, ...))."""
+        template: Any = self  # a frozen dataclass that mixes this in
         if self.epilogue is None:
-            return dataclasses.replace(self, epilogue=body, epilogue_source=source)
+            return dataclasses.replace(template, epilogue=body, epilogue_source=source)
         earlier = self.epilogue
 
         def leaf(x: Node) -> Node:  # the result it reads is the earlier epilogue's
             return earlier if isinstance(x, Load) and x.buffer == source else x
-        return dataclasses.replace(self, epilogue=transform(body, leaf))
+        return dataclasses.replace(template, epilogue=transform(body, leaf))
 
     def describe_epilogue(self) -> str:
         if self.epilogue is None:

@@ -23,7 +23,7 @@ from ..ir.expr import (
     transform,
     with_index,
 )
-from ..ir.nodes import ARG_REDUCTIONS, Reduction, ReduceType
+from ..ir.nodes import ARG_REDUCTIONS, ReduceType, Reduction
 from ..ir.symbols import FloorDiv, ModIndex, flat_offset, index_vars, numel, reduction_var, simplify_index
 from ..target import Loops
 
