@@ -54,6 +54,30 @@ def pooled_conv_net_int8(quantizer: str = "x86"):
     return pt2e_static_int8(PooledConvNet().eval(), batches[0], batches[:2], quantizer), batches
 
 
+class DownsampledBlock(torch.nn.Module):
+    """A ResNet block that halves the resolution: its 3x3 stride-2 convolution plus a 1x1
+    stride-2 downsample of the block's input, added, then ReLU and a 1x1 head. The quantizers
+    requantize the downsample's result before the add (its own 8-bit activation)."""
+
+    def __init__(self, width: int = 16):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, width, 3, padding=1)
+        self.conv = torch.nn.Conv2d(width, 2 * width, 3, stride=2, padding=1)
+        self.down = torch.nn.Conv2d(width, 2 * width, 1, stride=2)
+        self.head = torch.nn.Conv2d(2 * width, 4, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.stem(x))
+        return self.head(torch.relu(self.conv(y) + self.down(y)))
+
+
+def downsampled_block_int8(quantizer: str = "x86"):
+    torch.manual_seed(2)
+    batches = [torch.randn(2, 3, 12, 10) for _ in range(3)]
+    return pt2e_static_int8(DownsampledBlock().eval(), batches[0], batches[:2], quantizer), \
+        batches
+
+
 class EncoderLayer(torch.nn.Module):
     """One attention head through explicit matmuls and softmax, then a ReLU MLP."""
 

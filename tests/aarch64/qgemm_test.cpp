@@ -47,11 +47,13 @@ void one(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t zero, bool b_t,
                           " threads " + std::to_string(threads));
 }
 
-// geometry {c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major}
-void conv(int64_t batch, int64_t oc, const int64_t (&g)[14], bool a_signed, int32_t zero) {
+// geometry {c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major, x_last, c_last}:
+// X is [batch, h, w, c] with x_last (else [batch, c, h, w]), C [batch, oh, ow, oc] with
+// c_last (else [batch, oc, oh, ow])
+void conv(int64_t batch, int64_t oc, const int64_t (&g)[16], bool a_signed, int32_t zero) {
     const int64_t c = g[0], h = g[1], w = g[2], kh = g[3], kw = g[4], oh = g[5], ow = g[6];
     const int64_t K = c * kh * kw, taps = kh * kw;
-    const bool taps_major = g[13] != 0;
+    const bool taps_major = g[13] != 0, x_last = g[14] != 0, c_last = g[15] != 0;
     const int64_t rows = taps_major ? taps * ((c + 3) / 4 * 4) : K;  // channels padded
     uint32_t s = uint32_t(c * 7 + h * 3 + kh);
     std::vector<uint8_t> X(size_t(batch * c * h * w));
@@ -79,17 +81,22 @@ void conv(int64_t batch, int64_t oc, const int64_t (&g)[14], bool a_signed, int3
                                 const int64_t y = oy * g[7] - g[9] + ky * g[11];
                                 const int64_t x = ox * g[8] - g[10] + kx * g[12];
                                 if (y < 0 || y >= h || x < 0 || x >= w) continue;
-                                const uint8_t raw = X[size_t(((b * c + ci) * h + y) * w + x)];
+                                const uint8_t raw = X[size_t(
+                                    x_last ? ((b * h + y) * w + x) * c + ci
+                                           : ((b * c + ci) * h + y) * w + x)];
                                 const int64_t a = a_signed ? int64_t(int8_t(raw)) : raw;
                                 const size_t tap = size_t(((o * c + ci) * kh + ky) * kw + kx);
                                 want += (a - zero) * W[tap];
                             }
-                    ok = ok && C[size_t(((b * oc + o) * oh + oy) * ow + ox)] == int32_t(want);
+                    const int64_t at = c_last ? ((b * oh + oy) * ow + ox) * oc + o
+                                              : ((b * oc + o) * oh + oy) * ow + ox;
+                    ok = ok && C[size_t(at)] == int32_t(want);
                 }
     check::expect(ok, "qconv c " + std::to_string(c) + " " + std::to_string(h) + "x" +
                           std::to_string(w) + " k " + std::to_string(kh) + "x" +
                           std::to_string(kw) + (a_signed ? " s8" : " u8") +
-                          (taps_major ? " taps major" : ""));
+                          (taps_major ? " taps major" : "") + (x_last ? " x last" : "") +
+                          (c_last ? " c last" : ""));
 }
 
 }  // namespace
@@ -111,13 +118,15 @@ int main() {
     check::expect(ok, "qgemm extremes do not saturate");
     // a 7x7 stride-2 stem with 3 channels; a batch of 3x3s; stride 2 and dilation 2 on
     // rows of 5; taps mostly outside the input; each also tap-major from a channels-last
-    // copy (the stem's channels padded to 4)
-    for (int64_t major = 0; major < 2; ++major) {
-        conv(1, 9, {3, 17, 19, 7, 7, 9, 10, 2, 2, 3, 3, 1, 1, major}, false, 128);
-        conv(2, 20, {8, 9, 9, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, major}, true, -3);
-        conv(1, 5, {16, 70, 5, 3, 1, 34, 3, 2, 2, 1, 0, 2, 1, major}, false, 7);
-        conv(1, 4, {4, 3, 3, 5, 5, 3, 3, 1, 1, 2, 2, 1, 1, major}, true, 0);
-        conv(2, 6, {32, 7, 6, 3, 3, 7, 6, 1, 1, 1, 1, 1, 1, major}, false, 90);
+    // copy (the stem's channels padded to 4), and written channels last; the convolutions
+    // of whole 4-channel groups also from a channels-last input read in place
+    for (int64_t v = 0; v < 4; ++v) {
+        const int64_t major = v > 0, out_last = v > 1, in_last = v > 2;
+        conv(1, 9, {3, 17, 19, 7, 7, 9, 10, 2, 2, 3, 3, 1, 1, major, 0, out_last}, false, 128);
+        conv(2, 20, {8, 9, 9, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, major, in_last, out_last}, true, -3);
+        conv(1, 5, {16, 70, 5, 3, 1, 34, 3, 2, 2, 1, 0, 2, 1, major, in_last, out_last}, false, 7);
+        conv(1, 4, {4, 3, 3, 5, 5, 3, 3, 1, 1, 2, 2, 1, 1, major, in_last, out_last}, true, 0);
+        conv(2, 6, {32, 7, 6, 3, 3, 7, 6, 1, 1, 1, 1, 1, 1, major, in_last, out_last}, false, 90);
     }
     return check::finish();
 }

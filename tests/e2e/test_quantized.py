@@ -15,6 +15,7 @@ from quantized_models import (
     EncoderLayer,
     assert_close_to_largest,
     conv_net_int8,
+    downsampled_block_int8,
     pooled_conv_net_int8,
     pt2e_static_int8,
 )
@@ -80,6 +81,64 @@ def test_pt2e_conv_net(tmp_path, quantizer, freezing, int8_kernels):
     # each convolution's epilogue runs in its kernel: requantized uint8 for the two inside
     # (the second with the residual add of the quantized input), float32 for the head
     assert fused_epilogues(tmp_path) == integer_products(tmp_path)
+    for x in batches:
+        assert_close_to_largest(compiled(x), ep.module()(x))
+
+
+@pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])
+def test_activations_between_convolutions_are_channels_last(tmp_path, quantizer):
+    """scheduler/layout.py: the 8-bit activations between the convolutions are stored
+    channels last, so that the second convolution reads its input in place (x_last) and the
+    first writes channels last (c_last); the head, whose result is the output, writes
+    channels first. uint8 (X86InductorQuantizer) and int8 (XNNPACKQuantizer) activations."""
+    ep, batches = conv_net_int8(quantizer)
+    _, compiled = compile_ep(ep, tmp_path, int8_kernels="on")
+    ir = (tmp_path / "dump" / "model" / "02_fuse.txt").read_text()
+    convs = [line for line in ir.splitlines() if "= int conv" in line]
+    assert len(convs) == 3
+    assert "[.., 3, 12, 12] x s8" in convs[0] and "-> s32 [.., 16]," in convs[0]
+    assert "[.., 12, 12, 16] x s8" in convs[1] and "-> s32 [.., 16]," in convs[1]
+    assert "[.., 12, 12, 16] x s8" in convs[2] and "-> s32 [.., 4, ..]" in convs[2]
+    code = (tmp_path / "dump" / "model" / "07_codegen.cpp").read_text()
+    geometries = [line.split("{")[1].split("}")[0] for line in code.splitlines()
+                  if "geometry[16] =" in line]
+    assert [g.split(", ")[-2:] for g in geometries] == [["0", "1"], ["1", "1"], ["1", "0"]]
+    for x in batches:
+        assert_close_to_largest(compiled(x), ep.module()(x))
+
+
+@pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])
+def test_downsample_requantizes_in_its_kernel(tmp_path, quantizer):
+    """The add of a downsampling block reads two convolutions' results; it runs as the
+    epilogue of one, and the other's requantize (scheduler/fusion.py: split_narrowed_results)
+    as that one's epilogue, which stores 8-bit values rather than its int32 sums."""
+    ep, batches = downsampled_block_int8(quantizer)
+    _, compiled = compile_ep(ep, tmp_path, int8_kernels="on")
+    assert fused_epilogues(tmp_path) == integer_products(tmp_path) == 4
+    ir = (tmp_path / "dump" / "model" / "02_fuse.txt").read_text()
+    narrowed = [line for line in ir.splitlines() if "_narrowed" in line.split(":")[0]]
+    assert len(narrowed) == 1 and "8[2, 6, 5, 32] = int conv" in narrowed[0]
+    for x in batches:
+        assert_close_to_largest(compiled(x), ep.module()(x))
+
+
+class _OneOutput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden, self.head = torch.nn.Linear(16, 32), torch.nn.Linear(32, 1)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.hidden(x)))
+
+
+def test_pt2e_linear_of_one_output(tmp_path):
+    """A quantized linear with one output feature (a product of one column) hands its
+    epilogue row-major blocks like any other."""
+    torch.manual_seed(0)
+    batches = [torch.randn(40, 16) for _ in range(3)]
+    ep = pt2e_static_int8(_OneOutput(), batches[0], batches[:2])
+    _, compiled = compile_ep(ep, tmp_path, int8_kernels="on")
+    assert fused_epilogues(tmp_path) == integer_products(tmp_path) == 2
     for x in batches:
         assert_close_to_largest(compiled(x), ep.module()(x))
 

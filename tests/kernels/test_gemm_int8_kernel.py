@@ -240,8 +240,15 @@ CONVS = [
 ]
 
 
-def _conv(lib, x, zero, w, stride, padding, dilation, taps_major, epilogue=None):
-    """aotc_qconv_s32's output for x and w, the weight packed for the column order."""
+# how a convolution reads its input and writes its output: (taps_major, x_last, c_last)
+LAYOUTS = {"channels_first": (0, 0, 0), "taps_major": (1, 0, 0), "out_last": (0, 0, 1),
+           "taps_major_out_last": (1, 0, 1), "channels_last": (1, 1, 1)}
+
+
+def _conv(lib, x, zero, w, stride, padding, dilation, layout, epilogue=None):
+    """aotc_qconv_s32's output [n, oc, oh, ow] for x [n, c, h, w] and w, the weight packed
+    for the column order, x handed over and the output written in the layout's order."""
+    taps_major, x_last, c_last = LAYOUTS[layout]
     shape, kernel = x.shape, w.shape[2:]
     oc, taps = w.shape[0], kernel[0] * kernel[1]
     k = shape[1] * taps
@@ -255,13 +262,14 @@ def _conv(lib, x, zero, w, stride, padding, dilation, taps_major, epilogue=None)
     else:
         packed = _pack(lib, b)
     geometry = np.array([shape[1], *shape[2:], *kernel, oh, ow, *stride, *padding, *dilation,
-                         int(taps_major)], np.int64)
+                         taps_major, x_last, c_last], np.int64)
     workspace = np.full(x.size * 2, 0xA5, np.uint8)  # room for the channels-last copy
-    c = np.full((shape[0], oc, oh, ow), -7, np.int32)
-    lib.aotc_qconv_s32(shape[0] * oh * ow, oc, x.ctypes.data, geometry.ctypes.data,
+    given = np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x_last else x
+    c = np.full((shape[0], oh, ow, oc) if c_last else (shape[0], oc, oh, ow), -7, np.int32)
+    lib.aotc_qconv_s32(shape[0] * oh * ow, oc, given.ctypes.data, geometry.ctypes.data,
                        int(x.dtype == np.int8), zero, packed.ctypes.data, c.ctypes.data,
                        workspace.ctypes.data, epilogue)
-    return c
+    return c.transpose(0, 3, 1, 2) if c_last else c
 
 
 def _out_size(shape, kernel, stride, padding, dilation):
@@ -271,19 +279,20 @@ def _out_size(shape, kernel, stride, padding, dilation):
 
 @pytest.mark.parametrize("shape,kernel,stride,padding,dilation", CONVS)
 @pytest.mark.parametrize("signed", [False, True])
-@pytest.mark.parametrize("taps_major", [False, True], ids=["channels_first", "taps_major"])
-def test_convolutions_are_exact(lib, shape, kernel, stride, padding, dilation, signed,
-                                taps_major):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_convolutions_are_exact(lib, shape, kernel, stride, padding, dilation, signed, layout):
+    if LAYOUTS[layout][1] and shape[1] % 4:
+        pytest.skip("a channels-last input is read in place for whole 4-byte channel groups")
     rng = np.random.default_rng(sum(shape) + sum(kernel) + signed)
     dt, lo, hi, zero = (np.int8, -128, 128, -5) if signed else (np.uint8, 0, 256, 131)
     x = rng.integers(lo, hi, shape).astype(dt)
     w = rng.integers(-128, 128, (37, shape[1], *kernel)).astype(np.int8)
     expected, _, _ = _conv_expected(x, zero, w, stride, padding, dilation)
-    c = _conv(lib, x, zero, w, stride, padding, dilation, taps_major)
+    c = _conv(lib, x, zero, w, stride, padding, dilation, layout)
     np.testing.assert_array_equal(c, expected)
 
 
-@pytest.mark.parametrize("m,n,k", [(3, 17, 5), (70, 45, 37), (130, 80, 64)])
+@pytest.mark.parametrize("m,n,k", [(3, 17, 5), (70, 45, 37), (130, 80, 64), (40, 1, 9)])
 def test_epilogue_gets_each_product_once(lib, m, n, k):
     """With an epilogue, each int32 sum reaches it once, as the plain call stores it, and
     nothing is written to C."""
@@ -299,18 +308,22 @@ def test_epilogue_gets_each_product_once(lib, m, n, k):
 
 
 @pytest.mark.parametrize("shape,kernel,stride,padding,dilation", [CONVS[0], CONVS[1], CONVS[7]])
-@pytest.mark.parametrize("taps_major", [False, True], ids=["channels_first", "taps_major"])
+@pytest.mark.parametrize("layout", ["channels_first", "taps_major", "channels_last"])
 def test_convolution_epilogue_gets_each_output_once(lib, shape, kernel, stride, padding,
-                                                    dilation, taps_major):
-    """A convolution's epilogue gets each output once, transposed, never a block that spans
-    two images (batches 2 and 3, planes that are no multiple of the block)."""
+                                                    dilation, layout):
+    """A convolution's epilogue gets each output once: writing channels first, transposed,
+    never a block that spans two images (batches 2 and 3, planes that are no multiple of the
+    block); writing channels last, row-major as a product's."""
+    if LAYOUTS[layout][1] and shape[1] % 4:
+        pytest.skip("a channels-last input is read in place for whole 4-byte channel groups")
     rng = np.random.default_rng(sum(shape))
     x = rng.integers(0, 256, shape).astype(np.uint8)
     w = rng.integers(-128, 128, (37, shape[1], *kernel)).astype(np.int8)
     expected, _, _ = _conv_expected(x, 131, w, stride, padding, dilation)
     oh, ow = expected.shape[2:]
-    rec = Recorder(shape[0] * oh * ow, 37, plane=oh * ow)
-    untouched = _conv(lib, x, 131, w, stride, padding, dilation, taps_major, rec.pointer)
+    c_last = LAYOUTS[layout][2]
+    rec = Recorder(shape[0] * oh * ow, 37, plane=None if c_last else oh * ow)
+    untouched = _conv(lib, x, 131, w, stride, padding, dilation, layout, rec.pointer)
     np.testing.assert_array_equal(rec.count, 1)
     got = rec.out.reshape(shape[0], oh, ow, 37).transpose(0, 3, 1, 2)
     np.testing.assert_array_equal(got, expected)

@@ -38,6 +38,11 @@ class IntMatmul(TakesEpilogue, Template):
     # the patches' columns tap-major, (ky, kx, ci): the kernel copies the input channels
     # last into the workspace and each tap's c bytes whole; b packed to match
     taps_major: bool = False
+    # channels-last activations (scheduler/layout.py): with taps_major, `a` names the input
+    # as [batch, h, w, c], read in place (no copy); the output [batch, oh, ow, n], row-major
+    # like a product's, instead of channels first
+    x_channels_last: bool = False
+    out_channels_last: bool = False
     # a pointwise consumer of the sums (dequantize, bias, residual, activation, requantize)
     # run on each finished block: the buffer then holds its values (uint8, float32, ...)
     epilogue: Node | None = None
@@ -80,8 +85,9 @@ class IntMatmul(TakesEpilogue, Template):
         return 2 * self.m * self.n * self.k  # integer operations
 
     def workspace(self) -> sympy.Expr:
-        """B's packing (pack_bytes), then a tap-major convolution's channels-last input."""
-        if not self.taps_major or self.patches is None:
+        """B's packing (pack_bytes), then a tap-major convolution's channels-last copy of
+        its input (unless the input is channels last already)."""
+        if not self.taps_major or self.patches is None or self.x_channels_last:
             return self.pack_bytes()
         _, h, w, _, _, oh, ow = self.patches[:7]
         batch = sympy.sympify(self.m) / (oh * ow)
@@ -95,8 +101,10 @@ class IntMatmul(TakesEpilogue, Template):
         if self.patches is not None:
             c, h, w, kh, kw = self.patches[:5]
             order = ", tap-major" if self.taps_major else ""
-            return (f"int conv ({kind} {self.a.buffer}{zero}) [.., {c}, {h}, {w}] x s8 "
-                    f"{self.b.buffer}{packed} {kh}x{kw}{order} -> s32 [.., {self.n}, ..]"
+            x = f"[.., {h}, {w}, {c}]" if self.x_channels_last else f"[.., {c}, {h}, {w}]"
+            out = f"[.., {self.n}]" if self.out_channels_last else f"[.., {self.n}, ..]"
+            return (f"int conv ({kind} {self.a.buffer}{zero}) {x} x s8 "
+                    f"{self.b.buffer}{packed} {kh}x{kw}{order} -> s32 {out}"
                     f"{self.describe_epilogue()}")
         return (f"int matmul ({kind} {self.a.buffer}{zero}) x s8 {self.b.buffer}{packed} "
                 f"[{self.m}, {self.k}] x [{self.k}, {self.n}] -> s32{self.describe_epilogue()}")

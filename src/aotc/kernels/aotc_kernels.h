@@ -356,8 +356,9 @@ void aotc_qgemm_pack_b(int64_t K, int64_t N, const int8_t *B, int64_t sb_k, int6
 /* A fused epilogue of the int8 product: fn(ctx, acc, ld, row, col, rows, cols) gets the
    finished int32 sums of rows [row, row + rows) and columns [col, col + cols) and writes
    whatever the model computes from them (a requantized uint8, a float); C is not written.
-   For aotc_qgemm_s32, acc[r * ld + j] is C[row + r, col + j]; for aotc_qconv_s32 the block
-   is transposed, acc[j * ld + r] is output channel col + j at position row + r (row counts
+   For aotc_qgemm_s32 (and aotc_qconv_s32 writing channels last), acc[r * ld + j] is
+   C[row + r, col + j]; for aotc_qconv_s32 writing channels first the block is transposed,
+   acc[j * ld + r] is output channel col + j at position row + r (row counts
    b * oh * ow + oy * ow + ox), and a block never spans two images. Blocks never overlap;
    several threads may run fn at once (on different blocks). */
 typedef void (*aotc_qgemm_epilogue_fn)(const void *ctx, const int32_t *acc, int64_t ld,
@@ -374,10 +375,12 @@ void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
    k = (ci * kh + ky) * kw + kx, reading X[b, ci, oy*sh - ph + ky*dh, ox*sw - pw + kx*dw]
    (a_zero outside X); its B the weight [N, c, kh, kw] packed as [K, N] (sb_k 1, sb_n K),
    K = c*kh*kw, and C written channels first, [batch, N, oh, ow].
-   geometry = {c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major}. With
-   taps_major, column k = (ky * kw + kx) * cp + ci instead, cp = c rounded up to a multiple
-   of 4: X is copied channels last into `workspace` (batch*cp*h*w bytes; unused otherwise)
-   and each tap's cp bytes are copied whole; B then packed by aotc_qconv_pack_b with
+   geometry = {c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major, x_last, c_last}.
+   With taps_major, column k = (ky * kw + kx) * cp + ci instead, cp = c rounded up to a
+   multiple of 4: X is copied channels last into `workspace` (batch*cp*h*w bytes; unused
+   otherwise), or with x_last (c a multiple of 4) X is [batch, h, w, c] already and read in
+   place, and each tap's cp bytes are copied whole. With c_last, C is written channels last,
+   [batch, oh, ow, N] (row-major [M, N]); B then packed by aotc_qconv_pack_b with
    taps = kh*kw (K = c*taps), which packs taps*cp rows, row (tap, ci) from the weight's row
    ci * taps + tap (zero for ci >= c), as aotc_qgemm_packed_bytes(taps*cp, N) bytes. */
 void aotc_qconv_pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k,

@@ -116,7 +116,9 @@ void pack_a(const uint8_t *A, int64_t lda, uint8_t flip, int64_t m0, int64_t row
 // of the input (channels first), a tap outside it the zero point.
 struct Patches {
     int64_t c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
-    bool taps_major;    // columns k = (ky * kw + kx) * cp + ci, from a channels-last copy
+    bool taps_major;    // columns k = (ky * kw + kx) * cp + ci, from a channels-last input
+    bool x_last;        // that input is x itself ([b, h, w, c], c = cp), not a copy
+    bool c_last;        // the output is written channels last, [b, oh, ow, N] (row-major)
     int64_t cp;         // taps_major: channels padded to a multiple of 4 (zero weights there)
     uint8_t flip, pad;  // the xor that makes bytes unsigned; the zero point so made
 };
@@ -126,6 +128,8 @@ Patches patches(const int64_t *g, bool a_signed, int32_t a_zero) {
     p.c = g[0], p.h = g[1], p.w = g[2], p.kh = g[3], p.kw = g[4], p.oh = g[5], p.ow = g[6];
     p.sh = g[7], p.sw = g[8], p.ph = g[9], p.pw = g[10], p.dh = g[11], p.dw = g[12];
     p.taps_major = g[13] != 0;
+    p.x_last = g[14] != 0;
+    p.c_last = g[15] != 0;
     p.cp = ceil_div(p.c, 4) * 4;
     p.flip = a_signed ? 0x80 : 0;
     p.pad = static_cast<uint8_t>(static_cast<uint8_t>(a_zero) ^ p.flip);
@@ -371,8 +375,8 @@ void to_channels_last(const uint8_t *x, int64_t batch, int64_t c, int64_t cp, in
         }
 }
 
-// The block's patches row-major (rows `row` bytes apart) from the channels-last xh: a tap's
-// cp bytes copied whole, the padding outside the input, zeros past K up to `groups` groups.
+// The block's patches row-major (rows `row` bytes apart) from the channels-last xh (a copy
+// made unsigned, or a signed x read in place, made unsigned here): a tap's cp bytes whole, the padding outside the input, zeros past K up to `groups` groups.
 void pack_taps(const Patches &p, const uint8_t *xh, int64_t m0, int64_t rows, int64_t groups,
                int64_t row, uint8_t *dst) {
     const int64_t K = p.cp * p.kh * p.kw, c = p.cp;
@@ -385,12 +389,15 @@ void pack_taps(const Patches &p, const uint8_t *xh, int64_t m0, int64_t rows, in
                 const int64_t ix = ox * p.sw - p.pw + kx * p.dw;
                 const bool outside = iy < 0 || iy >= p.h || ix < 0 || ix >= p.w;
                 const uint8_t *src = xh + ((b * p.h + iy) * p.w + ix) * c;
-                if (c == 4) {  // a padded 3-channel stem's tap: one word
+                if (outside && c == 4) {  // a padded 3-channel stem's tap: one word
                     const uint32_t pad = 0x01010101u * p.pad;
-                    if (outside) std::memcpy(out, &pad, 4);
-                    else std::memcpy(out, src, 4);
+                    std::memcpy(out, &pad, 4);
                 } else if (outside) {
                     std::memset(out, p.pad, size_t(c));
+                } else if (p.x_last && p.flip) {  // a signed input read in place
+                    for (int64_t i = 0; i < c; ++i) out[i] = static_cast<uint8_t>(src[i] ^ p.flip);
+                } else if (c == 4) {  // one word
+                    std::memcpy(out, src, 4);
                 } else {
                     std::memcpy(out, src, size_t(c));
                 }
@@ -697,12 +704,14 @@ void pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k, i
         }
 }
 
-// Where C[m, n] goes: m = b * plane + p at C + b * sb + p * sp + n * sn (a row-major C:
-// plane M, sp = ldc, sn = 1; a convolution's channels-first output: sp = 1, sn = plane).
-// With an epilogue, nothing is stored at C: the epilogue gets each finished block instead.
+// Where C[m, n] goes: row-major at C + m * ld + n (a product's, or a convolution's output
+// channels last), or a convolution's channels-first output: m = b * plane + p at
+// C + (b * channels + n) * plane + p. With an epilogue, nothing is stored at C: the
+// epilogue gets each finished block instead.
 struct Out {
     int32_t *c;
-    int64_t plane, sb, sp, sn;
+    bool channels_first;
+    int64_t ld, plane, channels;
     const aotc_qgemm_epilogue *epilogue;
 };
 
@@ -734,7 +743,7 @@ void transposed(const int32_t (*sums)[PG * NP], int64_t r, int64_t len, int64_t 
 void store(const Out &out, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
            int32_t (*sums)[PG * NP], int32_t zero, const int32_t *colsum) {
     const aotc_qgemm_epilogue *ep = out.epilogue;
-    if (out.sp == 1) {  // channels first: a column's rows lie together within an image
+    if (out.channels_first) {  // a column's rows lie together within an image
         for (int64_t r = 0; r < rows;) {
             const int64_t m = m0 + r, pos = m % out.plane;
             const int64_t len = std::min(rows - r, out.plane - pos);
@@ -745,7 +754,7 @@ void store(const Out &out, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
                 r += len;
                 continue;
             }
-            int32_t *base = out.c + (m / out.plane) * out.sb + pos + n0 * out.sn;
+            int32_t *base = out.c + ((m / out.plane) * out.channels + n0) * out.plane + pos;
             int64_t i = 0;
 #if defined(__AVX512F__)
             // 16 rows x 16 columns at a time, transposed so that a column's rows are stored
@@ -757,12 +766,12 @@ void store(const Out &out, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
                     for (int64_t j = j0; j < std::min(cols, j0 + 16); ++j) {
                         const __m512i v = _mm512_sub_epi32(_mm512_load_si512(t[j - j0]),
                                                            _mm512_set1_epi32(zero * colsum[j]));
-                        _mm512_storeu_si512(base + j * out.sn + i, v);
+                        _mm512_storeu_si512(base + j * out.plane + i, v);
                     }
                 }
 #endif
             for (int64_t j = 0; j < cols; ++j) {
-                int32_t *d = base + j * out.sn;
+                int32_t *d = base + j * out.plane;
                 const int32_t off = zero * colsum[j];
                 for (int64_t q = i; q < len; ++q) d[q] = sums[r + q][j] - off;
             }
@@ -777,9 +786,8 @@ void store(const Out &out, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
         return;
     }
     for (int64_t r = 0; r < rows; ++r) {
-        const int64_t m = m0 + r;
-        int32_t *c = out.c + (m / out.plane) * out.sb + (m % out.plane) * out.sp + n0 * out.sn;
-        for (int64_t j = 0; j < cols; ++j) c[j * out.sn] = sums[r][j] - zero * colsum[j];
+        int32_t *c = out.c + (m0 + r) * out.ld + n0;
+        for (int64_t j = 0; j < cols; ++j) c[j] = sums[r][j] - zero * colsum[j];
     }
 }
 
@@ -863,7 +871,7 @@ void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
                     const aotc_qgemm_epilogue *epilogue) {
     const uint8_t *a = static_cast<const uint8_t *>(A);
     const uint8_t flip = a_signed ? 0x80 : 0;
-    product(M, N, K, a_signed != 0, a_zero, packed_b, Out{C, std::max<int64_t>(M, 1), 0, ldc, 1, epilogue},
+    product(M, N, K, a_signed != 0, a_zero, packed_b, Out{C, false, ldc, 0, 0, epilogue},
             [=](int64_t m0, int64_t rows, int64_t groups, Layout to, uint8_t *dst) {
                 pack_a(a, lda, flip, m0, rows, K, groups, to, dst);
             });
@@ -875,11 +883,16 @@ void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry
     const Patches p = patches(geometry, a_signed != 0, a_zero);
     const uint8_t *x = static_cast<const uint8_t *>(X);
     const int64_t plane = p.oh * p.ow;
-    const Out out{C, std::max<int64_t>(plane, 1), N * plane, 1, plane, epilogue};
-    if (p.taps_major) {  // the input copied channels last once, then whole taps per row
-        uint8_t *xh = static_cast<uint8_t *>(workspace);
-        const int64_t batch = plane ? M / plane : 0;
-        to_channels_last(x, batch, p.c, p.cp, p.h * p.w, p.flip, xh);
+    const Out out = p.c_last ? Out{C, false, N, 0, 0, epilogue}
+                             : Out{C, true, 0, std::max<int64_t>(plane, 1), N, epilogue};
+    if (p.taps_major) {  // the input channels last (copied so once, or as given): whole taps
+        const uint8_t *xh = x;
+        if (!p.x_last) {
+            uint8_t *copy = static_cast<uint8_t *>(workspace);
+            const int64_t batch = plane ? M / plane : 0;
+            to_channels_last(x, batch, p.c, p.cp, p.h * p.w, p.flip, copy);
+            xh = copy;
+        }
         product(M, N, p.cp * p.kh * p.kw, a_signed != 0, a_zero, packed_b, out,
                 [&p, xh](int64_t m0, int64_t rows, int64_t groups, Layout to, uint8_t *dst) {
                     if (to.group == 4) return pack_taps(p, xh, m0, rows, groups, to.row, dst);

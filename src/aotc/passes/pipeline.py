@@ -43,6 +43,7 @@ from ..package.weights import Weights, format_weights, pack_weights
 from ..scheduler.fusion import fuse_pointwise
 from ..scheduler.grouping import RowGroup, Scheduled, group_rows, kernel_members, local_buffers
 from ..scheduler.inplace import in_place_updates
+from ..scheduler.layout import channels_last
 from ..scheduler.loops import LoopPlan, format_loop_plan, plan_loops
 from ..scheduler.memory import MemoryPlan, plan_memory
 from ..scheduler.prepack import prepack_weights
@@ -118,7 +119,7 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
                                                         find_chains(ep, integer_products)),
               format_program),
         Stage("dce", lambda: remove_dead_buffers(state["import"]), format_program),
-        Stage("fuse", lambda: fuse_pointwise(state["dce"]), format_program),
+        Stage("fuse", lambda: fuse_pointwise(channels_last(state["dce"])), format_program),
         Stage("prepack", lambda: prepack_weights(state["fuse"], target, precision), format_program),
         Stage("group", lambda: group_rows(state["prepack"]), _schedule_dump),
         Stage("loops", lambda: plan_loops(state["prepack"], state["group"], target),

@@ -15,8 +15,6 @@ from collections import Counter
 
 import sympy
 
-from ..ir.binding import binding_buffers
-from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import (
     SPECIAL_UNARY,
     IndirectLoad,
@@ -30,17 +28,15 @@ from ..ir.expr import (
     substitute_index,
     transform,
 )
-from ..ir.nodes import Origin, Pointwise, Program, Reduction, Template
-from ..ir.queries import body_of
+from ..ir.nodes import Buffer, BufferKind, Origin, Pointwise, Program, Reduction, Template
+from ..ir.queries import body_of, held_buffers
 from ..ir.symbols import index_vars, numel, reduction_var
 
 
 def count_reads(program: Program) -> tuple[Counter, set[str]]:
     """(loads of each buffer in loop bodies, buffers that must stay materialized)."""
     uses: Counter = Counter()
-    pinned: set[str] = (set(program.outputs) | set(program.updates.values())
-                        | predicate_buffers(program.guards) | loop_buffers(program.loops)
-                        | binding_buffers(program))
+    pinned = held_buffers(program)
     for buf in program.computed():
         body = body_of(buf.op)
         if body is not None:
@@ -186,24 +182,104 @@ def fuse_pointwise(program: Program) -> Program:
 def _epilogue_source(program: Program, buf, uses: Counter, pinned: set[str]) -> str | None:
     """The template buffer whose result `buf` (pointwise) reads element for element and
     alone, so that `buf` can run as that template's epilogue; else None."""
-    body = buf.op.body
-    identity = index_vars(len(buf.sizes))
+    for name in _template_results(program, buf.op.body, buf.sizes, uses, pinned):
+        if program.guards.get(name, ()) == program.guards.get(buf.name, ()):
+            return name
+    return None
+
+
+def _template_results(program: Program, body: Node, sizes, uses: Counter,
+                      pinned: set[str]) -> list[str]:
+    """The template results `body` (over `sizes`) could run as the epilogue of, in the
+    order it loads them: read at its own index, whole, by it only."""
+    identity = index_vars(len(sizes))
+    out: dict[str, None] = {}
     for ld in loads(body):
         src = program.buffers.get(ld.buffer)
-        if (src is None or not isinstance(src.op, Template) or not isinstance(ld, Load)
-                or ld.index != identity or uses[src.name] != 1 or src.name in pinned
-                or len(src.sizes) != len(buf.sizes)
-                or any(sympy.expand(a - b) != 0 for a, b in zip(src.sizes, buf.sizes))
-                or program.guards.get(src.name, ()) != program.guards.get(buf.name, ())):
+        if (src is not None and isinstance(src.op, Template) and isinstance(ld, Load)
+                and ld.index == identity and uses[src.name] == 1 and src.name not in pinned
+                and len(src.sizes) == len(sizes)
+                and all(sympy.expand(a - b) == 0 for a, b in zip(src.sizes, sizes))):
+            out[src.name] = None
+    return list(out)
+
+
+def _fresh(program: Program, base: str) -> str:
+    name, k = base, 1
+    while name in program.buffers:
+        name, k = f"{base}_{k}", k + 1
+    return name
+
+
+def _narrowed_parts(program: Program, body: Node, order: list[str]) -> dict[Node, str]:
+    """The largest parts of `body` that read one of the sources in `order` and no other,
+    each stored narrower than that source's elements (the 8-bit requantize of int32 sums),
+    with that source; one part per source at most, and one source left whole (the first
+    where each has its part: the body runs as that one's epilogue)."""
+    sources = set(order)
+    reads: dict[Node, frozenset[str]] = {}
+    stack = [(body, False)]
+    while stack:  # the sources each node's subtree reads, children first
+        e, done = stack.pop()
+        if e in reads:
             continue
-        return src.name
-    return None
+        if not done:
+            stack.append((e, True))
+            stack.extend((c, False) for c in children(e))
+            continue
+        own = {e.buffer} & sources if isinstance(e, Load) else set()
+        reads[e] = frozenset(own).union(*(reads[c] for c in children(e)))
+    parts: dict[Node, str] = {}
+    todo = [body]
+    while todo:
+        e = todo.pop()
+        got = reads[e]
+        if (len(got) == 1 and not isinstance(e, (Load, IndirectLoad))
+                and e.dtype.itemsize < program.buffers[next(iter(got))].dtype.itemsize):
+            parts.setdefault(e, next(iter(got)))
+        else:
+            todo.extend(children(e))
+    per_source = Counter(parts.values())
+    parts = {part: src for part, src in parts.items() if per_source[src] == 1}
+    if not sources - set(parts.values()):
+        parts = {part: src for part, src in parts.items() if src != order[0]}
+    return parts
+
+
+def split_narrowed_results(program: Program, uses: Counter, pinned: set[str]) -> None:
+    """A pointwise body that reads two template results can run as the epilogue of one of
+    them only; the other's sums would be stored whole (int32) for it. Where the body narrows
+    that other result on its own (a requantize to 8 bits: a residual branch's convolution
+    before the add), that narrowed part becomes a buffer of its own, which fusion then runs
+    as that template's epilogue: the kernel stores bytes, and the body reads them."""
+    for buf in list(program.computed()):
+        if not isinstance(buf.op, Pointwise):
+            continue
+        order = _template_results(program, buf.op.body, buf.sizes, uses, pinned)
+        parts = _narrowed_parts(program, buf.op.body, order) if len(order) > 1 else {}
+        if not parts:
+            continue
+        loads_of: dict[Node, Node] = {}
+        buffers = {}
+        for name, other in program.buffers.items():
+            if name == buf.name:  # the parts go just before the body that read them
+                for part, src in parts.items():
+                    new = Buffer(_fresh(program, f"{src}_narrowed"), part.dtype, buf.sizes,
+                                 BufferKind.COMPUTED, Pointwise(part),
+                                 program.buffers[src].origin)
+                    buffers[new.name] = new
+                    loads_of[part] = Load(new.name, index_vars(len(buf.sizes)), part.dtype)
+            buffers[name] = other
+        program.buffers = buffers
+        buf.op = Pointwise(transform(buf.op.body, lambda x: x, memo=loads_of))
 
 
 def fuse_epilogues(program: Program) -> Program:
     """Move each pointwise buffer that alone reads a template's result, element for
     element, into that template as its epilogue; the template then writes the pointwise
     buffer, and its own result is never stored."""
+    uses, pinned = count_reads(program)
+    split_narrowed_results(program, uses, pinned)
     uses, pinned = count_reads(program)
     for buf in program.computed():
         if not isinstance(buf.op, Pointwise):

@@ -6,9 +6,10 @@ kernels/aotc_kernels.h) that writes the buffer's values: the dequantize, bias, r
 activation and requantize of a quantized layer, in one pass over sums still in cache.
 
 A product's block comes row-major, a convolution's transposed (channel-major, its positions
-within one image), so the inner loop runs along the output's contiguous axis either way: a
-convolution's over the positions of one channel plane (H and W looped as one where every
-load allows it, scheduler/access.merge_inner_axes), a product's over the columns of a row."""
+within one image) unless it writes channels last, so the inner loop runs along the output's
+contiguous axis either way: a channels-first convolution's over the positions of one channel
+plane (H and W looped as one where every load allows it, scheduler/access.merge_inner_axes),
+a product's (or channels-last convolution's) over the columns of a row."""
 from __future__ import annotations
 
 import sympy
@@ -50,14 +51,16 @@ def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]
                                          "aotc_qgemm_epilogue")
         c = "nullptr"
     if op.patches is not None:  # a convolution: its patches read from the input in place
-        names = "c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major"
-        geometry = ", ".join(str(g) for g in (*op.patches, int(op.taps_major)))
-        # a tap-major convolution's channels-last input, after B's packing
-        copy = (f"{workspace} + {c_index(op.pack_bytes())}" if op.taps_major and workspace
-                else "nullptr")
+        names = "c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major, x_last, c_last"
+        geometry = ", ".join(str(g) for g in (*op.patches, int(op.taps_major),
+                                               int(op.x_channels_last),
+                                               int(op.out_channels_last)))
+        # a tap-major convolution's channels-last copy of its input, after B's packing
+        copy = (f"{workspace} + {c_index(op.pack_bytes())}"
+                if op.taps_major and not op.x_channels_last and workspace else "nullptr")
         return lines + [
             "{",
-            f"  static const int64_t geometry[14] = {{{geometry}}};  // {names}",
+            f"  static const int64_t geometry[16] = {{{geometry}}};  // {names}",
             *("  " + s for s in setup),
             f"  aotc_qconv_s32({m}, {n}, {a}, geometry, {int(op.a_signed)}, {zero}, "
             f"{packed}, {c}, {copy}, {epilogue});",
@@ -85,7 +88,8 @@ def emit_epilogue(code: CodeBuffer, program: Program, buf: Buffer) -> None:
     sizes, body_node = tuple(buf.sizes), op.epilogue
     iv = index_vars(len(sizes))
     merged = None
-    if op.patches is not None:
+    channels_first = op.patches is not None and not op.out_channels_last
+    if channels_first:
         merged = merge_inner_axes(body_node, iv, sizes,
                                   {**sizes_of, op.epilogue_source: sizes})
     if merged is not None:
@@ -98,7 +102,7 @@ def emit_epilogue(code: CodeBuffer, program: Program, buf: Buffer) -> None:
                     "int64_t ld, int64_t row, int64_t col, int64_t rows, int64_t cols)"):
         unpack_table(code, program, others, first=2)
         code.line(f"{t} *__restrict out = static_cast<{t} *>(const_cast<void *>(args[1]));")
-        if op.patches is not None:
+        if channels_first:
             _convolution_loops(code, sizes, iv, merged is not None, op.patches[6])
         else:
             _product_loops(code, sizes, iv)
