@@ -119,10 +119,12 @@ def _expected(a, zero, b):
 
 
 # AMX takes products of 16 rows and more: whole and partial tiles of rows (16, 17, 33),
-# one or two panels, K past and short of a tile's 64
+# one or two panels, K past and short of a tile's 64; an unsigned A of whole tiles (K 128,
+# lda K) is read in place for whole blocks of rows (130: two, then a packed rest)
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (3, 17, 5), (4, 16, 4), (13, 45, 37),
                                    (64, 33, 128), (65, 70, 1031), (130, 16, 3), (5, 100, 0),
-                                   (16, 16, 64), (17, 48, 65), (33, 80, 200), (100, 1, 7)])
+                                   (16, 16, 64), (17, 48, 65), (33, 80, 200), (100, 1, 7),
+                                   (130, 20, 128)])
 @pytest.mark.parametrize("signed", [False, True])
 def test_products_are_exact(lib, m, n, k, signed):
     rng = np.random.default_rng(m * 1000 + n + k)
@@ -237,6 +239,7 @@ CONVS = [
     ((1, 6, 11, 80), (2, 3), (3, 1), (0, 4), (1, 3)),    # rows longer than a block
     ((1, 32, 17, 18), (3, 3), (2, 2), (1, 1), (1, 1)),   # 32 channels: whole 16-byte blocks
     ((3, 48, 5, 7), (3, 3), (1, 1), (1, 1), (1, 1)),     # planes of 35: blocks across images
+    ((1, 64, 9, 10), (1, 1), (1, 1), (0, 0), (1, 1)),    # 1x1 of whole tiles: A read in place
 ]
 
 

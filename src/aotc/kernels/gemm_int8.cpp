@@ -375,6 +375,21 @@ void to_channels_last(const uint8_t *x, int64_t batch, int64_t c, int64_t cp, in
         }
 }
 
+// n bytes from src to out, inline (a tap's channels: a call to memcpy per tap cost more
+// than the copy).
+inline void copy_bytes(uint8_t *out, const uint8_t *src, int64_t n) {
+#if defined(__AVX512BW__) && defined(__BMI2__)
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) _mm512_storeu_si512(out + i, _mm512_loadu_si512(src + i));
+    if (i < n) {
+        const __mmask64 tail = bits(0, n - i);
+        _mm512_mask_storeu_epi8(out + i, tail, _mm512_maskz_loadu_epi8(tail, src + i));
+    }
+#else
+    std::memcpy(out, src, size_t(n));
+#endif
+}
+
 // The block's patches row-major (rows `row` bytes apart) from the channels-last xh (a copy
 // made unsigned, or a signed x read in place, made unsigned here): a tap's cp bytes whole, the padding outside the input, zeros past K up to `groups` groups.
 void pack_taps(const Patches &p, const uint8_t *xh, int64_t m0, int64_t rows, int64_t groups,
@@ -399,11 +414,11 @@ void pack_taps(const Patches &p, const uint8_t *xh, int64_t m0, int64_t rows, in
                 } else if (c == 4) {  // one word
                     std::memcpy(out, src, 4);
                 } else {
-                    std::memcpy(out, src, size_t(c));
+                    copy_bytes(out, src, c);
                 }
             }
         }
-        std::memset(dst + r * row + K, 0, size_t(4 * groups - K));
+        if (4 * groups > K) std::memset(dst + r * row + K, 0, size_t(4 * groups - K));
     }
 }
 
@@ -791,11 +806,19 @@ void store(const Out &out, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
     }
 }
 
+// Whether a block of `rows` rows of an unsigned A whose rows lie `lda` bytes apart, K bytes
+// each, is the packed block already: the AMX layout (rows of whole 64-byte tiles, K of
+// them), and a whole block, since the tiles read all MB rows.
+inline bool in_place(Layout to, int64_t rows, int64_t lda, int64_t K, uint8_t flip) {
+    return to.group == 4 && rows == MB && lda == to.row && K == to.row && flip == 0;
+}
+
 // Products of at least this many rows take the AMX tiles where the CPU has them.
 constexpr int64_t AMX_MIN_ROWS = 16;
 
 // C = (A - a_zero) B for an A whose blocks of rows `pack(m0, rows, groups, layout, dst)`
-// writes packed (a signed A as uint8 + 128).
+// returns packed (a signed A as uint8 + 128): written at dst, or where A already lies so
+// (see in_place).
 template <class PackA>
 void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
              const void *packed_b, const Out &out, PackA pack) {
@@ -816,13 +839,14 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
         // tiles of groups, which a block turned group-major 16 x 16 at a time writes
         std::vector<uint8_t> apack(size_t(GS * p.kgroups));
         int64_t packed_block = -1;
+        const uint8_t *ablock = apack.data();
         if (amx) amx_begin();
 #pragma omp for schedule(static)
         for (int64_t u = 0; u < units; ++u) {
             const int64_t blk = u / strips, q0 = (u % strips) * PG;
             const int64_t m0 = blk * MB, rows = std::min<int64_t>(MB, M - m0);
             if (packed_block != blk) {  // consecutive units of a thread share the block
-                pack(m0, rows, packed_groups, layout, apack.data());
+                ablock = pack(m0, rows, packed_groups, layout, apack.data());
                 packed_block = blk;
             }
             const int64_t panels = std::min<int64_t>(PG, p.panels - q0);
@@ -831,14 +855,13 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
             const int32_t *colsum = p.colsum + q0 * NP;
             alignas(64) int32_t sums[MB][PG * NP];
             if (amx) {
-                amx_block(apack.data(), layout.row, rows, p.kgroups / KG, panel, pstride, panels,
-                          sums);
+                amx_block(ablock, layout.row, rows, p.kgroups / KG, panel, pstride, panels, sums);
             } else {
                 for (int64_t r0 = 0; r0 < rows; r0 += MR) {
                     Tile &acc = *reinterpret_cast<Tile *>(sums[r0]);
                     std::memset(acc, 0, sizeof(Tile));
                     const int64_t n_rows = std::min<int64_t>(MR, rows - r0);
-                    tile(apack.data() + 4 * r0, p.groups, panel, pstride, panels, n_rows, acc);
+                    tile(ablock + 4 * r0, p.groups, panel, pstride, panels, n_rows, acc);
                 }
             }
             store(out, m0, rows, q0 * NP, cols, sums, zero, colsum);
@@ -872,8 +895,11 @@ void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
     const uint8_t *a = static_cast<const uint8_t *>(A);
     const uint8_t flip = a_signed ? 0x80 : 0;
     product(M, N, K, a_signed != 0, a_zero, packed_b, Out{C, false, ldc, 0, 0, epilogue},
-            [=](int64_t m0, int64_t rows, int64_t groups, Layout to, uint8_t *dst) {
+            [=](int64_t m0, int64_t rows, int64_t groups, Layout to,
+                uint8_t *dst) -> const uint8_t * {
+                if (in_place(to, rows, lda, K, flip)) return a + m0 * lda;
                 pack_a(a, lda, flip, m0, rows, K, groups, to, dst);
+                return dst;
             });
 }
 
@@ -894,25 +920,40 @@ void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry
             xh = copy;
         }
         product(M, N, p.cp * p.kh * p.kw, a_signed != 0, a_zero, packed_b, out,
-                [&p, xh](int64_t m0, int64_t rows, int64_t groups, Layout to, uint8_t *dst) {
-                    if (to.group == 4) return pack_taps(p, xh, m0, rows, groups, to.row, dst);
+                [&p, xh](int64_t m0, int64_t rows, int64_t groups, Layout to,
+                         uint8_t *dst) -> const uint8_t * {
+                    // a 1x1 convolution of stride 1 over a channels-last input: the rows
+                    // of the input are the rows of A
+                    const bool rows_of_x = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 &&
+                                           p.ph == 0 && p.pw == 0 && p.x_last;
+                    if (rows_of_x && in_place(to, rows, p.cp, p.cp, p.flip)) return xh + m0 * p.cp;
+                    if (to.group == 4) {
+                        pack_taps(p, xh, m0, rows, groups, to.row, dst);
+                        return dst;
+                    }
                     // group-major: the rows packed, then turned 16 x 16 groups at once
                     const int64_t whole = ceil_div(groups, KG) * KG;
                     thread_local std::vector<uint8_t> scratch;
                     scratch.resize(size_t(GS * whole));
                     pack_taps(p, xh, m0, rows, whole, 4 * whole, scratch.data());
                     to_groups(scratch.data(), 4 * whole, whole, dst);
+                    return dst;
                 });
         return;
     }
     product(M, N, p.c * p.kh * p.kw, a_signed != 0, a_zero, packed_b, out,
-            [&p, x](int64_t m0, int64_t rows, int64_t groups, Layout to, uint8_t *dst) {
-                if (to.group == GS) return pack_patches(p, x, m0, rows, groups, dst);
+            [&p, x](int64_t m0, int64_t rows, int64_t groups, Layout to,
+                    uint8_t *dst) -> const uint8_t * {
+                if (to.group == GS) {
+                    pack_patches(p, x, m0, rows, groups, dst);
+                    return dst;
+                }
                 // AMX: the patches group-major, then turned row-major 16 x 16 groups at once
                 thread_local std::vector<uint8_t> scratch;
                 scratch.resize(size_t(GS * groups));
                 pack_patches(p, x, m0, rows, groups, scratch.data());
                 to_rows(scratch.data(), groups, dst, to.row);
+                return dst;
             });
 }
 

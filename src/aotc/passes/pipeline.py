@@ -6,7 +6,9 @@ know what aotc does to a program.
                 convolutions, become one template each (passes/chains.py finds the chains
                 in the exported graph first)
     dce         drop buffers no output needs (passes/dce.py)
-    fuse        inline pointwise producers into their consumers (scheduler/fusion.py)
+    fuse        inline pointwise producers into their consumers (scheduler/fusion.py), after
+                the activations between quantized convolutions are laid out channels last
+                (scheduler/layout.py)
     prepack     weights only GEMMs read are stored in the kernel's panel layout for the
                 target ISA (scheduler/prepack.py)
     group       the kernel sequence: row groups of reductions + their reader (scheduler/grouping.py)
