@@ -616,13 +616,18 @@ void amx_tiles(const uint8_t *a, int64_t lda, int64_t chunks, const int8_t *pane
     if (R == 2 && P == 2) _tile_stored(3, sums[16] + NP, ld);
 }
 
-// The sums of a packed block's `rows` rows with `panels` panels, in AMX tiles.
+// The sums of a packed block's `rows` rows with `panels` panels, in AMX tiles: 32 rows by
+// two panels at a time, the pairs of panels visited forward, then backward for the next
+// 32 rows, so that each step shares its A rows or its B panels with the step before (still
+// in L1) and the block's last step its panels with the next block's first.
 void amx_block(const uint8_t *a, int64_t lda, int64_t rows, int64_t chunks, const int8_t *panel,
                int64_t pstride, int64_t panels, int32_t (*sums)[PG * NP]) {
+    const int64_t pairs = (panels + 1) / 2;
     for (int64_t r = 0; r < rows; r += 32) {
         const bool two_rows = rows - r > 16;
         const uint8_t *ar = a + r * lda;
-        for (int64_t q = 0; q < panels; q += 2) {
+        for (int64_t step = 0; step < pairs; ++step) {
+            const int64_t q = 2 * ((r / 32) % 2 ? pairs - 1 - step : step);
             const int8_t *pq = panel + q * pstride;
             int32_t(*sq)[PG * NP] = reinterpret_cast<int32_t(*)[PG * NP]>(sums[r] + q * NP);
             if (panels - q > 1) {
