@@ -800,8 +800,9 @@ void store(const Out &out, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
         return;
     }
     if (ep) {
-        for (int64_t r = 0; r < rows; ++r)
-            for (int64_t j = 0; j < cols; ++j) sums[r][j] -= zero * colsum[j];
+        if (zero != 0)  // (an activation after ReLU has zero point 0)
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t j = 0; j < cols; ++j) sums[r][j] -= zero * colsum[j];
         ep->fn(ep->ctx, sums[0], PG * NP, m0, n0, rows, cols);
         return;
     }
