@@ -78,6 +78,26 @@ def downsampled_block_int8(quantizer: str = "x86"):
         batches
 
 
+class PooledHead(torch.nn.Module):
+    """Two convolutions, then a classifier's head: global average pool, flatten, linear."""
+
+    def __init__(self, width: int = 16):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, width, 3, padding=1)
+        self.conv = torch.nn.Conv2d(width, 2 * width, 3, padding=1)
+        self.fc = torch.nn.Linear(2 * width, 5)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(torch.relu(self.stem(x))))
+        return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(y, 1), 1))
+
+
+def pooled_head_int8(quantizer: str = "x86"):
+    torch.manual_seed(3)
+    batches = [torch.randn(2, 3, 9, 11) for _ in range(3)]
+    return pt2e_static_int8(PooledHead().eval(), batches[0], batches[:2], quantizer), batches
+
+
 class EncoderLayer(torch.nn.Module):
     """One attention head through explicit matmuls and softmax, then a ReLU MLP."""
 

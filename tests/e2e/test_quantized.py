@@ -16,6 +16,7 @@ from quantized_models import (
     assert_close_to_largest,
     conv_net_int8,
     downsampled_block_int8,
+    pooled_head_int8,
     pooled_conv_net_int8,
     pt2e_static_int8,
 )
@@ -118,6 +119,22 @@ def test_downsample_requantizes_in_its_kernel(tmp_path, quantizer):
     ir = (tmp_path / "dump" / "model" / "02_fuse.txt").read_text()
     narrowed = [line for line in ir.splitlines() if "_narrowed" in line.split(":")[0]]
     assert len(narrowed) == 1 and "8[2, 6, 5, 32] = int conv" in narrowed[0]
+    for x in batches:
+        assert_close_to_largest(compiled(x), ep.module()(x))
+
+
+def test_pooled_head_reads_channels_last(tmp_path):
+    """A global average pool before a linear keeps the convolutions before it channels
+    last: its result [n, c, 1, 1] lies in memory as [n, 1, 1, c] does, so the linear reads
+    it either way, and the pool sums along the channels."""
+    ep, batches = pooled_head_int8()
+    _, compiled = compile_ep(ep, tmp_path, int8_kernels="on")
+    ir = (tmp_path / "dump" / "model" / "02_fuse.txt").read_text()
+    convs = [line for line in ir.splitlines() if "= int conv" in line]
+    assert len(convs) == 2 and all("-> s32 [.., 32]" in c or "-> s32 [.., 16]" in c
+                                   for c in convs)
+    assert any(": float32[2, 1, 1, 32] = sum over (9, 11)" in line
+               for line in ir.splitlines())
     for x in batches:
         assert_close_to_largest(compiled(x), ep.module()(x))
 

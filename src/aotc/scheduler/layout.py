@@ -13,9 +13,10 @@ reads its input in place, and every kernel in between runs along the channels.
 A buffer so chosen still holds its [n, c, h, w] tensor: its sizes become [n, h, w, c], its
 own body is written over that order and every load of it is permuted to match. A buffer is
 chosen only where every reader follows: a loop body (its loads are rewritten) or a
-tap-major convolution reading it as its input; never an output or anything else read
+tap-major convolution reading it as its input (or any reader, where its planes are single
+positions: then both orders lie alike in memory); never an output or anything else read
 outside a kernel (ir/queries.held_buffers); and only on the way to another chosen buffer or
-a convolution, so that a chain ending in an output stays channels first and still runs as
+a kernel that reads it in place, so that a chain ending in an output stays channels first and still runs as
 one loop (or as its convolution's epilogue). The choice changes where values lie, never
 which values are computed.
 """
@@ -28,7 +29,7 @@ import sympy
 
 from ..ir.expr import IndirectLoad, Load, Node, loads, substitute_index, transform
 from ..ir.integer import IntMatmul
-from ..ir.nodes import Buffer, Pointwise, Program, Reduction
+from ..ir.nodes import Buffer, Pointwise, Program, Reduction, Template
 from ..ir.queries import held_buffers, reads_of
 from ..ir.symbols import index_vars
 
@@ -63,8 +64,17 @@ def _follows(buf: Buffer, chosen: set[str]) -> bool:
     return found
 
 
-def _reads_along(reader: Buffer, name: str) -> bool:
-    """Whether `reader` can read buffer `name` stored channels last."""
+def _single_positions(buf: Buffer) -> bool:
+    """Planes of one position: [n, c, 1, 1] lies in memory as [n, 1, 1, c] does."""
+    return all(sympy.sympify(s) == 1 for s in buf.sizes[2:])
+
+
+def _reads_along(reader: Buffer, buf: Buffer) -> bool:
+    """Whether `reader` can read `buf` stored channels last: any reader where the planes
+    are single positions (a pooled head's input to a linear)."""
+    name = buf.name
+    if _single_positions(buf):
+        return True
     op = reader.op
     if isinstance(op, (Pointwise, Reduction)):
         return not any(isinstance(ld, IndirectLoad) and ld.buffer == name
@@ -95,13 +105,15 @@ def channels_last(program: Program) -> Program:
     for buf in program.computed():
         for name in reads_of(buf):
             readers[name].append(buf)
-    chosen = {n for n in chosen if all(_reads_along(r, n) for r in readers[n])}
-    # channels last pays only on the way to a chosen buffer or a convolution: the chain
+    chosen = {n for n in chosen
+              if all(_reads_along(r, program.buffers[n]) for r in readers[n])}
+    # channels last pays only on the way to a chosen buffer, a kernel that reads it in place
+    # (a convolution) or a pooled head (single positions: both layouts alike): the chain
     # into an output stays channels first (fusion runs it as one loop, or as the epilogue
     # of the convolution that starts it)
     while True:
-        idle = {n for n in chosen if not any(r.name in chosen or isinstance(r.op, IntMatmul)
-                                             for r in readers[n])}
+        idle = {n for n in chosen if not _single_positions(program.buffers[n]) and not any(
+            r.name in chosen or isinstance(r.op, Template) for r in readers[n])}
         if not idle:
             break
         chosen -= idle
@@ -118,7 +130,8 @@ def channels_last(program: Program) -> Program:
             buf.op = (Pointwise(body) if isinstance(op, Pointwise)
                       else Reduction(op.reduce_type, op.ranges, body))
         elif isinstance(op, IntMatmul) and op.patches is not None:
-            buf.op = replace(op, x_channels_last=op.a.buffer in chosen, out_channels_last=mine)
+            buf.op = replace(op, x_channels_last=op.taps_major and op.a.buffer in chosen,
+                             out_channels_last=mine)
         if mine:
             n, c, h, w = buf.sizes
             buf.sizes = (n, h, w, c)
