@@ -16,8 +16,8 @@ from quantized_models import (
     assert_close_to_largest,
     conv_net_int8,
     downsampled_block_int8,
-    pooled_head_int8,
     pooled_conv_net_int8,
+    pooled_head_int8,
     pt2e_static_int8,
 )
 
