@@ -841,9 +841,12 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
     const int64_t packed_groups = amx ? p.kgroups : p.groups;
 #pragma omp parallel if (M * N * std::max<int64_t>(K, 1) >= (int64_t(1) << 16))
     {
-        // zero filled: the AMX tiles read all MB rows of a block that may hold fewer; whole
-        // tiles of groups, which a block turned group-major 16 x 16 at a time writes
-        std::vector<uint8_t> apack(size_t(GS * p.kgroups));
+        // whole tiles of groups, which a block turned group-major 16 x 16 at a time writes;
+        // kept by the thread from call to call (allocating and zeroing it each time cost
+        // more than small products). The AMX tiles read all MB rows of a block that may hold
+        // fewer: the sums of the rows past its end are never stored.
+        thread_local std::vector<uint8_t> apack;
+        if (apack.size() < size_t(GS * p.kgroups)) apack.resize(size_t(GS * p.kgroups));
         int64_t packed_block = -1;
         const uint8_t *ablock = apack.data();
         if (amx) amx_begin();
