@@ -3,15 +3,16 @@ through transformers' export path (TorchExportableModuleForDecoderOnlyLM, static
 in float32, bfloat16 and with int4 weights (torchao IntxWeightOnlyConfig, group 32), against
 eager transformers, the peers (float32: OpenVINO and ExecuTorch with XNNPACK from the strict
 export, as non-strict export's program fails torch's own run_decompositions, which both
-call; ONNX Runtime on the step exported with the cache as explicit inputs and outputs) and
-the machine's memory bandwidth.
+call; ONNX Runtime on the step exported with the cache as explicit inputs and outputs; int4:
+each peer's own 4-bit weights of that float32 model, group 32, see int4_peers) and the
+machine's memory bandwidth.
 
     python benchmarks/decode.py [--threads 1,2] [--rounds 3] [--variants fp32,bf16,int4]
 
 Every runtime runs alone in its own process (this script again, with --worker): it loads
 the model, times the prefill of a 128-token prompt into an empty cache (the time to the
 first token, 5 times, the state reset before each), then prefills 16 tokens (its logits
-checked against eager's) and times `--steps` decode steps (one token each, the cache
+checked, see _check) and times `--steps` decode steps (one token each, the cache
 position advancing), reporting medians.
 Rounds rotate the order of the runs. The bandwidth limit is the bytes one step reads (every
 weight but the embedding table, of which it reads one row, and the whole static cache, which
@@ -73,10 +74,12 @@ def step_bytes(variant: str) -> int:
     return int(linear * per_value + norms * act + h * act + cache)
 
 
-def export(variant: str, strict: bool):
+def export(variant: str, strict: bool, wrapped=None):
+    """The wrapped LM of this variant (or `wrapped`, built by the caller) exported with a
+    dynamic sequence length."""
     import torch
 
-    _, wrapped = build(variant)
+    wrapped = wrapped if wrapped is not None else build(variant)[1]
     seq = torch.export.Dim("seq", min=1, max=CACHE)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -119,6 +122,18 @@ def explicit_cache_step(model):
     return Step().eval()
 
 
+def eager_prefill(model):
+    """Eager transformers' logits of the prefill on a static cache, as a numpy array."""
+    import torch
+    from transformers import StaticCache
+
+    ids, pos = prefill_inputs()
+    with torch.inference_mode():
+        return model(input_ids=torch.from_numpy(ids), cache_position=torch.from_numpy(pos),
+                     cache=StaticCache(config=model.config, max_cache_len=CACHE),
+                     use_cache=True).logits.float().numpy()
+
+
 def empty_cache(dtype="float32") -> list:
     import numpy as np
 
@@ -128,9 +143,10 @@ def empty_cache(dtype="float32") -> list:
 
 
 def compile_all(variant: str, folder: Path) -> dict[str, dict]:
-    """runtime -> {artifact, compile_s}: aotc's package (non-strict export), and for float32
-    OpenVINO's IR and ExecuTorch's XNNPACK program (strict export); eager's prefill logits
-    for the workers' check."""
+    """runtime -> {artifact, compile_s}: aotc's package (non-strict export); for float32
+    OpenVINO's IR and ExecuTorch's XNNPACK program (strict export) and ONNX Runtime's model,
+    for int4 each peer's own 4-bit weights of the float32 model (int4_peers); eager's prefill
+    logits for the workers' check."""
     import numpy as np
     import torch
 
@@ -144,57 +160,145 @@ def compile_all(variant: str, folder: Path) -> dict[str, dict]:
     t0 = time.perf_counter()
     out = {"aotc": {"artifact": str(aotc.compile_and_package(
         ep, package_path=folder / f"decode_{variant}.pt2")), "compile_s": time.perf_counter() - t0}}
+    if variant == "int4":  # with the float32 model's logits, to check the peers' own int4
+        np.save(folder / "expected_int4_fp32.npy", eager_prefill(build("fp32")[0]))
+        return out | int4_peers(folder)
     if variant != "fp32":
         return out
     strict = export(variant, strict=True)
-    try:
-        import openvino as ov
+    return out | _peers(openvino=lambda: openvino_ir(strict, folder / "decode_fp32.xml"),
+                        executorch=lambda: _executorch(folder, "decode_fp32", strict),
+                        ort=lambda: onnx_step(folder / "decode_fp32.onnx"))
 
-        t0 = time.perf_counter()
-        ov.save_model(ov.convert_model(strict), folder / "decode_fp32.xml")
-        out["openvino"] = {"artifact": str(folder / "decode_fp32.xml"),
-                           "compile_s": time.perf_counter() - t0}
-    except Exception as e:  # noqa: BLE001 - a peer that cannot take it is reported, not fatal
-        print(f"OpenVINO: {type(e).__name__}: {e}", flush=True)
-    try:
-        import peers
 
-        out["executorch"] = peers.compile_executorch(folder, "decode_fp32", strict)
-    except Exception as e:  # noqa: BLE001
-        print(f"ExecuTorch: {type(e).__name__}: {e}", flush=True)
-    try:
+def _peers(**makers) -> dict[str, dict]:
+    """runtime -> {artifact, compile_s} of the peers whose maker returned their artifact (a
+    peer that cannot take the model is printed, not fatal)."""
+    out = {}
+    for name, make in makers.items():
         t0 = time.perf_counter()
-        step = explicit_cache_step(build(variant)[0])
-        seq = torch.export.Dim("seq", min=1, max=CACHE)
-        kv = [torch.from_numpy(k) for k in empty_cache()]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(step, (torch.from_numpy(ids), torch.from_numpy(pos), kv),
-                              dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq},
-                                              "kv": [None] * len(kv)},
-                              dynamo=True, verbose=False).save(folder / "decode_fp32.onnx")
-        out["ort"] = {"artifact": str(folder / "decode_fp32.onnx"),
-                      "compile_s": time.perf_counter() - t0}
-    except Exception as e:  # noqa: BLE001
-        print(f"ONNX Runtime: {type(e).__name__}: {e}", flush=True)
+        try:
+            out[name] = {"artifact": str(make()), "compile_s": time.perf_counter() - t0}
+        except Exception as e:  # noqa: BLE001
+            print(f"{name}: {type(e).__name__}: {e}", flush=True)
     return out
+
+
+def _executorch(folder: Path, name: str, ep) -> str:
+    import peers
+
+    return peers.compile_executorch(folder, name, ep)["artifact"]
+
+
+def openvino_ir(ep, path: Path, compress=None) -> Path:
+    """OpenVINO's IR of the strict export, its weights compressed by `compress` (an NNCF
+    call on the converted model) where given."""
+    import openvino as ov
+
+    model = ov.convert_model(ep)
+    ov.save_model(compress(model) if compress else model, path)
+    return path
+
+
+def onnx_step(path: Path) -> Path:
+    """The float32 step with the cache as explicit inputs and outputs, as ONNX."""
+    import torch
+
+    ids, pos = prefill_inputs()
+    step = explicit_cache_step(build("fp32")[0])
+    seq = torch.export.Dim("seq", min=1, max=CACHE)
+    kv = [torch.from_numpy(k) for k in empty_cache()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(step, (torch.from_numpy(ids), torch.from_numpy(pos), kv),
+                          dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq},
+                                          "kv": [None] * len(kv)},
+                          dynamo=True, verbose=False).save(path)
+    return path
+
+
+# Each peer's own 4-bit weights of the float32 model, group 32 as torchao's int4 config:
+# ONNX Runtime MatMulNBits (symmetric, its int8 compute: accuracy_level 4), OpenVINO through
+# NNCF (INT4_SYM, every layer: the head, as torchao's config quantizes it, and the embedding
+# table, of which a step reads one row), ExecuTorch
+# with XNNPACK through torchao's 8da4w (int8 activations per token at run time, 4-bit weights).
+ORT_INT4 = {"block_size": 32, "is_symmetric": True, "accuracy_level": 4}
+OV_INT4 = {"group_size": 32, "ratio": 1.0, "all_layers": True}
+
+
+def int4_peers(folder: Path) -> dict[str, dict]:
+    return _peers(ort=lambda: _ort_int4(folder), openvino=lambda: _openvino_int4(folder),
+                  executorch=lambda: _executorch_int4(folder))
+
+
+def _ort_int4(folder: Path) -> Path:
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    fp32 = onnx_step(folder / "decode_int4_fp32.onnx")
+    quantizer = MatMulNBitsQuantizer(onnx.load(str(fp32)), **ORT_INT4)
+    quantizer.process()
+    path = folder / "decode_int4.onnx"
+    quantizer.model.save_model_to_file(str(path), use_external_data_format=False)
+    return path
+
+
+def _openvino_int4(folder: Path) -> Path:
+    import nncf
+
+    def compress(model):
+        return nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT4_SYM, **OV_INT4)
+    return openvino_ir(export("fp32", strict=True), folder / "decode_int4.xml", compress)
+
+
+def _executorch_int4(folder: Path) -> str:
+    import torch
+    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+
+    model, wrapped = build("fp32")
+    quantize_(model, Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,
+                                                           weight_granularity=PerGroup(32)))
+    return _executorch(folder, "decode_int4", export("int4", strict=True, wrapped=wrapped))
 
 
 # ----------------------------------------------------------------------------- workers
 
-def _median_step(step, steps: int, expected) -> float:
-    """Median ms of `steps` decode steps after a prefill of PROMPT tokens (its logits checked
-    against eager's) and 3 warm-ups."""
+# The check of a runtime's prefill logits. aotc and the float32 peers differ from eager's
+# same variant by their rounding only: within TOLERANCE of the largest |logit|.
+# A peer's own 4-bit weights (int4_peers) are another rounding of the float32 weights: with
+# these random weights any int4 rounding moves the logits by about a third of the largest
+# |logit| (torchao's too), each in its own direction, so they are far from torchao's int4 too.
+# Those are checked against the float32 model they quantize instead: no further from it than
+# OWN_INT4_SLACK times torchao's int4 is (a broken quantization lands much further).
+TOLERANCE, OWN_INT4_SLACK = 0.02, 1.5
+
+
+def _check(logits, expected, fp32=None) -> None:
+    """Prefill logits against eager's `expected`, or for a peer's own int4 against the float32
+    model's `fp32` (see OWN_INT4_SLACK)."""
+    import numpy as np
+
+    def err(a, b):
+        return float(np.abs(a.reshape(b.shape) - b).max())
+    if fp32 is None:
+        bound, what = TOLERANCE * float(np.abs(expected).max()), "eager's"
+    else:
+        bound, what, expected = OWN_INT4_SLACK * err(expected, fp32), "float32's", fp32
+    if not err(logits, expected) <= bound:
+        raise AssertionError(f"prefill logits differ from {what} by {err(logits, expected)} "
+                             f"(bound {bound})")
+
+
+def _median_step(step, steps: int, check) -> float:
+    """Median ms of `steps` decode steps after a prefill of PROMPT tokens (its logits passed to
+    `check`) and 3 warm-ups."""
     import numpy as np
 
     logits = np.asarray(step(*prefill_inputs()))
     if logits.dtype == np.uint16:  # aotc's numpy outputs hold bfloat16 as its bits
         logits = (logits.astype(np.uint32) << 16).view(np.float32)
-    logits = logits.astype(np.float32)
-    scale = float(np.abs(expected).max())
-    err = float(np.abs(logits.reshape(expected.shape) - expected).max())
-    if not err <= 0.02 * scale:  # bfloat16 and int4 differ from eager by their rounding
-        raise AssertionError(f"prefill logits differ from eager's by {err} (max |logit| {scale})")
+    check(logits.astype(np.float32))
     times = []
     for k in range(steps + 3):
         ids = np.array([[7 + k % 100]], dtype=np.int64)
@@ -302,7 +406,11 @@ def worker(spec: dict) -> dict:
     step, reset = _runtime(spec)
     ttft = _prefill_ms(step, reset)
     reset()
-    return {"ttft_ms": ttft, "ms": _median_step(step, spec["steps"], np.load(spec["expected"]))}
+    expected = np.load(spec["expected"])
+    own_int4 = spec["variant"] == "int4" and spec["runtime"] not in ("aotc", "eager")
+    fp32 = np.load(spec["expected"].replace(".npy", "_fp32.npy")) if own_int4 else None
+    return {"ttft_ms": ttft,
+            "ms": _median_step(step, spec["steps"], lambda x: _check(x, expected, fp32))}
 
 
 def run_worker(spec: dict) -> dict:
