@@ -269,6 +269,9 @@ def split_narrowed_results(program: Program, uses: Counter, pinned: set[str]) ->
                                  program.buffers[src].origin)
                     buffers[new.name] = new
                     loads_of[part] = Load(new.name, index_vars(len(buf.sizes)), part.dtype)
+                    if buf.name in program.guards:  # it runs where its reader runs
+                        program.guards = {**program.guards,
+                                          new.name: program.guards[buf.name]}
             buffers[name] = other
         program.buffers = buffers
         buf.op = Pointwise(transform(buf.op.body, lambda x: x, memo=loads_of))

@@ -70,15 +70,17 @@ def _single_positions(buf: Buffer) -> bool:
 
 
 def _reads_along(reader: Buffer, buf: Buffer) -> bool:
-    """Whether `reader` can read `buf` stored channels last: any reader where the planes
-    are single positions (a pooled head's input to a linear)."""
+    """Whether `reader` can read `buf` stored channels last: a loop body whose loads of it
+    are rewritten (none data-dependent), a tap-major convolution reading it as its input, or
+    any kernel where the planes are single positions (it reads memory that lies alike: a
+    pooled head's input to a linear)."""
     name = buf.name
-    if _single_positions(buf):
-        return True
     op = reader.op
     if isinstance(op, (Pointwise, Reduction)):
         return not any(isinstance(ld, IndirectLoad) and ld.buffer == name
                        for ld in loads(op.body))
+    if _single_positions(buf):
+        return True
     return (isinstance(op, IntMatmul) and op.patches is not None and op.taps_major
             and op.a.buffer == name and name not in (op.b.buffer, op.a_zero_buffer))
 
