@@ -657,5 +657,12 @@ class Program:
         return dataclasses.replace(self, buffers={n: dataclasses.replace(b)
                                                   for n, b in self.buffers.items()})
 
+    def fresh_name(self, base: str) -> str:
+        """`base`, or `base_1`, `base_2`, ...: the first that names no buffer yet."""
+        name, k = base, 1
+        while name in self.buffers:
+            name, k = f"{base}_{k}", k + 1
+        return name
+
     def computed(self) -> list[Buffer]:
         return [b for b in self.buffers.values() if b.kind is BufferKind.COMPUTED]

@@ -98,12 +98,7 @@ class LoweringContext:
         return Origin((self.node_name,), (self.target,), self.source)
 
     def fresh_name(self, hint: str | None = None) -> str:
-        base = _c_identifier(hint or self.node_name)
-        name, k = base, 1
-        while name in self.program.buffers:
-            name = f"{base}_{k}"
-            k += 1
-        return name
+        return self.program.fresh_name(_c_identifier(hint or self.node_name))
 
     def emit(self, op: Op, sizes, dtype: DType, hint: str | None = None,
              absorbs: Buffer | None = None) -> TensorValue:

@@ -204,13 +204,6 @@ def _template_results(program: Program, body: Node, sizes, uses: Counter,
     return list(out)
 
 
-def _fresh(program: Program, base: str) -> str:
-    name, k = base, 1
-    while name in program.buffers:
-        name, k = f"{base}_{k}", k + 1
-    return name
-
-
 def _narrowed_parts(program: Program, body: Node, order: list[str]) -> dict[Node, str]:
     """The largest parts of `body` that read one of the sources in `order` and no other,
     each stored narrower than that source's elements (the 8-bit requantize of int32 sums),
@@ -264,7 +257,7 @@ def split_narrowed_results(program: Program, uses: Counter, pinned: set[str]) ->
         for name, other in program.buffers.items():
             if name == buf.name:  # the parts go just before the body that read them
                 for part, src in parts.items():
-                    new = Buffer(_fresh(program, f"{src}_narrowed"), part.dtype, buf.sizes,
+                    new = Buffer(program.fresh_name(f"{src}_narrowed"), part.dtype, buf.sizes,
                                  BufferKind.COMPUTED, Pointwise(part),
                                  program.buffers[src].origin)
                     buffers[new.name] = new

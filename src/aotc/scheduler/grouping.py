@@ -12,11 +12,9 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..ir.binding import binding_buffers
-from ..ir.control import loop_buffers, predicate_buffers
 from ..ir.expr import IndirectLoad, loads
 from ..ir.nodes import Buffer, Pointwise, Program, Reduction
-from ..ir.queries import body_of, reads_of
+from ..ir.queries import body_of, held_buffers, reads_of
 from ..ir.symbols import index_vars
 
 
@@ -80,6 +78,7 @@ def group_rows(program: Program) -> list[Scheduled]:
         for name in reads_of(buf):
             readers.setdefault(name, set()).add(buf.name)
     schedule: list[Scheduled] = []
+    held = held_buffers(program)
     t = 0
     while t < len(order):
         with order[t].compiling("grouping"):
@@ -90,11 +89,7 @@ def group_rows(program: Program) -> list[Scheduled]:
             continue
         names = {m.name for m in group.members}
         group.local = {m.name for m in group.members
-                       if tuple(m.sizes) == group.outer + (1,) and m.name not in program.outputs
-                       and m.name not in program.updates.values()
-                       and m.name not in predicate_buffers(program.guards)
-                       and m.name not in loop_buffers(program.loops)
-                       and m.name not in binding_buffers(program)
+                       if tuple(m.sizes) == group.outer + (1,) and m.name not in held
                        and readers.get(m.name, set()) <= names}
         schedule.append(group)
         t += len(group.members)
