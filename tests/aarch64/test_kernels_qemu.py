@@ -24,6 +24,7 @@ DRIVERS = {
     "sort_scan_test": ["kernels-sort", "kernels-scan"],
     "crc_test": ["kernels-checksum"],
     "qgemm_test": ["kernels-gemm_int8"],
+    "w4_test": ["kernels-gemm_w4", "kernels-gemm"],
     "fft_test": ["kernels-fft"],
 }
 # aotc_model_abi.h is the tail of a generated model, which defines what it uses first: the

@@ -31,6 +31,7 @@ EXPORTS: dict[str, frozenset[str]] = {
                             "aotc_sgemm_prepacked_bf16"}),
     "gemm_int8": frozenset({"aotc_qconv_pack_b", "aotc_qconv_s32", "aotc_qgemm_pack_b",
                             "aotc_qgemm_packed_bytes", "aotc_qgemm_s32"}),
+    "gemm_w4": frozenset({"aotc_gemm_w4_f32", "aotc_wo_pack_int4"}),
     "gemm_wo": frozenset({"aotc_gemm_wo_f32"}),
     # aotc::scan / aotc::scan_positions: aotc_kernels.h's inline wrappers over the scans
     # aotc::lu_factor ... : aotc_kernels.h's inline wrappers by element type

@@ -401,6 +401,18 @@ void aotc_gemm_wo_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t l
                       const int8_t *q, int64_t group, const float *scale, const int8_t *zero,
                       const float *bias, float *out, int64_t ldo);
 
+/* The same product on int4 weights stored two a byte (gemm_w4.cpp). aotc_wo_pack_int4
+   writes q [N, K] int8 (values -8..7, K a multiple of 32) as N rows of K / 2 bytes: runs of
+   32 values, byte j of a run holding value j + 8 in its low nibble and value 16 + j + 8 in
+   its high nibble; it returns how many values lay outside -8..7 (stored wrapped: the caller
+   must refuse them), or -1 for a K that is no multiple of 32. aotc_gemm_w4_f32 reads that
+   layout, with `group` a multiple of 32 dividing K (0, or K or more: one group per row);
+   the rest as aotc_gemm_wo_f32. */
+int64_t aotc_wo_pack_int4(int64_t N, int64_t K, const int8_t *q, void *packed);
+void aotc_gemm_w4_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx,
+                      const void *packed, int64_t group, const float *scale, const int8_t *zero,
+                      const float *bias, float *out, int64_t ldo);
+
 /* Scaled dot-product attention, single precision, without the [q_len, kv_len] score matrix:
      out[b, h, i, :] = sum_j softmax_j(s[i, :]) * v[b, h / group, j, :]
      s[i, j] = scale * (q[b, h, i, :] . k[b, h / group, j, :]), then the mask:

@@ -21,17 +21,16 @@
 // float32 scratch, as eager dequantizes, and multiplied by the float32 GEMM (gemm.cpp).
 
 #include "aotc_kernels.h"
+#include "gemm_wo_vec.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <new>
 #include <vector>
 
-#if defined(__AVX2__) || defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 namespace {
+
+using namespace aotc_wo;
 
 constexpr int64_t MR = 4;  // rows of x per block
 constexpr int64_t NR = 2;  // weight rows per block (4 when the block has one row of x)
@@ -47,52 +46,6 @@ struct Problem {
     const int8_t *zero;
     const float *xsum;  // with zero points: [M, groups], the sums of x over each group
 };
-
-#if defined(__AVX2__) || defined(__AVX512F__)
-inline float sum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-#endif
-
-// The AVX-512 forms with a zeroed (maskz) source: the plain ones start from an undefined
-// register, which GCC 12's -Wmaybe-uninitialized reports once inlined.
-#if defined(__AVX512F__)
-constexpr int64_t VL = 16;
-using Vec = __m512;
-inline Vec vzero() { return _mm512_setzero_ps(); }
-inline Vec vload(const float *p) { return _mm512_loadu_ps(p); }
-inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-inline Vec vmul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
-inline float vsum(Vec v) {
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, v);
-    return sum8(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8)));
-}
-// 16 weight bytes as floats
-inline Vec widen(const int8_t *q) {
-    const __m512i w = _mm512_maskz_cvtepi8_epi32(
-        __mmask16(0xFFFF), _mm_loadu_si128(reinterpret_cast<const __m128i *>(q)));
-    return _mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), w);
-}
-inline Vec vset(float s) { return _mm512_set1_ps(s); }
-#elif defined(__AVX2__) && defined(__FMA__)
-constexpr int64_t VL = 8;
-using Vec = __m256;
-inline Vec vzero() { return _mm256_setzero_ps(); }
-inline Vec vload(const float *p) { return _mm256_loadu_ps(p); }
-inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
-inline Vec vmul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
-inline float vsum(Vec v) { return sum8(v); }
-// 8 weight bytes as floats
-inline Vec widen(const int8_t *q) {
-    return _mm256_cvtepi32_ps(
-        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(q))));
-}
-inline Vec vset(float s) { return _mm256_set1_ps(s); }
-#endif
 
 // out rows [m0, m0 + R) x columns [n0, n0 + C) with R <= MR, C <= NR (fixed at compile
 // time, so the accumulators stay in registers); `sums[r][c]` gets the products. With
