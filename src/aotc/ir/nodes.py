@@ -585,6 +585,22 @@ class PackedInt8B:
         return panels * self.groups() * 64 + panels * 64
 
 
+@dataclass(frozen=True)
+class PackedInt4:
+    """An int8 constant [n, k] of int4 values (-8..7), the weight of weight-only linears,
+    stored two values a byte as kernels/gemm_w4.cpp reads it (aotc_wo_pack_int4): each row
+    in runs of 32 values, byte j of a run holding value j + 8 in its low nibble and value
+    16 + j + 8 in its high nibble; k is a multiple of 32. The same layout on every build."""
+
+    LAYOUT: ClassVar[str] = "int4_nibbles"
+
+    k: int
+    n: int
+
+    def nbytes(self) -> int:
+        return self.n * self.k // 2
+
+
 @dataclass
 class ConstantSpec:
     fqn: str  # fully-qualified name in the state dict (or the lifted constant's name)
@@ -592,7 +608,7 @@ class ConstantSpec:
     data: object  # host array (numpy) of the value, frozen at compile time
     folded_from: tuple[str, ...] = ()  # weights a folded constant was computed from (freezing)
     # stored prepacked for its kernel (scheduler/prepack.py); the buffer keeps the user's sizes
-    packing: PackedGemmB | PackedInt8B | None = None
+    packing: PackedGemmB | PackedInt8B | PackedInt4 | None = None
 
 
 @dataclass

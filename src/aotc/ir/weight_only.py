@@ -1,6 +1,7 @@
 """The weight-only quantized linear template: float32 activations times an int8 weight
-(int4 values held one per byte) dequantized per group inside kernels/gemm_wo.cpp, never
-stored as floats (codegen: codegen/cpp/templates/wo_gemm.py)."""
+(int4 values held one per byte, or packed two a byte) dequantized per group inside
+kernels/gemm_wo.cpp (gemm_w4.cpp), never stored as floats (codegen:
+codegen/cpp/templates/wo_gemm.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ class WeightOnlyMatmul(Template):
     k: sympy.Expr
     group: int
     bits: int = 8  # the range of q's values: 8 (int8) or 4 (int4 held in int8)
+    # q stored two int4 values a byte (its ConstantSpec.packing, a PackedInt4), read by
+    # kernels/gemm_w4.cpp; scheduler/prepack.py sets it
+    q_nibbles: bool = False
 
     def reads(self) -> tuple[str, ...]:
         names = (self.x.buffer, self.q, self.scale, self.zero, self.bias)
@@ -41,6 +45,7 @@ class WeightOnlyMatmul(Template):
     def describe(self) -> str:
         zero = f" - {self.zero}" if self.zero else ""
         bias = f" + {self.bias}" if self.bias else ""
-        return (f"weight-only matmul {self.x.buffer} x (s{self.bits} {self.q}{zero}) * "
+        packed = ", two a byte" if self.q_nibbles else ""
+        return (f"weight-only matmul {self.x.buffer} x (s{self.bits} {self.q}{packed}{zero}) * "
                 f"{self.scale} (group {self.group}){bias} [{self.m}, {self.k}] x "
                 f"[{self.k}, {self.n}] -> f32")

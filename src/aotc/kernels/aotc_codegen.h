@@ -29,6 +29,9 @@ inline thread_local char g_error[1024];
 // set by generated code that could not allocate scratch memory (pack_constant widening a
 // half weight), so that the exported function reports AOTC_ERR_MEMORY
 inline thread_local bool g_no_memory = false;
+// set by generated code packing an int4 weight (pack_constant): how many of its values lay
+// outside -8..7, which the two-a-byte layout cannot hold (AOTC_ERR_INPUT)
+inline thread_local int64_t g_outside_int4 = 0;
 
 inline int fail(int status, const char *fmt, ...) {
   va_list ap;

@@ -12,7 +12,8 @@
 //               output_sizes(sym, sizes)            n_out x kMaxRank sizes from the symbols
 //               run(m, in, out, n_out, sym, shapes_only)  every kernel in order
 //               check_packing()                     the linked GEMM's panel layout
-//               pack_constant(k, src, dst)          false for a constant stored as given
+//               pack_constant(k, src, dst)          false for a constant stored as given, or
+//                                                   a failure (g_no_memory, g_outside_int4)
 // Not a header to include anywhere else: its functions are the model library's exports.
 #ifndef AOTC_MODEL_ABI_H
 #define AOTC_MODEL_ABI_H
@@ -192,10 +193,15 @@ int aotc_pack_constant(int64_t k, const void *src, void *dst) {
   if (kConstantBytes[k] == 0) return AOTC_OK;
   if (!src || !dst) return aotc::fail(AOTC_ERR_ARGUMENT, "aotc_pack_constant: null argument");
   aotc::g_no_memory = false;
+  aotc::g_outside_int4 = 0;
   if (!pack_constant(k, src, dst)) {
     if (aotc::g_no_memory)
       return aotc::fail(AOTC_ERR_MEMORY, "aotc_pack_constant: no memory to widen constant %lld",
                         (long long)k);
+    if (aotc::g_outside_int4 != 0)
+      return aotc::fail(AOTC_ERR_INPUT, "%lld of the values lie outside -8..7: this int4 "
+                        "weight is stored two values a byte, which holds only int4 values",
+                        (long long)aotc::g_outside_int4);
     __builtin_memcpy(dst, src, size_t(kConstantBytes[k]));
   }
   return AOTC_OK;

@@ -20,6 +20,8 @@ from ..target import architectures, known_arches
 # (folded into others) is not stored (stored: false, nbytes 0), and the archive may be zip64.
 # The int8 layout's groups are padded to whole AMX tiles since int8_dot_groups16 (packages
 # of int8_dot_groups, before that, keep loading: their library packs and reads their own).
+# int4_nibbles (an int4 weight two values a byte) is a layout added within version 4: older
+# packages are unchanged, and an older aotc refuses a package using it by its layout name.
 FORMAT_VERSION = 4
 ARCHES = known_arches()
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
@@ -201,19 +203,20 @@ def _constants(value: Any) -> None:
 
 _INT8_FIELDS = ("k", "n", "offset", "sb_k", "sb_n")
 _PACKING_FIELDS = {"gemm_b_panels": ("k", "n", "offset", "sb_k", "sb_n", "nr", "kc"),
-                   "int8_dot_groups": _INT8_FIELDS, "int8_dot_groups16": _INT8_FIELDS}
+                   "int8_dot_groups": _INT8_FIELDS, "int8_dot_groups16": _INT8_FIELDS,
+                   "int4_nibbles": ("k", "n")}
 # the groups of 4 rows each int8 layout stores for k rows
 _INT8_GROUPS = {"int8_dot_groups": lambda k: -(-k // 4), "int8_dot_groups16": lambda k: -(-k // 64) * 16}
 # the dtypes of the constants each layout packs (GEMM panels: float32, or a half model's
 # weights, packed from their values widened to float32)
 _PACKED_DTYPE = {"gemm_b_panels": ("float32", "bfloat16", "float16"), "int8_dot_groups": ("int8",),
-                 "int8_dot_groups16": ("int8",)}
+                 "int8_dot_groups16": ("int8",), "int4_nibbles": ("int8",)}
 
 
 def _packing(value: Any, path: str, numel: int, dtype) -> int:
     """Bytes of a constant stored in its kernel's layout (scheduler/prepack.py): the GEMM's
-    panels, or the int8 kernel's dot-product groups; after checking that the layout reads
-    only inside the constant's own values."""
+    panels, the int8 kernel's dot-product groups, or an int4 weight two values a byte;
+    after checking that the layout reads only inside the constant's own values."""
     p = _dict(value, path)
     layout = p.get("layout")
     if layout not in _PACKING_FIELDS:
@@ -229,6 +232,11 @@ def _packing(value: Any, path: str, numel: int, dtype) -> int:
     for name in ("k", "n", "nr", "kc"):
         if name in f and f[name] < 1:
             raise _Bad(f"{path}.{name}", "a positive number", f[name])
+    if layout == "int4_nibbles":  # the whole [n, k] weight, two values a byte
+        if f["k"] % 32 or f["k"] * f["n"] != numel:
+            raise _Bad(path, f"k a multiple of 32 and k * n the constant's {numel} values",
+                       [f["k"], f["n"]])
+        return f["k"] * f["n"] // 2
     corners = [f["offset"] + i * (f["k"] - 1) * f["sb_k"] + j * (f["n"] - 1) * f["sb_n"]
                for i in (0, 1) for j in (0, 1)]
     if min(corners) < 0 or max(corners) >= numel:

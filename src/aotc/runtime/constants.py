@@ -114,7 +114,10 @@ def prepare_update(table: list[dict], constants: dict, check_full_update: bool,
             out[index[name]] = (owner, ptr)
         else:
             owner_copy, address = _aligned(entry["nbytes"])
-            pack(index[name], ptr, address)
+            try:
+                pack(index[name], ptr, address)
+            except InputError as e:  # a value its packed layout cannot hold
+                raise InputError(f"load_constants: {what}: {e}") from None
             out[index[name]] = (owner_copy, address)
     for k in sorted(given):
         for j in tied.get(k, ()):

@@ -431,7 +431,12 @@ int aotc_loader_load_constants(aotc_loader *l, const char *const *names,
       if (!v.data && c.nbytes) fail(AOTC_ERR_ARGUMENT, "load_constants: '" + name + "' has null data");
       // the bytes the model reads: a copy, or a GEMM weight packed as weights.bin holds it
       copies[name] = aligned_copy(nullptr, size_t(c.nbytes));
-      l->check(l->abi.pack_constant(index, v.data, copies[name].get()));
+      const int rc = l->abi.pack_constant(index, v.data, copies[name].get());
+      if (rc == AOTC_ERR_INPUT) {  // a value its packed layout cannot hold
+        const char *why = l->abi.last_error ? l->abi.last_error() : nullptr;
+        fail(rc, "load_constants: '" + name + "': " + (why ? why : "a value it cannot hold"));
+      }
+      l->check(rc);
       table[size_t(index)] = copies[name].get();
       given[size_t(index)] = true;
     }

@@ -2,7 +2,9 @@
 the GEMM micro-kernel's panel layout, so that no call packs it. So is the weight of a
 convolution on a small output plane (its weights dominate its memory traffic), as the B
 [Cin*taps, Cout] of the GEMM the kernel then runs (kernels/conv.cpp), and an int8 constant
-that only feeds integer products (IntMatmul), in kernels/gemm_int8.cpp's dot-product layout.
+that only feeds integer products (IntMatmul), in kernels/gemm_int8.cpp's dot-product layout,
+and an int4 weight of weight-only linears (its values -8..7 held in int8) two values a byte,
+in kernels/gemm_w4.cpp's layout.
 A float16 or bfloat16 constant that GEMMs read only widened to float32 (a half model's
 linear weights) is packed too, from its own values: as bfloat16 panels where this machine
 runs the bf16 kernel and every A is bfloat16 widened too (then exact: the kernel rounds A to
@@ -36,6 +38,7 @@ from ..ir.nodes import (
     Gemm,
     Operand,
     PackedGemmB,
+    PackedInt4,
     PackedInt8B,
     Pointwise,
     Program,
@@ -43,6 +46,7 @@ from ..ir.nodes import (
 )
 from ..ir.queries import body_of
 from ..ir.symbols import flat_offset, index_vars
+from ..ir.weight_only import WeightOnlyMatmul
 from ..target import Target
 from ..target.host import has_bf16_dot_products
 from .precision import pack_panels_bf16
@@ -89,10 +93,20 @@ def pack_int8_groups(data: np.ndarray, packing: PackedInt8B) -> np.ndarray:
     return np.concatenate([data_part.view(np.uint8), sums.view(np.uint8)])
 
 
-def packed_bytes(data: np.ndarray, packing: PackedGemmB | PackedInt8B) -> bytes:
+def pack_int4(data: np.ndarray, packing: PackedInt4) -> np.ndarray:
+    """The two-a-byte layout of the int4 weight [n, k] (the bytes aotc_wo_pack_int4 writes):
+    runs of 32 values, byte j holding value j + 8 (low nibble) and value 16 + j + 8 (high)."""
+    q = np.ascontiguousarray(data, dtype=np.int8).reshape(packing.n, packing.k // 32, 2, 16)
+    stored = (q.astype(np.int16) + 8) & 15
+    return (stored[:, :, 0] | (stored[:, :, 1] << 4)).astype(np.uint8).reshape(-1)
+
+
+def packed_bytes(data: np.ndarray, packing: PackedGemmB | PackedInt8B | PackedInt4) -> bytes:
     """A constant's bytes as weights.bin stores them in `packing`."""
     if isinstance(packing, PackedInt8B):
         return pack_int8_groups(data, packing).tobytes()
+    if isinstance(packing, PackedInt4):
+        return pack_int4(data, packing).tobytes()
     if packing.dtype == "bfloat16":
         return pack_panels_bf16(data, packing).tobytes()
     return pack_panels(data, packing).tobytes()
@@ -141,6 +155,19 @@ def _int8_packing(op: IntMatmul, target: Target) -> PackedInt8B | None:
         return None
     k, n, offset, sb_k, sb_n = (int(v) for v in values if v is not None)
     return PackedInt8B(k, n, offset, sb_k, sb_n, op.taps()) if k and n else None
+
+
+def _int4_packing(op: WeightOnlyMatmul, data) -> PackedInt4 | None:
+    """How the int4 weight `data` of `op` can be stored two a byte: static sizes, K and the
+    group in whole runs of 32 values, and every value in -8..7 (torchao's int4 range; a
+    weight holding others, which dequantize_affine would use as they are, stays a byte a
+    value)."""
+    k, n = _static(op.k), _static(op.n)
+    if op.bits != 4 or not k or not n or k % 32 or op.group % 32:
+        return None
+    if math.prod(data.shape) != k * n or int(data.min()) < -8 or int(data.max()) > 7:
+        return None
+    return PackedInt4(k, n)
 
 
 HALF = (DType.float16, DType.bfloat16)
@@ -228,7 +255,8 @@ def _pack_widened(program: Program, c_buffer: str, widened: list[Buffer],
 
 def _readers(program: Program) -> dict[str, list]:
     """Buffer -> the ops that read it (a Gemm once per operand it reads it as, a Conv as
-    ("conv", buffer) for its weight, an IntMatmul as ("int8_b", buffer) for its B)."""
+    ("conv", buffer) for its weight, an IntMatmul as ("int8_b", buffer) for its B, an int4
+    WeightOnlyMatmul as ("int4_q", buffer) for its weight)."""
     out: dict[str, list] = {}
     for buf in program.computed():
         body = body_of(buf.op)
@@ -247,6 +275,12 @@ def _readers(program: Program) -> dict[str, list]:
             for name in others:
                 out.setdefault(name, []).append(None)
             out.setdefault(packed, []).append((role, buf))
+        elif isinstance(buf.op, WeightOnlyMatmul) and buf.op.bits == 4:
+            others = list(buf.op.reads())  # the activation, scales, zero points, bias
+            others.remove(buf.op.q)
+            for name in others:
+                out.setdefault(name, []).append(None)
+            out.setdefault(buf.op.q, []).append(("int4_q", buf))
         elif isinstance(buf.op, Template):
             for name in buf.op.reads():
                 out.setdefault(name, []).append(None)
@@ -257,8 +291,8 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
     """Mark each float32 constant read only as the B of GEMMs (all reading it alike) as
     packed, and those GEMMs as reading it packed; with precision "bf16", a GEMM weight
     (not a convolution's) is packed as bfloat16 (scheduler/precision.py). An int8 constant
-    read only as the B of integer products, alike, is packed for them. Returns a new
-    program."""
+    read only as the B of integer products, alike, is packed for them, and one read only as
+    the int4 weight of weight-only linears, two values a byte. Returns a new program."""
     program = program.with_own_buffers()
     readers = _readers(program)
     elsewhere = (set(program.outputs) | set(program.updates) | set(program.updates.values())
@@ -271,12 +305,16 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
     for c in program.constants:
         buf = program.buffers[c.buffer]
         uses = readers.get(c.buffer, [])
-        packing: PackedGemmB | PackedInt8B | None = None
+        packing: PackedGemmB | PackedInt8B | PackedInt4 | None = None
         role = {u[0] if u is not None else None for u in uses}
         if buf.dtype is DType.int8 and c.buffer not in elsewhere and uses and role == {"int8_b"}:
             found8 = {_int8_packing(u[1].op, target) for u in uses}
             if len(found8) == 1 and None not in found8:
                 packing = found8.pop()
+        elif buf.dtype is DType.int8 and c.buffer not in elsewhere and uses and role == {"int4_q"}:
+            found4 = {_int4_packing(u[1].op, c.data) for u in uses}
+            if len(found4) == 1 and None not in found4:
+                packing = found4.pop()
         elif (buf.dtype is DType.float32 and c.buffer not in elsewhere and uses
                 and len(role) == 1 and role <= {"b", "conv"}):
             packing_of = _packing_of if role == {"b"} else _conv_packing
@@ -301,6 +339,8 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
                 if kind == "int8_b":
                     reader.op = dataclasses.replace(reader.op, b_packed=True, b=Operand(
                         c.buffer, sympy.Integer(0), (sympy.Integer(0),) * 2))
+                elif kind == "int4_q":
+                    reader.op = dataclasses.replace(reader.op, q_nibbles=True)
                 elif kind == "conv":
                     reader.op = dataclasses.replace(reader.op, weight_packed=True)
                 else:

@@ -3,10 +3,10 @@ makes and the packing behind aotc_pack_constant (a swapped weight, as the packag
 
 Which constants are packed, and how, is decided in scheduler/prepack.py; the layouts
 themselves are the kernels' (kernels/aotc_kernels.h: the GEMM's panels, the int8 GEMM's
-dot-product groups)."""
+dot-product groups, the weight-only GEMM's int4 values two a byte)."""
 from __future__ import annotations
 
-from ...ir.nodes import PackedGemmB, PackedInt8B, Program
+from ...ir.nodes import PackedGemmB, PackedInt4, PackedInt8B, Program
 from .code import CodeBuffer
 
 
@@ -45,6 +45,13 @@ def _emit_pack_constant(code: CodeBuffer, program: Program) -> None:
     for k, c in enumerate(program.constants):
         p = c.packing
         if p is None:
+            continue
+        if isinstance(p, PackedInt4):  # refused (AOTC_ERR_INPUT) with values outside -8..7
+            code.lines_of([
+                f"    case {k}:",
+                f"      aotc::g_outside_int4 = aotc_wo_pack_int4({p.n}, {p.k}, "
+                "static_cast<const int8_t *>(src), dst);",
+                "      return aotc::g_outside_int4 == 0;"])
             continue
         if isinstance(p, PackedInt8B):
             src = f"static_cast<const int8_t *>(src) + {p.offset}"

@@ -1,5 +1,6 @@
-"""The call into the shipped weight-only quantized GEMM (kernels/gemm_wo.cpp): the int8 or
-int4 weight read as it is stored, dequantized in the kernel's registers."""
+"""The call into the shipped weight-only quantized GEMM (kernels/gemm_wo.cpp, or gemm_w4.cpp
+for int4 weights packed two a byte): the weight read as it is stored, dequantized in the
+kernel's registers."""
 from __future__ import annotations
 
 from ....ir.nodes import Buffer
@@ -16,6 +17,7 @@ def weight_only_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str
     x = f"{pointer_of(op.x.buffer)} + {c_index(op.x.offset)}"
     zero = pointer_of(op.zero) if op.zero is not None else "nullptr"
     bias = pointer_of(op.bias) if op.bias is not None else "nullptr"
-    return [f"aotc_gemm_wo_f32({m}, {n}, {k}, {x}, {c_index(op.x.strides[0])}, "
+    kernel = "aotc_gemm_w4_f32" if op.q_nibbles else "aotc_gemm_wo_f32"
+    return [f"{kernel}({m}, {n}, {k}, {x}, {c_index(op.x.strides[0])}, "
             f"{pointer_of(op.q)}, {op.group}, {pointer_of(op.scale)}, {zero}, {bias}, "
             f"{pointer_of(buf.name)}, {n});"]
