@@ -68,8 +68,9 @@ def step_bytes(variant: str) -> int:
     kv = h // CONFIG["num_attention_heads"] * CONFIG["num_key_value_heads"]
     linear = n * (2 * h * h + 2 * h * kv + 3 * h * f) + h * v  # layers' projections, the head
     norms = (2 * n + 1) * h
-    per_value = {"fp32": 4.0, "bf16": 2.0, "int4": 1.0 + 4.0 * 2 / 32}[variant]  # int4: a byte,
-    act = 2 if variant == "bf16" else 4  # with a float scale and zero point per 32 values
+    # int4: two values a byte, with a float scale and an int8 zero point per 32 values
+    per_value = {"fp32": 4.0, "bf16": 2.0, "int4": 0.5 + (4.0 + 1.0) / 32}[variant]
+    act = 2 if variant == "bf16" else 4
     cache = n * 2 * CACHE * kv * act
     return int(linear * per_value + norms * act + h * act + cache)
 
