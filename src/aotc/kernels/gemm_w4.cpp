@@ -11,9 +11,14 @@
 // chains; per group the products sum into a fresh vector that the group's scale multiplies
 // into the row's total, and the stored offset and zero point come off once per group as
 //     s * (zp + 8) * (sum of x over the group),
-// a dot product over the groups after the loop. A few rows (M <= 3) run the GEMV per row;
-// more dequantize the weight by panels of at most 1 MB into float32 and multiply them with
-// the float32 GEMM (gemm.cpp), as gemm_wo.cpp does from 16 rows.
+// a dot product over the groups after the loop. Three forms: bfloat16 dot products (below;
+// AVX-512 builds on CPUs with avx512_bf16, K in whole 64s), float FMAs on the widened
+// nibbles (other vector builds), and each weight dequantized and multiplied as eager does
+// (the portable build, and any x with inf, NaN or values past 2^100, whose offset sums would
+// not hold). A few rows (M <= 3) run the GEMV per row; more dequantize the weight by panels
+// of at most 1 MB into float32 and multiply them with the float32 GEMM (gemm.cpp), as
+// gemm_wo.cpp does from 16 rows. Every row of the output is one thread's, so results do not
+// depend on the thread count.
 
 #include "aotc_kernels.h"
 #include "gemm_wo_vec.h"
@@ -168,8 +173,8 @@ void gemv_block(const W4 &p, const float *x, const float *xsum, int64_t n0, floa
 // x is split into two bfloat16 parts (hi = x rounded, lo = x - hi rounded: 16 of x's 24
 // bits), so the sums keep float32's accuracy to about 2^-17 of each x; the x that high
 // nibbles multiply is divided by 8 (exact), so they count h, not 8 h. What the offsets
-// add, 128 x (low) or 16 x (high) plus the stored + 8, comes off
-// per group with the zero point's share, from the same split values.
+// add, 128 x (low) or 16 x (high) plus the stored + 8, comes off per group with the zero
+// point's share, from the same split values.
 struct SplitX {
     std::vector<uint16_t> words;  // per 64 values: hi and lo of the low nibbles' x, then the high's
     std::vector<float> shift;  // per group: the offsets' share of the group's sum
