@@ -21,11 +21,10 @@
 // depend on the thread count.
 
 #include "aotc_kernels.h"
-#include "gemm_wo_vec.h"
+#include "weight_only.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <new>
 #include <vector>
 
 namespace {
@@ -116,31 +115,40 @@ inline Vec low(Ints w) { return _mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_se
 inline Vec high(Ints w) { return _mm256_cvtepi32_ps(_mm256_srli_epi32(w, 4)); }
 #endif
 
+// Weight rows n0 .. n0 + C of a block: their bytes and scales. Rows are short: the hardware
+// prefetcher never sees a stream long enough to follow, so the rows two blocks ahead (they
+// lie one after another) are fetched while these are read, a part at a time from `ahead` by
+// the loops, their scales and zero points here, up front.
+template <int C>
+struct Block {
+    const uint8_t *q[C];
+    const float *scale[C];
+    const char *ahead;
+
+    Block(const W4 &p, int64_t n0) {
+        for (int c = 0; c < C; ++c) {
+            q[c] = p.q + (n0 + c) * (p.K / 2);
+            scale[c] = p.scale + (n0 + c) * p.groups;
+        }
+        ahead = reinterpret_cast<const char *>(q[0] + 2 * C * (p.K / 2));
+        for (int64_t t = 0; t < C * p.groups * 4; t += 64)
+            _mm_prefetch(reinterpret_cast<const char *>(scale[0] + 2 * C * p.groups) + t,
+                         _MM_HINT_T0);
+        for (int64_t t = 0; p.zero != nullptr && t < C * p.groups; t += 64)
+            _mm_prefetch(reinterpret_cast<const char *>(p.zero + (n0 + 2 * C) * p.groups) + t,
+                         _MM_HINT_T0);
+    }
+};
+
 // One row of x: out[n0 .. n0 + C) of weight rows n0 .. n0 + C.
 template <int C>
 void gemv_block(const W4 &p, const float *x, const float *xsum, int64_t n0, float *out) {
-    const int64_t row = p.K / 2;
-    const uint8_t *q[C];
-    const float *scale[C];
-    for (int c = 0; c < C; ++c) {
-        q[c] = p.q + (n0 + c) * row;
-        scale[c] = p.scale + (n0 + c) * p.groups;
-    }
-    // Rows are short: the hardware prefetcher never sees a stream long enough to follow, so
-    // the rows two blocks ahead (they lie one after another) are fetched while these are
-    // read, as many bytes per group as a group reads; their scales and zero points up front.
-    const char *ahead = reinterpret_cast<const char *>(q[0] + 2 * C * row);
+    const Block<C> b(p, n0);
     const int64_t step = C * p.group / 2;
-    for (int64_t t = 0; t < C * p.groups * 4; t += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(scale[0] + 2 * C * p.groups) + t,
-                     _MM_HINT_T0);
-    for (int64_t t = 0; p.zero != nullptr && t < C * p.groups; t += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(p.zero + (n0 + 2 * C) * p.groups) + t,
-                     _MM_HINT_T0);
     Vec acc[C];
     for (int c = 0; c < C; ++c) acc[c] = vzero();
     for (int64_t g = 0, k0 = 0; g < p.groups; ++g, k0 += p.group) {
-        for (int64_t t = 0; t < step; t += 64) _mm_prefetch(ahead + g * step + t, _MM_HINT_T0);
+        for (int64_t t = 0; t < step; t += 64) _mm_prefetch(b.ahead + g * step + t, _MM_HINT_T0);
         Vec part[C];
         for (int c = 0; c < C; ++c) part[c] = vzero();
         for (int64_t k = k0; k < k0 + p.group; k += RUN) {
@@ -148,13 +156,13 @@ void gemv_block(const W4 &p, const float *x, const float *xsum, int64_t n0, floa
             for (int64_t h = 0; h < 16; h += VL) {
                 const Vec lo_x = vload(x + k + h), hi_x = vload(x + k + 16 + h);
                 for (int c = 0; c < C; ++c) {
-                    const Ints w = lanes_of(q[c] + k / 2 + h);
+                    const Ints w = lanes_of(b.q[c] + k / 2 + h);
                     part[c] = vfma(lo_x, low(w), part[c]);
                     part[c] = vfma(hi_x, high(w), part[c]);
                 }
             }
         }
-        for (int c = 0; c < C; ++c) acc[c] = vfma(part[c], vset(scale[c][g]), acc[c]);
+        for (int c = 0; c < C; ++c) acc[c] = vfma(part[c], vset(b.scale[c][g]), acc[c]);
     }
     for (int c = 0; c < C; ++c) out[c] = vsum(acc[c]) - shift_total(p, n0 + c, xsum);
 }
@@ -241,23 +249,13 @@ __m512 split_shift(const W4 &p, const SplitX &sx, int64_t n) {
 
 template <int C>
 void gemv_bf16_block(const W4 &p, const SplitX &sx, int64_t n0, float *out) {
-    const int64_t row = p.K / 2;
-    const uint8_t *q[C];
-    const float *scale[C];
-    for (int c = 0; c < C; ++c) {
-        q[c] = p.q + (n0 + c) * row;
-        scale[c] = p.scale + (n0 + c) * p.groups;
-    }
-    const char *ahead = reinterpret_cast<const char *>(q[0] + 2 * C * row);
-    for (int64_t t = 0; t < C * p.groups * 4; t += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(scale[0] + 2 * C * p.groups) + t,
-                     _MM_HINT_T0);
+    const Block<C> b(p, n0);
     const __m512i low = _mm512_set1_epi16(0x000F), high = _mm512_set1_epi16(0x0078),
                   bias = _mm512_set1_epi16(0x4300);
     __m512 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t u = 0; u < p.K / 64; ++u) {
-        for (int64_t t = 0; t < 32 * C; t += 64) _mm_prefetch(ahead + u * 32 * C + t, _MM_HINT_T0);
+        for (int64_t t = 0; t < 32 * C; t += 64) _mm_prefetch(b.ahead + u * 32 * C + t, _MM_HINT_T0);
         const uint16_t *xw = sx.words.data() + 128 * u;
         const __m512bh x_lo_hi = (__m512bh)_mm512_loadu_si512(xw),
                        x_lo_lo = (__m512bh)_mm512_loadu_si512(xw + 32),
@@ -266,7 +264,7 @@ void gemv_bf16_block(const W4 &p, const SplitX &sx, int64_t n0, float *out) {
         const int64_t g0 = sx.group_of[size_t(2 * u)], g1 = sx.group_of[size_t(2 * u + 1)];
         for (int c = 0; c < C; ++c) {
             const __m512i w = _mm512_cvtepu8_epi16(
-                _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q[c] + 32 * u)));
+                _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b.q[c] + 32 * u)));
             const __m512bh wl = (__m512bh)_mm512_ternarylogic_epi32(w, low, bias, 0xEA),
                            wh = (__m512bh)_mm512_ternarylogic_epi32(
                                _mm512_maskz_srli_epi16(__mmask32(~0u), w, 1), high, bias, 0xEA);
@@ -274,8 +272,8 @@ void gemv_bf16_block(const W4 &p, const SplitX &sx, int64_t n0, float *out) {
             part = _mm512_dpbf16_ps(part, x_lo_lo, wl);
             part = _mm512_dpbf16_ps(part, x_hi_hi, wh);
             part = _mm512_dpbf16_ps(part, x_hi_lo, wh);
-            const __m512 sv = _mm512_mask_broadcastss_ps(_mm512_set1_ps(scale[c][g0]), 0xFF00,
-                                                         _mm_set_ss(scale[c][g1]));
+            const __m512 sv = _mm512_mask_broadcastss_ps(_mm512_set1_ps(b.scale[c][g0]), 0xFF00,
+                                                         _mm_set_ss(b.scale[c][g1]));
             acc[c] = _mm512_fmadd_ps(part, sv, acc[c]);
         }
     }
@@ -350,26 +348,6 @@ void dequantize_rows(const W4 &p, int64_t n0, int64_t rows, float *dst) {
     }
 }
 
-// out = x w^T + bias through float32 panels of the weight; false when the scratch could not
-// be had (the caller then runs the GEMV per row).
-bool by_panels(const W4 &p, int64_t M, int64_t N, const float *x, int64_t ldx,
-               const float *bias, float *out, int64_t ldo) {
-    const int64_t rows = std::min(N, std::max<int64_t>(16, PANEL_FLOATS / p.K));
-    std::vector<float> panel;
-    try {
-        panel.resize(size_t(rows * p.K));
-    } catch (const std::bad_alloc &) {
-        return false;
-    }
-    for (int64_t n0 = 0; n0 < N; n0 += rows) {
-        const int64_t cols = std::min(rows, N - n0);
-        dequantize_rows(p, n0, cols, panel.data());
-        aotc_sgemm(M, cols, p.K, x, ldx, 1, panel.data(), 1, p.K, out + n0, ldo,
-                   bias ? bias + n0 : nullptr, 0, 1, 1.0f, 1.0f);  // + 1 * bias
-    }
-    return true;
-}
-
 }  // namespace
 
 extern "C" {
@@ -398,7 +376,10 @@ void aotc_gemm_w4_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t l
     }
     if (group <= 0 || group > K) group = K;
     const W4 p{K, group, K / group, static_cast<const uint8_t *>(packed), scale, zero};
-    if (M > FEW_ROWS && by_panels(p, M, N, x, ldx, bias, out, ldo)) return;
+    if (M > FEW_ROWS &&
+        by_panels(M, N, K, x, ldx, bias, out, ldo, PANEL_FLOATS,
+                  [&](int64_t n0, int64_t rows, float *dst) { dequantize_rows(p, n0, rows, dst); }))
+        return;
     for (int64_t m = 0; m < M; ++m) gemv(p, N, x + m * ldx, bias, out + m * ldo);
 }
 

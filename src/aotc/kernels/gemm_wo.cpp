@@ -21,11 +21,10 @@
 // float32 scratch, as eager dequantizes, and multiplied by the float32 GEMM (gemm.cpp).
 
 #include "aotc_kernels.h"
-#include "gemm_wo_vec.h"
+#include "weight_only.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <new>
 #include <vector>
 
 namespace {
@@ -197,26 +196,6 @@ void dequantize_rows(const Problem &p, int64_t n0, int64_t rows, float *dst) {
     }
 }
 
-// out = x w^T + bias through float32 panels of the weight; false when the scratch could not
-// be had (the caller then takes the register path).
-bool by_panels(const Problem &p, int64_t M, int64_t N, const float *bias, float *out,
-               int64_t ldo) {
-    const int64_t rows = std::min(N, std::max<int64_t>(16, PANEL_FLOATS / std::max<int64_t>(p.K, 1)));
-    std::vector<float> panel;
-    try {
-        panel.resize(size_t(rows * p.K));
-    } catch (const std::bad_alloc &) {
-        return false;
-    }
-    for (int64_t n0 = 0; n0 < N; n0 += rows) {
-        const int64_t cols = std::min(rows, N - n0);
-        dequantize_rows(p, n0, cols, panel.data());
-        aotc_sgemm(M, cols, p.K, p.x, p.ldx, 1, panel.data(), 1, p.K, out + n0, ldo,
-                   bias ? bias + n0 : nullptr, 0, 1, 1.0f, 1.0f);  // + 1 * bias
-    }
-    return true;
-}
-
 }  // namespace
 
 extern "C" {
@@ -229,7 +208,11 @@ void aotc_gemm_wo_f32(int64_t M, int64_t N, int64_t K, const float *x, int64_t l
     const int64_t groups = K > 0 ? (K + group - 1) / group : 0;
     if (M >= PANEL_M && K > 0) {
         const Problem panels{K, group, groups, x, ldx, q, scale, zero, nullptr};
-        if (by_panels(panels, M, N, bias, out, ldo)) return;
+        if (by_panels(M, N, K, x, ldx, bias, out, ldo, PANEL_FLOATS,
+                      [&](int64_t n0, int64_t rows, float *dst) {
+                          dequantize_rows(panels, n0, rows, dst);
+                      }))
+            return;
     }
     std::vector<float> xsum(zero != nullptr ? size_t(M * groups) : 0);
     for (int64_t m = 0; zero != nullptr && m < M; ++m)

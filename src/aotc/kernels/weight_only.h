@@ -1,10 +1,15 @@
-// The vector helpers of the weight-only GEMMs (gemm_wo.cpp: a byte a weight; gemm_w4.cpp:
-// two int4 weights a byte): float vectors of the widest ISA built for (AVX-512: 16 lanes,
-// AVX2 + FMA: 8), and weight bytes widened to floats (exact). Inline, in namespace aotc_wo:
-// nothing here is exported.
+// What the weight-only GEMMs share (gemm_wo.cpp: a byte a weight; gemm_w4.cpp: two int4
+// weights a byte): float vectors of the widest ISA built for (AVX-512: 16 lanes, AVX2 + FMA:
+// 8), weight bytes widened to floats (exact), and the prefill's product by dequantized
+// panels. Inline, in namespace aotc_wo: nothing here is exported.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <new>
+#include <vector>
+
+#include "aotc_kernels.h"
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -64,5 +69,27 @@ inline Vec widen(const int8_t *q) {
 }
 inline Vec vset(float s) { return _mm256_set1_ps(s); }
 #endif
+
+// out = x w^T + bias through float32 panels of at most `panel_floats` (and at least 16 rows)
+// of the weight, `dequantize(n0, rows, dst)` writing its rows [n0, n0 + rows) as floats,
+// each panel multiplied by the float32 GEMM; false when the scratch could not be had.
+template <class Dequantize>
+bool by_panels(int64_t M, int64_t N, int64_t K, const float *x, int64_t ldx, const float *bias,
+               float *out, int64_t ldo, int64_t panel_floats, Dequantize dequantize) {
+    const int64_t rows = std::min(N, std::max<int64_t>(16, panel_floats / std::max<int64_t>(K, 1)));
+    std::vector<float> panel;
+    try {
+        panel.resize(size_t(rows * K));
+    } catch (const std::bad_alloc &) {
+        return false;
+    }
+    for (int64_t n0 = 0; n0 < N; n0 += rows) {
+        const int64_t cols = std::min(rows, N - n0);
+        dequantize(n0, cols, panel.data());
+        aotc_sgemm(M, cols, K, x, ldx, 1, panel.data(), 1, K, out + n0, ldo,
+                   bias ? bias + n0 : nullptr, 0, 1, 1.0f, 1.0f);  // + 1 * bias
+    }
+    return true;
+}
 
 }  // namespace aotc_wo
