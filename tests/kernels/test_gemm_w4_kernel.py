@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_gemm_wo_kernel import check, expected, run_kernel
 
 from aotc.target.host import cpu_flags
 
@@ -72,28 +73,7 @@ def _pack(lib, q):
 
 
 def _run(lib, x, packed, group, scale, zero, bias, ldo=None):
-    m, k = x.shape
-    n = packed.shape[0]
-    ldo = ldo or n
-    out = np.full((m, ldo), -7.0, np.float32)
-    lib.aotc_gemm_w4_f32(m, n, k, x.ctypes.data, x.strides[0] // 4, packed.ctypes.data, group,
-                         scale.ctypes.data, zero.ctypes.data if zero is not None else None,
-                         bias.ctypes.data if bias is not None else None, out.ctypes.data, ldo)
-    return out
-
-
-def _expected(x, q, group, scale, zero, bias):
-    g = np.arange(q.shape[1]) // group
-    z = zero[:, g].astype(np.int64) if zero is not None else 0
-    w = ((q.astype(np.int64) - z).astype(np.float32) * scale[:, g]).astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = x.astype(np.float64) @ w.T
-    return out + bias if bias is not None else out
-
-
-def _check(got, want, k):
-    # float32 sums of K terms in another order (the bfloat16 form: x to 16 of its 24 bits)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.sqrt(k))
+    return run_kernel(lib.aotc_gemm_w4_f32, x, packed, group, scale, zero, bias, ldo)
 
 
 def test_packing_is_the_documented_layout(lib):
@@ -123,8 +103,8 @@ def test_matches_the_dequantized_product(lib, m, n, k, group, zero):
     q, scale, zp = _weights(rng, n, k, group_k, zero)
     x = rng.standard_normal((m, k)).astype(np.float32)
     bias = rng.standard_normal(n).astype(np.float32) if n % 2 else None
-    _check(_run(lib, x, _pack(lib, q), group, scale, zp, bias),
-           _expected(x, q, group_k, scale, zp, bias), k)
+    check(_run(lib, x, _pack(lib, q), group, scale, zp, bias),
+           expected(x, q, group_k, scale, zp, bias), k)
 
 
 def test_strided_rows(lib):
@@ -134,7 +114,7 @@ def test_strided_rows(lib):
     x = full[:, :128]  # row stride 150
     for m in (1, 6):  # the GEMV per row, and panels
         out = _run(lib, x[:m], _pack(lib, q), 32, scale, zp, None, ldo=30)
-        _check(out[:, :21], _expected(x[:m], q, 32, scale, zp, None), 128)
+        check(out[:, :21], expected(x[:m], q, 32, scale, zp, None), 128)
         assert (out[:, 21:] == -7.0).all()  # past N: untouched
 
 
@@ -147,7 +127,7 @@ def test_values_past_the_bfloat16_form(lib, value):
     x = rng.standard_normal((1, 128)).astype(np.float32)
     x[0, 70] = value
     got = _run(lib, x, _pack(lib, q), 32, scale, zp, None)
-    want = _expected(x, q, 32, scale, zp, None)
+    want = expected(x, q, 32, scale, zp, None)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     finite = np.isfinite(want)
     np.testing.assert_array_equal(got[~finite], want[~finite].astype(np.float32))

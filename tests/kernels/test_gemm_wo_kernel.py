@@ -53,26 +53,34 @@ def _weights(rng, n, k, group, bits):
     return q, scale, zero
 
 
-def _run(lib, x, q, group, scale, zero, bias, ldo=None):
+def run_kernel(fn, x, weight, group, scale, zero, bias, ldo=None):
+    """out [m, ldo] from the weight-only kernel `fn` (gemm_wo's or gemm_w4's entry) for x and
+    `weight` as the kernel reads it (N rows); columns past N keep -7."""
     m, k = x.shape
-    n = q.shape[0]
+    n = weight.shape[0]
     ldo = ldo or n
     out = np.full((m, ldo), -7.0, np.float32)
-    lib.aotc_gemm_wo_f32(m, n, k, x.ctypes.data, x.strides[0] // 4, q.ctypes.data, group,
-                         scale.ctypes.data, zero.ctypes.data if zero is not None else None,
-                         bias.ctypes.data if bias is not None else None, out.ctypes.data, ldo)
+    fn(m, n, k, x.ctypes.data, x.strides[0] // 4, weight.ctypes.data, group, scale.ctypes.data,
+       zero.ctypes.data if zero is not None else None,
+       bias.ctypes.data if bias is not None else None, out.ctypes.data, ldo)
     return out
 
 
-def _expected(x, q, group, scale, zero, bias):
+def _run(lib, x, q, group, scale, zero, bias, ldo=None):
+    return run_kernel(lib.aotc_gemm_wo_f32, x, q, group, scale, zero, bias, ldo)
+
+
+def expected(x, q, group, scale, zero, bias):
+    """x times q dequantized per group ((q - zero) * scale in float32, as eager), in float64."""
     g = np.arange(q.shape[1]) // group
     z = zero[:, g].astype(np.int64) if zero is not None else 0
     w = ((q.astype(np.int64) - z).astype(np.float32) * scale[:, g]).astype(np.float64)
-    out = x.astype(np.float64) @ w.T
+    with np.errstate(invalid="ignore", over="ignore"):  # inf in x: as the float32 product
+        out = x.astype(np.float64) @ w.T
     return out + bias if bias is not None else out
 
 
-def _check(got, want, k):
+def check(got, want, k):
     # float32 sums of K terms in another order: within a few ulps of the terms' magnitude
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.sqrt(k))
 
@@ -88,8 +96,8 @@ def test_matches_the_dequantized_product(lib, m, n, k, kind):
     q, scale, zero = _weights(rng, n, k, group, bits)
     x = rng.standard_normal((m, k)).astype(np.float32)
     bias = rng.standard_normal(n).astype(np.float32) if n % 2 else None
-    _check(_run(lib, x, q, group, scale, zero, bias),
-           _expected(x, q, group, scale, zero, bias), k)
+    check(_run(lib, x, q, group, scale, zero, bias),
+           expected(x, q, group, scale, zero, bias), k)
 
 
 @pytest.mark.parametrize("k,group", [(37, 37), (45, 9), (100, 0)])
@@ -99,8 +107,8 @@ def test_groups_past_the_vector_width(lib, k, group):
     rng = np.random.default_rng(k)
     q, scale, zero = _weights(rng, 11, k, group or k, 4)
     x = rng.standard_normal((3, k)).astype(np.float32)
-    _check(_run(lib, x, q, group, scale, zero, None),
-           _expected(x, q, group or k, scale, zero, None), k)
+    check(_run(lib, x, q, group, scale, zero, None),
+           expected(x, q, group or k, scale, zero, None), k)
 
 
 def test_strided_rows(lib):
@@ -109,7 +117,7 @@ def test_strided_rows(lib):
     full = rng.standard_normal((6, 80)).astype(np.float32)
     x = full[:, :64]  # row stride 80
     out = _run(lib, x, q, 32, scale, zero, None, ldo=30)
-    _check(out[:, :21], _expected(x, q, 32, scale, zero, None), 64)
+    check(out[:, :21], expected(x, q, 32, scale, zero, None), 64)
     assert (out[:, 21:] == -7.0).all()  # past N: untouched
 
 
