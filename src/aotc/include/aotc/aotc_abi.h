@@ -112,7 +112,9 @@ int aotc_share_state(void *model, int64_t k, void *data);
  * AOTC_ERR_PACKAGE if the kernel linked in uses another layout. A loader that swaps
  * constant k passes the user's contiguous value (the constant's sizes and dtype) to
  * aotc_pack_constant, which writes the nbytes the model reads to dst (64-byte aligned):
- * the packed layout, or a plain copy for a constant stored as given. */
+ * the packed layout, or a plain copy for a constant stored as given. A value the packed
+ * layout cannot hold (an int4 weight stored two values a byte given a value outside
+ * -8..7) is AOTC_ERR_INPUT, its message counting them. */
 int aotc_pack_constant(int64_t k, const void *src, void *dst);
 
 /* version 6: the dtype AOTC_UINT64 (hash_tensor's result), and the package's checksum:
