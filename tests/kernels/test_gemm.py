@@ -2,15 +2,12 @@
 
 import ctypes
 import shutil
-import subprocess
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-KERNEL_DIR = Path(__file__).resolve().parents[2] / "src" / "aotc" / "kernels"
-FLAGS = ["-O3", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-Wall", "-Wextra", "-Werror"]
 SENTINEL = np.float32(-12345.0)
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not available")
@@ -18,13 +15,8 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not ava
 i64, ptr, f32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_float
 
 
-def _build(out_dir: Path, march: str) -> ctypes.CDLL:
-    lib_path = out_dir / f"libgemm_{march}.so"
-    cmd = ["g++", f"-march={march}", *FLAGS, "-I", str(KERNEL_DIR),
-           str(KERNEL_DIR / "gemm.cpp"), "-o", str(lib_path)]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    lib = ctypes.CDLL(str(lib_path))
+def _build(kernel_library, march: str) -> ctypes.CDLL:
+    lib = kernel_library(march, ["gemm.cpp"])
     lib.aotc_sgemm_batched.restype = None
     lib.aotc_sgemm_batched.argtypes = [i64] * 4 + [ptr, i64, i64, i64] * 2 + [ptr, i64, i64] + \
         [ptr, i64, i64, i64, f32, f32]
@@ -66,7 +58,7 @@ def _cpu_flags() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory):
+def builds(kernel_library):
     """march -> library, each built once for the module and only if this CPU can run it."""
     cache: dict[str, ctypes.CDLL] = {}
 
@@ -75,7 +67,7 @@ def builds(tmp_path_factory):
         if missing:
             pytest.skip(f"{march} build needs {' '.join(sorted(missing))}, which this CPU lacks")
         if march not in cache:
-            cache[march] = _build(tmp_path_factory.mktemp(f"gemm_{march}"), march)
+            cache[march] = _build(kernel_library, march)
         return cache[march]
     return get
 

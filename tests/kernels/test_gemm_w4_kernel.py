@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +17,6 @@ from test_gemm_wo_kernel import check, expected, run_kernel
 
 from aotc.target.host import cpu_flags
 
-KERNEL_DIR = Path(__file__).resolve().parents[2] / "src" / "aotc" / "kernels"
-FLAGS = ["-O3", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-Wall", "-Wextra", "-Werror"]
 V4 = {"avx512f", "avx512bw", "avx512vl", "avx512dq"}
 BUILDS = {"x86-64-v4": (V4, []), "x86-64-v4-float": (V4, ["-DAOTC_W4_NO_BF16"]),
           "x86-64-v3": ({"avx2", "fma", "bmi2"}, []), "x86-64": (set(), [])}
@@ -30,20 +26,14 @@ i64, ptr = ctypes.c_int64, ctypes.c_void_p
 
 
 @pytest.fixture(scope="module", params=list(BUILDS))
-def lib(request, tmp_path_factory):
+def lib(request, kernel_library):
     needs, defines = BUILDS[request.param]
     missing = needs - cpu_flags()
     if missing:
         pytest.skip(f"{request.param} needs {sorted(missing)}, which this CPU lacks")
-    march = request.param.removesuffix("-float")
-    path = tmp_path_factory.mktemp(request.param) / "libgemm_w4.so"
     # more than a few rows multiply dequantized panels with gemm.cpp's GEMM
-    res = subprocess.run(["g++", f"-march={march}", *FLAGS, *defines, "-I", str(KERNEL_DIR),
-                          str(KERNEL_DIR / "gemm_w4.cpp"), str(KERNEL_DIR / "gemm.cpp"),
-                          "-Wl,--no-undefined", "-o", str(path)],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    out = ctypes.CDLL(str(path))
+    out = kernel_library(request.param.removesuffix("-float"), ["gemm_w4.cpp", "gemm.cpp"],
+                         tuple(defines))
     out.aotc_gemm_w4_f32.restype = None
     out.aotc_gemm_w4_f32.argtypes = [i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr, ptr, i64]
     out.aotc_wo_pack_int4.restype = i64

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from aotc.target.host import cpu_flags
 
-KERNEL_DIR = Path(__file__).resolve().parents[2] / "src" / "aotc" / "kernels"
-FLAGS = ["-O3", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-Wall", "-Wextra", "-Werror"]
 NEEDS = {"x86-64-v4": {"avx512f", "avx512bw", "avx512vl", "avx512dq"},
          "x86-64-v3": {"avx2", "fma", "bmi2"}, "x86-64": set()}
 
@@ -26,19 +22,13 @@ i64, ptr = ctypes.c_int64, ctypes.c_void_p
 
 
 @pytest.fixture(scope="module", params=list(NEEDS))
-def lib(request, tmp_path_factory):
+def lib(request, kernel_library):
     march = request.param
     missing = NEEDS[march] - cpu_flags()
     if missing:
         pytest.skip(f"{march} needs {sorted(missing)}, which this CPU lacks")
-    path = tmp_path_factory.mktemp(march) / "libgemm_wo.so"
     # prefill (16 rows and more) multiplies dequantized panels with gemm.cpp's GEMM
-    res = subprocess.run(["g++", f"-march={march}", *FLAGS, "-I", str(KERNEL_DIR),
-                          str(KERNEL_DIR / "gemm_wo.cpp"), str(KERNEL_DIR / "gemm.cpp"),
-                          "-Wl,--no-undefined", "-o", str(path)],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    out = ctypes.CDLL(str(path))
+    out = kernel_library(march, ["gemm_wo.cpp", "gemm.cpp"])
     out.aotc_gemm_wo_f32.restype = None
     out.aotc_gemm_wo_f32.argtypes = [i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, ptr, ptr, i64]
     return out
