@@ -253,6 +253,19 @@ def _pack_widened(program: Program, c_buffer: str, widened: list[Buffer],
     return packing
 
 
+def _packable_operand(op: Template) -> tuple[str, str] | None:
+    """(buffer, role) of the operand a kernel template can read prepacked: a convolution's
+    weight ("conv"), an integer product's B ("int8_b"), an int4 weight-only linear's weight
+    ("int4_q"); None for other ops."""
+    if isinstance(op, Conv):
+        return op.weight, "conv"
+    if isinstance(op, IntMatmul):
+        return op.b.buffer, "int8_b"
+    if isinstance(op, WeightOnlyMatmul) and op.bits == 4:
+        return op.q, "int4_q"
+    return None
+
+
 def _readers(program: Program) -> dict[str, list]:
     """Buffer -> the ops that read it (a Gemm once per operand it reads it as, a Conv as
     ("conv", buffer) for its weight, an IntMatmul as ("int8_b", buffer) for its B, an int4
@@ -267,20 +280,13 @@ def _readers(program: Program) -> dict[str, list]:
             for role, o in (("a", buf.op.a), ("b", buf.op.b), ("bias", buf.op.bias)):
                 if o is not None:
                     out.setdefault(o.buffer, []).append((role, buf))
-        elif isinstance(buf.op, (Conv, IntMatmul)):
-            packed, role = ((buf.op.weight, "conv") if isinstance(buf.op, Conv)
-                            else (buf.op.b.buffer, "int8_b"))
-            others = list(buf.op.reads())  # the input, a zero point, an epilogue's reads
+        elif isinstance(buf.op, Template) and (packable := _packable_operand(buf.op)):
+            packed, role = packable
+            others = list(buf.op.reads())  # the input, scales, zero points, an epilogue's reads
             others.remove(packed)  # any other read of the same buffer stays in
             for name in others:
                 out.setdefault(name, []).append(None)
             out.setdefault(packed, []).append((role, buf))
-        elif isinstance(buf.op, WeightOnlyMatmul) and buf.op.bits == 4:
-            others = list(buf.op.reads())  # the activation, scales, zero points, bias
-            others.remove(buf.op.q)
-            for name in others:
-                out.setdefault(name, []).append(None)
-            out.setdefault(buf.op.q, []).append(("int4_q", buf))
         elif isinstance(buf.op, Template):
             for name in buf.op.reads():
                 out.setdefault(name, []).append(None)
