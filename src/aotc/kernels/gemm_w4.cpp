@@ -48,22 +48,28 @@ inline float shift_of(const W4 &p, int64_t n, int64_t g) {
     return float(OFFSET + (p.zero ? int(p.zero[n * p.groups + g]) : 0));
 }
 
+// f(k, w) for each weight of row n in order, w dequantized as eager does: (value - zp) * s
+template <class F>
+inline void each_weight(const W4 &p, int64_t n, F f) {
+    const uint8_t *row = p.q + n * (p.K / 2);
+    for (int64_t g = 0; g < p.groups; ++g) {
+        const float s = p.scale[n * p.groups + g], z = shift_of(p, n, g);
+        for (int64_t k = g * p.group; k < (g + 1) * p.group; k += RUN)
+            for (int64_t j = 0; j < 16; ++j) {
+                f(k + j, (float(row[k / 2 + j] & 15) - z) * s);
+                f(k + 16 + j, (float(row[k / 2 + j] >> 4) - z) * s);
+            }
+    }
+}
+
 // out[0 .. N) of one row of x as eager computes it, each weight dequantized and multiplied:
 // the portable build's form, and every build's for an x the sums below would not keep
 // (inf, NaN, or a value so large that its products with the stored offsets could overflow).
 void gemv_plain(const W4 &p, int64_t N, const float *x, const float *bias, float *out) {
 #pragma omp parallel for schedule(static) if (N * p.K >= (int64_t(1) << 18))
     for (int64_t n = 0; n < N; ++n) {
-        const uint8_t *row = p.q + n * (p.K / 2);
         float total = 0.0f;
-        for (int64_t g = 0; g < p.groups; ++g) {
-            const float s = p.scale[n * p.groups + g], z = shift_of(p, n, g);
-            for (int64_t k = g * p.group; k < (g + 1) * p.group; k += RUN)
-                for (int64_t j = 0; j < 16; ++j) {
-                    total += x[k + j] * ((float(row[k / 2 + j] & 15) - z) * s);
-                    total += x[k + 16 + j] * ((float(row[k / 2 + j] >> 4) - z) * s);
-                }
-        }
+        each_weight(p, n, [&](int64_t k, float w) { total += x[k] * w; });
         out[n] = total + (bias ? bias[n] : 0.0f);
     }
 }
@@ -114,6 +120,23 @@ inline Ints lanes_of(const uint8_t *b) {
 inline Vec low(Ints w) { return _mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(15))); }
 inline Vec high(Ints w) { return _mm256_cvtepi32_ps(_mm256_srli_epi32(w, 4)); }
 #endif
+
+// out[0 .. N) of one row of x by blocks of 4 weight rows, a block a thread: four(n0) fills
+// out[n0 .. n0 + 4), one(n) a row of the last, short block; then the bias.
+template <class Four, class One>
+void by_blocks(int64_t N, int64_t K, const float *bias, float *out, Four four, One one) {
+    const int64_t blocks = (N + 3) / 4;
+#pragma omp parallel for schedule(static) if (N * K >= (int64_t(1) << 18))
+    for (int64_t u = 0; u < blocks; ++u) {
+        const int64_t n0 = u * 4, n1 = std::min(N, n0 + 4);
+        if (n1 - n0 == 4) {
+            four(n0);
+        } else {
+            for (int64_t n = n0; n < n1; ++n) one(n);
+        }
+        for (int64_t n = n0; bias != nullptr && n < n1; ++n) out[n] += bias[n];
+    }
+}
 
 // Weight rows n0 .. n0 + C of a block: their bytes and scales. Rows are short: the hardware
 // prefetcher never sees a stream long enough to follow, so the rows two blocks ahead (they
@@ -281,17 +304,8 @@ void gemv_bf16_block(const W4 &p, const SplitX &sx, int64_t n0, float *out) {
 }
 
 void gemv_bf16(const W4 &p, int64_t N, const SplitX &sx, const float *bias, float *out) {
-    const int64_t blocks = (N + 3) / 4;
-#pragma omp parallel for schedule(static) if (N * p.K >= (int64_t(1) << 18))
-    for (int64_t u = 0; u < blocks; ++u) {
-        const int64_t n0 = u * 4, n1 = std::min(N, n0 + 4);
-        if (n1 - n0 == 4) {
-            gemv_bf16_block<4>(p, sx, n0, out + n0);
-        } else {
-            for (int64_t n = n0; n < n1; ++n) gemv_bf16_block<1>(p, sx, n, out + n);
-        }
-        for (int64_t n = n0; bias != nullptr && n < n1; ++n) out[n] += bias[n];
-    }
+    by_blocks(N, p.K, bias, out, [&](int64_t n0) { gemv_bf16_block<4>(p, sx, n0, out + n0); },
+              [&](int64_t n) { gemv_bf16_block<1>(p, sx, n, out + n); });
 }
 
 #pragma GCC pop_options
@@ -316,17 +330,9 @@ void gemv(const W4 &p, int64_t N, const float *x, const float *bias, float *out)
     std::vector<float> xsum(size_t(p.groups), 0.0f);
     for (int64_t g = 0; g < p.groups; ++g)
         for (int64_t k = g * p.group; k < (g + 1) * p.group; ++k) xsum[size_t(g)] += x[k];
-    const int64_t blocks = (N + 3) / 4;
-#pragma omp parallel for schedule(static) if (N * p.K >= (int64_t(1) << 18))
-    for (int64_t u = 0; u < blocks; ++u) {
-        const int64_t n0 = u * 4, n1 = std::min(N, n0 + 4);
-        if (n1 - n0 == 4) {
-            gemv_block<4>(p, x, xsum.data(), n0, out + n0);
-        } else {
-            for (int64_t n = n0; n < n1; ++n) gemv_block<1>(p, x, xsum.data(), n, out + n);
-        }
-        for (int64_t n = n0; bias != nullptr && n < n1; ++n) out[n] += bias[n];
-    }
+    const float *sums = xsum.data();
+    by_blocks(N, p.K, bias, out, [&](int64_t n0) { gemv_block<4>(p, x, sums, n0, out + n0); },
+              [&](int64_t n) { gemv_block<1>(p, x, sums, n, out + n); });
 #endif
 }
 
@@ -334,17 +340,8 @@ void gemv(const W4 &p, int64_t N, const float *x, const float *bias, float *out)
 void dequantize_rows(const W4 &p, int64_t n0, int64_t rows, float *dst) {
 #pragma omp parallel for schedule(static) if (rows * p.K >= (int64_t(1) << 16))
     for (int64_t j = 0; j < rows; ++j) {
-        const int64_t n = n0 + j;
-        const uint8_t *row = p.q + n * (p.K / 2);
         float *d = dst + j * p.K;
-        for (int64_t g = 0; g < p.groups; ++g) {
-            const float s = p.scale[n * p.groups + g], z = shift_of(p, n, g);
-            for (int64_t k = g * p.group; k < (g + 1) * p.group; k += RUN)
-                for (int64_t i = 0; i < 16; ++i) {
-                    d[k + i] = (float(row[k / 2 + i] & 15) - z) * s;
-                    d[k + 16 + i] = (float(row[k / 2 + i] >> 4) - z) * s;
-                }
-        }
+        each_weight(p, n0 + j, [d](int64_t k, float w) { d[k] = w; });
     }
 }
 
