@@ -1,9 +1,12 @@
-"""The one build step pyproject.toml cannot state: the shipped C++ kernels compiled for every
-ISA level of this machine's architecture into the package's prebuilt/ folder (see
-src/aotc/cxx/prebuilt.py), so a model's first compile after `pip install` links them.
+"""The build steps pyproject.toml cannot state:
 
-Without a C++ compiler, where the build fails, or with AOTC_PREBUILT=0, the install goes on
-without them and each kernel compiles on a model's first use instead.
+- the shipped C++ kernels compiled for every ISA level of this machine's architecture into
+  the package's prebuilt/ folder (see src/aotc/cxx/prebuilt.py), so a model's first compile
+  after `pip install` links them. Without a C++ compiler, where the build fails, or with
+  AOTC_PREBUILT=0, the install goes on without them and each kernel compiles on a model's
+  first use instead;
+- the runtime's short call path in C (src/aotc/runtime/_fastcall.c, the CPython API only).
+  It is optional: where it does not build, the runtime runs the same path in Python.
 """
 import os
 import shutil
@@ -11,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
 SRC = Path(__file__).resolve().parent / "src"
@@ -47,4 +50,7 @@ class BuildWithKernels(build_py):
 
 
 if __name__ == "__main__":
-    setup(cmdclass={"build_py": BuildWithKernels})
+    setup(cmdclass={"build_py": BuildWithKernels},
+          ext_modules=[Extension("aotc.runtime._fastcall", ["src/aotc/runtime/_fastcall.c"],
+                                 include_dirs=["src/aotc/include"], optional=True,
+                                 extra_compile_args=["-O2"])])

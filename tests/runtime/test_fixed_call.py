@@ -1,6 +1,7 @@
 """The short call path of a model with static input shapes: exactly the compiled tensors
 (torch or numpy) take it; anything else takes the general path, with the same results
-and the same errors."""
+and the same errors. Every test runs with the path's C caller (the runtime's _fastcall
+module) and with its Python form, which runs where that module was not built."""
 from __future__ import annotations
 
 import threading
@@ -10,6 +11,16 @@ import pytest
 import torch
 
 import aotc
+from aotc.runtime import fixed_call
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def short_path(request, monkeypatch):
+    """Models loaded in the test take the short path in C, or in Python."""
+    assert fixed_call.native is not None, "the runtime's C module (_fastcall) was not built"
+    if request.param == "python":
+        monkeypatch.setattr(fixed_call, "native", None)
+    return request.param
 
 
 class TwoInTwoOut(torch.nn.Module):
@@ -172,8 +183,6 @@ def test_dynamic_shapes_take_it_once_run(tmp_path, monkeypatch):
     """A dynamic model learns each input shape from the general path that ran it; later
     calls with that shape take the short path, other shapes the general one (which checks
     the range), up to fixed_call.MAX_SHAPES shapes."""
-    from aotc.runtime import fixed_call
-
     ep, model = _dynamic(tmp_path, 3)
     assert model._fixed is not None
     run = model._run

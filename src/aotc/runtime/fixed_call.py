@@ -5,7 +5,11 @@ all numpy) with input shapes whose output shapes are known (the static shapes, o
 earlier call of a dynamic model ran with) only writes data pointers into a frame whose sizes
 and strides were filled for those shapes, allocates the outputs and runs; anything else
 takes the general path, which converts, checks, reports, and teaches this path the shapes it
-ran with. The library checks every call either way."""
+ran with. The library checks every call either way.
+
+Where the runtime's C module (_fastcall.c) was built, a call with the shapes the frame holds
+is checked, written and run there; this module's Python does the same where it was not, and
+fills the frame when the shapes change."""
 from __future__ import annotations
 
 import ctypes
@@ -17,6 +21,11 @@ import numpy as np
 from ..dtypes import DType
 from . import abi
 from .tensors import contiguous_strides
+
+try:
+    from . import _fastcall as native  # the short path's hot loop in C
+except ImportError:  # not built (no C compiler at install): the same path in Python
+    native = None  # type: ignore[assignment]
 
 # how many input shapes of a dynamic model the short path keeps (the first ones that ran)
 MAX_SHAPES = 16
@@ -113,9 +122,10 @@ class FixedSignature:
 class FixedFrame:
     """One model object's ctypes structures for the short path, sizes and strides filled
     for one Shapes snapshot at a time: a call with the same shapes as the last one writes
-    only the data pointers."""
+    only the data pointers (in C, where the runtime's C module was built)."""
 
-    def __init__(self, signature: FixedSignature):
+    def __init__(self, signature: FixedSignature, run_address: int, handle: int):
+        self.signature = signature
         self.ins = (abi.Tensor * max(len(signature.in_dtypes), 1))()
         self.outs = (abi.Tensor * max(len(signature.out_dtypes), 1))()
         self.in_slots = [self.ins[k] for k in range(len(signature.in_dtypes))]
@@ -128,6 +138,13 @@ class FixedFrame:
         self.current: Shapes | None = None
         self.addresses = (ctypes.addressof(self.ins), len(self.in_slots),
                           ctypes.addressof(self.outs), len(self.out_slots))
+        self.native = None if native is None else native.Caller(
+            run_address, handle, self.addresses[0], self.addresses[1], self.addresses[2],
+            self.addresses[3], (self.ins, self.outs), np.ndarray, np.empty,
+            None if signature._numpy is None else tuple(dt for dt, _ in signature._numpy[0]),
+            (None,) * len(signature.out_dtypes) if signature._numpy is None
+            else tuple(signature._numpy[1]))
+        self._native_torch = False  # whether the C caller knows torch's types
 
     def fill(self, known: Shapes) -> None:
         """Sizes and strides for `known` (a rank never changes: the arrays are made once)."""
@@ -142,14 +159,39 @@ class FixedFrame:
             for d, (n, stride) in enumerate(zip(shape, contiguous_strides(shape))):
                 sizes[d], strides[d] = n, stride
         self.current = known
+        if self.native is not None:
+            self.native.set_outputs(known.outputs)
 
-    def run(self, lib, run, handle: int, signature: FixedSignature, args: tuple,
-            taken: tuple) -> list:
+    def call(self, lib, run, handle: int, args: tuple) -> list | None:
+        """The outputs of a short-path call on args, or None where args do not take it (the
+        caller goes on with the general path). `run` is the library's abi.run_by_address."""
+        if self.native is not None:
+            outs = self.native(args)
+            if type(outs) is list:
+                return outs
+            if outs is not None:
+                abi.check(lib, outs)
+        taken = self.signature.takes(args)
+        return None if taken is None else self.run(lib, run, handle, args, taken)
+
+    def run(self, lib, run, handle: int, args: tuple, taken: tuple) -> list:
         """Run on args (which `signature.takes` as `taken`) through `run`, the library's
         abi.run_by_address; the new outputs."""
         kind, known = taken
         if known is not self.current:
             self.fill(known)
+        signature = self.signature
+        if self.native is not None:
+            if kind == "torch" and not self._native_torch:
+                empty, ins, outs = signature._torch
+                self.native.set_torch(signature._tensor, empty, tuple(dt for dt, _ in ins),
+                                      tuple(outs))
+                self._native_torch = True
+            result = self.native(args)
+            if type(result) is list:
+                return result
+            if result is not None:
+                abi.check(lib, result)
         _, out_shapes, torch_sizes = known
         outs = []
         if kind == "torch":

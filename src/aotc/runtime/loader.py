@@ -172,6 +172,7 @@ class CompiledModel:
         self._layout = LayoutCheck(self._inputs) if checks_enabled() else None
         self._fixed = self._fixed_signature()
         self._run_by_address = abi.run_by_address(self._lib)
+        self._run_address = ctypes.cast(self._lib.aotc_run, ctypes.c_void_p).value
         self._fixed_frames: dict[int, FixedFrame] = {}
         self._profiler: Profiler | None = None
         try:
@@ -328,7 +329,7 @@ class CompiledModel:
         self._frames[h.value] = Frame([len(i["sizes"]) for i in self._inputs],
                                       [rank for _, rank in self._outputs])
         if self._fixed is not None:
-            self._fixed_frames[h.value] = FixedFrame(self._fixed)
+            self._fixed_frames[h.value] = FixedFrame(self._fixed, self._run_address, h.value)
         return h.value
 
     def _fixed_signature(self) -> FixedSignature | None:
@@ -344,16 +345,18 @@ class CompiledModel:
         return FixedSignature([DType.from_name(i["dtype"]) for i in self._inputs],
                               [dtype for dtype, _ in self._outputs], static)
 
-    def _fixed_call(self, args: tuple, taken: tuple):
-        sig, lib, run = self._fixed, self._lib, self._run_by_address
+    def _fixed_call(self, args: tuple):
+        """The outputs of a short-path call, or None where args do not take it."""
         if self._single:  # the caller promised one thread at a time: no lock
             h = self._pool.first()
-            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, taken))
-        h = self._pool.acquire(self._new_handle, self._destroy)
-        try:
-            return self._structure(self._fixed_frames[h].run(lib, run, h, sig, args, taken))
-        finally:
-            self._pool.release(h, self._destroy)
+            outs = self._fixed_frames[h].call(self._lib, self._run_by_address, h, args)
+        else:
+            h = self._pool.acquire(self._new_handle, self._destroy)
+            try:
+                outs = self._fixed_frames[h].call(self._lib, self._run_by_address, h, args)
+            finally:
+                self._pool.release(h, self._destroy)
+        return outs
 
     def __call__(self, *args, **kwargs):
         return self._call(args, kwargs, self._shared)
@@ -361,9 +364,9 @@ class CompiledModel:
     def _call(self, args: tuple, kwargs: dict, shared: SharedState):
         """A call on state `shared` (the default one, or a ModelState's)."""
         if self._fixed is not None and not kwargs:
-            taken = self._fixed.takes(args)
-            if taken is not None:
-                return self._fixed_call(args, taken)
+            outs = self._fixed_call(args)
+            if outs is not None:
+                return self._structure(outs)
         if self._plain_args and not kwargs and len(args) == len(self._input_plan):
             leaves = args  # the common case: positional tensors, nothing nested
         else:
