@@ -1,10 +1,14 @@
 // The shipped convolution kernel (conv.cpp with conv_direct.h) against naive loops, one case
 // per path: the direct kernel (1-D and 2-D, strides, dilation, groups), depthwise with and
 // without a channel multiplier, pointwise, small planes batched, 3-D, transposed, a
-// prepacked weight, and the fused residual and clamp.
+// prepacked weight, a weight stored as its Winograd transform, and the fused residual and
+// clamp.
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -18,7 +22,7 @@ struct Case {
     const char *name;
     int64_t batch, cin, cout, groups, ndim;
     int64_t in[3], k[3], s[3], p[3], d[3];
-    bool transposed = false, fused = false, packed = false;
+    bool transposed = false, fused = false, packed = false, winograd = false;
 };
 
 aotc_conv_shape shape_of(const Case &c) {
@@ -42,7 +46,7 @@ aotc_conv_shape shape_of(const Case &c) {
     sh.clamped = c.fused;
     sh.clamp_min = 0.0f;
     sh.clamp_max = 6.0f;
-    sh.weight_packed = c.packed;
+    sh.weight_packed = c.winograd ? 2 : c.packed ? 1 : 0;
     return sh;
 }
 
@@ -121,15 +125,25 @@ void run(const Case &c) {
     std::vector<float> res = check::values(size_t(c.batch * c.cout * outp), 23);
     for (float &r : res) r *= 8.0f;
     sh.residual = c.fused ? res.data() : nullptr;
-    std::vector<float> wp = w;
+    std::vector<float> packed = w;  // the weight as the kernel reads it, 64-byte aligned
+    float *wp = packed.data();
     if (c.packed) {  // the GEMM's packed B: (k, n) = w[n * K + k]
         const int64_t K = c.cin * taps;
-        wp.assign(size_t(aotc_sgemm_packed_floats(K, c.cout)), 0.0f);
-        aotc_sgemm_pack_b(K, c.cout, w.data(), 1, K, wp.data());
+        packed.assign(size_t(aotc_sgemm_packed_floats(K, c.cout) + 16), 0.0f);
+        wp = packed.data() + (-reinterpret_cast<uintptr_t>(packed.data()) % 64) / 4;
+        aotc_sgemm_pack_b(K, c.cout, w.data(), 1, K, wp);
+    } else if (c.winograd) {  // 16 transformed matrices, each the GEMM's packed B
+        const int64_t stride = (aotc_sgemm_packed_floats(c.cin, c.cout) + 15) / 16 * 16;
+        packed.assign(size_t(16 * stride + 16), 0.0f);
+        wp = packed.data() + (-reinterpret_cast<uintptr_t>(packed.data()) % 64) / 4;
+        if (aotc_sconv_pack_winograd(c.cout, c.cin, w.data(), wp) != 0) {
+            std::printf("FAIL conv %s: no memory to pack\n", c.name);
+            std::exit(1);
+        }
     }
     std::vector<float> ws(size_t(std::max<int64_t>(1, aotc_sconv_workspace(&sh))));
     std::vector<float> y(size_t(c.batch * c.cout * outp), std::numeric_limits<float>::quiet_NaN());
-    aotc_sconv(&sh, x.data(), wp.data(), bias.data(), y.data(), ws.data());
+    aotc_sconv(&sh, x.data(), wp, bias.data(), y.data(), ws.data());
     std::vector<double> want, tol;
     reference(sh, x.data(), w.data(), bias.data(), sh.residual, want, tol);
     check::close(std::string("conv ") + c.name, y.data(), want.data(), tol.data(), y.size());
@@ -157,6 +171,12 @@ int main() {
         {"transposed groups 2", 1, 4, 6, 2, 2, {5, 5}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, true},
         {"packed 6->10 k3 p1 fused", 2, 6, 10, 1, 2, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, true},
         {"packed pointwise", 2, 6, 10, 1, 2, {8, 8}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, false, false, true},
+        {"winograd 33->40 13x11 p1 fused", 2, 33, 40, 1, 2, {13, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1},
+         false, true, false, true},
+        {"winograd 32->36 17x18 p0", 1, 32, 36, 1, 2, {17, 18}, {3, 3}, {1, 1}, {0, 0}, {1, 1},
+         false, false, false, true},
+        {"winograd 32->32 6x21 p(2, 1)", 1, 32, 32, 1, 2, {6, 21}, {3, 3}, {1, 1}, {2, 1}, {1, 1},
+         false, false, false, true},
     };
     for (int threads : {1, 4}) {
         omp_set_num_threads(threads);

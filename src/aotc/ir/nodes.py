@@ -232,6 +232,9 @@ class Conv(Template):
     # the weight is a constant stored as the GEMM's prepacked B [Cig*taps, out_channels]
     # (scheduler/prepack.py): the kernel computes out^T = columns^T weight^T per image
     weight_packed: bool = False
+    # the weight (3x3, stride 1, dilation 1, one group, 2-D) is a constant stored as its
+    # Winograd F(2x2, 3x3) transform (PackedConvWinograd): the kernel's Winograd path
+    weight_winograd: bool = False
 
     def __post_init__(self) -> None:
         n = len(self.kernel)
@@ -263,6 +266,10 @@ class Conv(Template):
         pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride) \
             and all(p == 0 for p in self.padding)
         plane = _product(self.out_size)
+        if self.weight_winograd:  # one image's transformed tiles and products: 16 floats
+            # per channel in and out per 2x2 tile, ceil(ho/2) * ceil(wo/2) <= (ho+1)(wo+1)/4
+            ho, wo = self.out_size
+            return sympy.expand(16 * (self.in_channels + self.out_channels) * (ho + 1) * (wo + 1))
         if self.weight_packed:  # each image's columns (none for 1x1), then its out^T
             columns = 0 if pointwise else cig * taps * plane
             return sympy.expand(4 * self.batch * (columns + plane * self.out_channels))
@@ -282,7 +289,8 @@ class Conv(Template):
                 f"* {self.weight}{bias} groups={self.groups} kernel={self.kernel} "
                 f"stride={self.stride} padding={self.padding} dilation={self.dilation}"
                 + (f" + {self.residual}" if self.residual else "") + self._clamp_text()
-                + (" weight=packed" if self.weight_packed else ""))
+                + (" weight=packed" if self.weight_packed else "")
+                + (" weight=winograd" if self.weight_winograd else ""))
 
     def _clamp_text(self) -> str:
         if self.clamp_min is None and self.clamp_max is None:
@@ -601,6 +609,36 @@ class PackedInt4:
         return self.n * self.k // 2
 
 
+@dataclass(frozen=True)
+class PackedConvWinograd:
+    """A float32 convolution weight [cout, cin, 3, 3] stored as its Winograd F(2x2, 3x3)
+    transform, as kernels/conv.cpp reads it (aotc_sconv_pack_winograd): for p = 0..15, the
+    matrix u_p [cout, cin] of element (p / 4, p % 4) of G g G^T for each 3x3 g, as the
+    GEMM's packed B [cin, cout] (PackedGemmB's layout, this build's nr and kc), one after
+    another, each starting on a 64-byte boundary (`stride`)."""
+
+    LAYOUT: ClassVar[str] = "conv_winograd_f2x3"
+
+    cout: int
+    cin: int
+    nr: int
+    kc: int
+
+    def panels(self) -> PackedGemmB:
+        """The layout of each u_p^T: B(ci, co) at co * cin + ci of u_p."""
+        return PackedGemmB(self.cin, self.cout, 0, 1, self.cin, self.nr, self.kc)
+
+    def stride(self) -> int:
+        """Floats from one u_p's packing to the next: rounded up to 64 bytes."""
+        return -(-self.panels().floats() // 16) * 16
+
+    def nbytes(self) -> int:
+        return 16 * self.stride() * 4
+
+
+Packing = PackedGemmB | PackedInt8B | PackedInt4 | PackedConvWinograd
+
+
 @dataclass
 class ConstantSpec:
     fqn: str  # fully-qualified name in the state dict (or the lifted constant's name)
@@ -608,7 +646,7 @@ class ConstantSpec:
     data: object  # host array (numpy) of the value, frozen at compile time
     folded_from: tuple[str, ...] = ()  # weights a folded constant was computed from (freezing)
     # stored prepacked for its kernel (scheduler/prepack.py); the buffer keeps the user's sizes
-    packing: PackedGemmB | PackedInt8B | PackedInt4 | None = None
+    packing: Packing | None = None
 
 
 @dataclass

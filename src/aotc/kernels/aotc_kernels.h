@@ -112,6 +112,14 @@ void aotc_sgemm_prepacked_bf16(int64_t batch, int64_t M, int64_t N, int64_t K,
                                                  pad 0 (P = prod(out_size))
    With `weight_packed`, w is the packed B of aotc_sgemm_pack_b for K = Cin * prod(kernel),
    N = Cout (element (k, n) = w[n * K + k] of the [Cout, Cin, k...] weight); groups must be 1.
+   With `weight_packed` 2, w is the Winograd F(2x2, 3x3) transform of the [Cout, Cin, 3, 3]
+   weight written by aotc_sconv_pack_winograd: for p = 0..15, u_p[co][ci] = (G g G^T)[p / 4]
+   [p % 4] for g = w[co][ci], G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1], stored as the
+   packed B [Cin, Cout] of aotc_sgemm_pack_b (B(ci, co) = u_p[co][ci]), each starting
+   aotc_sgemm_packed_floats(Cin, Cout) rounded up to a multiple of 16 floats after the one
+   before (16 of them; the panel layout of this build; w 64-byte aligned); the
+   convolution must be 2-D with a 3x3 kernel, stride 1, dilation 1 and one group.
+   aotc_sconv_pack_winograd returns 0, or 1 without memory for its scratch.
    A non-null `residual` (contiguous, y's shape, not aliasing y) is added to every result;
    with `clamped`, every result is then clamped to [clamp_min, clamp_max] (a fused ReLU,
    ReLU6 or hardtanh; an unbounded side is +-infinity).
@@ -124,13 +132,15 @@ typedef struct {
   int64_t clamped;
   float clamp_min, clamp_max;
   const float *residual; /* an epilogue operand rather than a size: NULL for none */
-  int64_t weight_packed;  /* w is stored as the GEMM's packed B (see above) */
+  int64_t weight_packed;  /* 1: w is the GEMM's packed B; 2: its Winograd transform (above) */
 } aotc_conv_shape;
 
 int64_t aotc_sconv_workspace(const aotc_conv_shape *shape);
 
 void aotc_sconv(const aotc_conv_shape *shape, const float *x, const float *w, const float *bias,
                 float *y, float *workspace);
+int aotc_sconv_pack_winograd(int64_t out_channels, int64_t in_channels, const float *w,
+                             float *packed);
 
 /* Inclusive scans along one dim of a contiguous tensor viewed as [outer, n, inner]:
    y[o, j, i] = x[o, 0, i] op x[o, 1, i] op ... op x[o, j, i], op one of

@@ -1,6 +1,6 @@
 // Single-precision convolution over 1-3 spatial dims (see aotc_kernels.h for the contract).
 //
-// Four paths, picked by shape:
+// Four paths for an unpacked weight, picked by shape:
 //   direct (AVX-512 and AVX2 builds; 1-D and 2-D, output planes of 256 positions or more):
 //     the blocked direct kernel of conv_direct.h over a phased, zero-padded input copy;
 //   depthwise (one input channel per group): on AVX-512 and AVX2 builds, 1-D and 2-D ones
@@ -23,11 +23,15 @@
 // traffic): per image out^T[P, Cout] = columns^T[P, K] w^T[K, Cout], the columns read as a
 // strided A (x itself for 1x1), the GEMM's epilogue storing each finished block transposed
 // into y with the residual and clamp.
+// A 3x3 weight prepacked as its Winograd F(2x2, 3x3) transform (stride 1, dilation 1, one
+// group, 2-D; scheduler/prepack.py picks them): conv_winograd.h, 16 matrix products per
+// image in place of 9 taps per output.
 // Every path handles 1-D and 2-D as 3-D with leading unit dims.
 
 #include "aotc_kernels.h"
 #include "conv_depthwise.h"
 #include "conv_direct.h"
+#include "conv_winograd.h"
 
 #include <algorithm>
 #include <limits>
@@ -48,7 +52,8 @@ constexpr int64_t kParallelMin = 32768;
 
 struct Geometry {
     int64_t batch, cin, cout, groups, cig, cog;
-    bool packed;  // w is the GEMM's packed B [cig * taps, cout]
+    bool packed;    // w is the GEMM's packed B [cig * taps, cout]
+    bool winograd;  // w is the Winograd transform of a 3x3 weight (aotc_sconv_pack_winograd)
     int64_t in[3], out[3], k[3], s[3], p[3], d[3];
     int64_t in_plane, out_plane, taps;  // products of in, out, k
     bool clamped;
@@ -66,7 +71,8 @@ Geometry geometry(const aotc_conv_shape &sh) {
     g.lo = sh.clamp_min;
     g.hi = sh.clamp_max;
     g.residual = sh.residual;
-    g.packed = sh.weight_packed != 0 && !sh.transposed;
+    g.packed = sh.weight_packed == 1 && !sh.transposed;
+    g.winograd = sh.weight_packed == 2 && !sh.transposed;
     g.cig = sh.in_channels / sh.groups;
     g.cog = sh.out_channels / sh.groups;
     const int64_t lead = 3 - sh.ndim;
@@ -530,10 +536,29 @@ void transposed(const Geometry &g, const float *x, const float *w, const float *
         }
 }
 
+// Winograd F(2x2, 3x3) over the transformed weight u (conv_winograd.h), image by image.
+aotc_winograd::Shape winograd_shape(const Geometry &g) {
+    return aotc_winograd::shape(g.cin, g.cout, g.in[1], g.in[2], g.out[1], g.out[2], g.p[1],
+                                g.p[2]);
+}
+
+void winograd(const Geometry &g, const float *x, const float *u, const float *bias, float *y,
+              float *ws) {
+    const aotc_winograd::Shape s = winograd_shape(g);
+    const bool threaded = g.cout * g.out_plane * g.cin >= kParallelMin;
+    for (int64_t n = 0; n < g.batch; ++n) {
+        const int64_t at = n * g.cout * g.out_plane;
+        aotc_winograd::image(s, x + n * g.cin * g.in_plane, u, bias,
+                             g.residual ? g.residual + at : nullptr, g.clamped, g.lo, g.hi,
+                             y + at, ws, threaded);
+    }
+}
+
 }  // namespace
 
 namespace {
 int64_t workspace_size(const Geometry &g) {
+    if (g.winograd) return aotc_winograd::workspace_floats(winograd_shape(g));
     if (g.packed)
         return g.batch * ((is_pointwise(g) ? 0 : g.cig * g.taps) + g.cout) * g.out_plane;
     if (g.cig == 1 || is_pointwise(g)) return 0;
@@ -556,6 +581,9 @@ extern "C" void aotc_sconv(const aotc_conv_shape *shape, const float *x, const f
     bool done = false;
     if (shape->transposed) {
         transposed(g, x, w, bias, y, workspace);
+    } else if (g.winograd) {
+        winograd(g, x, w, bias, y, workspace);
+        done = true;
     } else if (g.packed) {
         packed_forward(g, x, w, bias, y, workspace);
         done = true;
@@ -574,4 +602,10 @@ extern "C" void aotc_sconv(const aotc_conv_shape *shape, const float *x, const f
             y[i] = g.clamped ? std::min(std::max(v, lo), hi) : v;
         }
     }
+}
+
+extern "C" int aotc_sconv_pack_winograd(int64_t out_channels, int64_t in_channels,
+                                        const float *w, float *packed) {
+    return aotc_winograd::pack(out_channels, in_channels, w, packed,
+                               out_channels * in_channels >= kParallelMin) ? 0 : 1;
 }

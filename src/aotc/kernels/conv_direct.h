@@ -42,6 +42,14 @@ inline V vload(const float *p) { return _mm512_loadu_ps(p); }
 inline void vstore(float *p, V v) { _mm512_storeu_ps(p, v); }
 inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
+inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
+// the even and the odd elements of p[0, 2L)
+inline void vdeinterleave(const float *p, V &even, V &odd) {
+    const V a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + L);
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    even = _mm512_permutex2var_ps(a, ie, b);
+    odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(ie, _mm512_set1_epi32(1)), b);
+}
 // the masked forms: g++ 12 warns that the unmasked ones read an uninitialized register
 inline V vmax(V a, V b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
 inline V vmin(V a, V b) { return _mm512_mask_min_ps(a, 0xFFFF, a, b); }
@@ -61,6 +69,12 @@ inline V vload(const float *p) { return vld1q_f32(p); }
 inline void vstore(float *p, V v) { vst1q_f32(p, v); }
 inline V vfma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
 inline V vadd(V a, V b) { return vaddq_f32(a, b); }
+inline V vsub(V a, V b) { return vsubq_f32(a, b); }
+inline void vdeinterleave(const float *p, V &even, V &odd) {
+    const V a = vld1q_f32(p), b = vld1q_f32(p + L);
+    even = vuzp1q_f32(a, b);
+    odd = vuzp2q_f32(a, b);
+}
 // fmax and fmin return a NaN operand, as the x86 forms do with the NaN second
 inline V vmax(V a, V b) { return vmaxq_f32(a, b); }
 inline V vmin(V a, V b) { return vminq_f32(a, b); }
@@ -84,6 +98,15 @@ inline V vload(const float *p) { return _mm256_loadu_ps(p); }
 inline void vstore(float *p, V v) { _mm256_storeu_ps(p, v); }
 inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
+inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
+inline void vdeinterleave(const float *p, V &even, V &odd) {
+    const V a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + L);
+    // [a0 a2 b0 b2 | a4 a6 b4 b6], then the middle 64-bit pairs swapped
+    even = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))), _MM_SHUFFLE(3, 1, 2, 0)));
+    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))), _MM_SHUFFLE(3, 1, 2, 0)));
+}
 inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
 inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
 inline __m256i first_lanes(int64_t n) {

@@ -20,8 +20,9 @@ from ..target import architectures, known_arches
 # (folded into others) is not stored (stored: false, nbytes 0), and the archive may be zip64.
 # The int8 layout's groups are padded to whole AMX tiles since int8_dot_groups16 (packages
 # of int8_dot_groups, before that, keep loading: their library packs and reads their own).
-# int4_nibbles (an int4 weight two values a byte) is a layout added within version 4: older
-# packages are unchanged, and an older aotc refuses a package using it by its layout name.
+# int4_nibbles (an int4 weight two values a byte) and conv_winograd_f2x3 (a 3x3 convolution's
+# Winograd transform) are layouts added within version 4: older packages are unchanged, and
+# an older aotc refuses a package using one by its layout name.
 FORMAT_VERSION = 4
 ARCHES = known_arches()
 _SYMBOL = re.compile(r"[A-Za-z_]\w*")
@@ -204,13 +205,14 @@ def _constants(value: Any) -> None:
 _INT8_FIELDS = ("k", "n", "offset", "sb_k", "sb_n")
 _PACKING_FIELDS = {"gemm_b_panels": ("k", "n", "offset", "sb_k", "sb_n", "nr", "kc"),
                    "int8_dot_groups": _INT8_FIELDS, "int8_dot_groups16": _INT8_FIELDS,
-                   "int4_nibbles": ("k", "n")}
+                   "int4_nibbles": ("k", "n"), "conv_winograd_f2x3": ("cout", "cin", "nr", "kc")}
 # the groups of 4 rows each int8 layout stores for k rows
 _INT8_GROUPS = {"int8_dot_groups": lambda k: -(-k // 4), "int8_dot_groups16": lambda k: -(-k // 64) * 16}
 # the dtypes of the constants each layout packs (GEMM panels: float32, or a half model's
 # weights, packed from their values widened to float32)
 _PACKED_DTYPE = {"gemm_b_panels": ("float32", "bfloat16", "float16"), "int8_dot_groups": ("int8",),
-                 "int8_dot_groups16": ("int8",), "int4_nibbles": ("int8",)}
+                 "int8_dot_groups16": ("int8",), "int4_nibbles": ("int8",),
+                 "conv_winograd_f2x3": ("float32",)}
 
 
 def _packing(value: Any, path: str, numel: int, dtype) -> int:
@@ -229,9 +231,15 @@ def _packing(value: Any, path: str, numel: int, dtype) -> int:
         raise _Bad(f"{path}.dtype", "'float32' or 'bfloat16'", stored)
     f = {name: _int(_get(p, name, path), f"{path}.{name}", -_MAX_DIM, _MAX_DIM)
          for name in _PACKING_FIELDS[layout]}
-    for name in ("k", "n", "nr", "kc"):
+    for name in ("k", "n", "nr", "kc", "cout", "cin"):
         if name in f and f[name] < 1:
             raise _Bad(f"{path}.{name}", "a positive number", f[name])
+    if layout == "conv_winograd_f2x3":  # a [cout, cin, 3, 3] weight, 16 floats a 3x3
+        if f["cout"] * f["cin"] * 9 != numel:
+            raise _Bad(path, f"cout * cin * 9 the constant's {numel} values",
+                       [f["cout"], f["cin"]])
+        # each u_p's panels rounded up to 16 floats
+        return 16 * -(-(f["cin"] * -(-f["cout"] // f["nr"]) * f["nr"]) // 16) * 16 * 4
     if layout == "int4_nibbles":  # the whole [n, k] weight, two values a byte
         if f["k"] % 32 or f["k"] * f["n"] != numel:
             raise _Bad(path, f"k a multiple of 32 and k * n the constant's {numel} values",

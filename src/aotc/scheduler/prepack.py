@@ -1,7 +1,8 @@
 """Prepacked weights: a constant that only ever feeds GEMMs as their B operand is stored in
 the GEMM micro-kernel's panel layout, so that no call packs it. So is the weight of a
 convolution on a small output plane (its weights dominate its memory traffic), as the B
-[Cin*taps, Cout] of the GEMM the kernel then runs (kernels/conv.cpp), and an int8 constant
+[Cin*taps, Cout] of the GEMM the kernel then runs (kernels/conv.cpp), and a 3x3 stride-1
+convolution's weight as its Winograd transform (the kernel's Winograd path), an int8 constant
 that only feeds integer products (IntMatmul), in kernels/gemm_int8.cpp's dot-product layout,
 and an int4 weight of weight-only linears (its values -8..7 held in int8) two values a byte,
 in kernels/gemm_w4.cpp's layout.
@@ -37,9 +38,11 @@ from ..ir.nodes import (
     Conv,
     Gemm,
     Operand,
+    PackedConvWinograd,
     PackedGemmB,
     PackedInt4,
     PackedInt8B,
+    Packing,
     Pointwise,
     Program,
     Template,
@@ -101,8 +104,29 @@ def pack_int4(data: np.ndarray, packing: PackedInt4) -> np.ndarray:
     return (stored[:, :, 0] | (stored[:, :, 1] << 4)).astype(np.uint8).reshape(-1)
 
 
-def packed_bytes(data: np.ndarray, packing: PackedGemmB | PackedInt8B | PackedInt4) -> bytes:
+def pack_winograd(data: np.ndarray, packing: PackedConvWinograd) -> np.ndarray:
+    """The Winograd F(2x2, 3x3) transform of the weight [cout, cin, 3, 3] in its packed
+    layout (the floats aotc_sconv_pack_winograd writes, in the same order of operations):
+    u_p = (G g G^T)[p // 4, p % 4] as [cout, cin], each packed as the GEMM's B [cin, cout]."""
+    g = np.ascontiguousarray(data, dtype=np.float32).reshape(packing.cout, packing.cin, 3, 3)
+    half = np.float32(0.5)
+
+    def rows(a, b, d):  # the rows (or columns) a, b, d of a 3-vector times G^T
+        return [a, half * (a + b + d), half * (a - b + d), d]
+
+    gg = rows(g[:, :, 0, :], g[:, :, 1, :], g[:, :, 2, :])  # G g: 4 rows of [cout, cin, 3]
+    u = [rows(r[:, :, 0], r[:, :, 1], r[:, :, 2]) for r in gg]
+    panels, stride = packing.panels(), packing.stride()
+    out = np.zeros((16, stride), np.float32)
+    for p in range(16):
+        out[p, :panels.floats()] = pack_panels(u[p // 4][p % 4].astype(np.float32), panels)
+    return out.reshape(-1)
+
+
+def packed_bytes(data: np.ndarray, packing: Packing) -> bytes:
     """A constant's bytes as weights.bin stores them in `packing`."""
+    if isinstance(packing, PackedConvWinograd):
+        return pack_winograd(data, packing).tobytes()
     if isinstance(packing, PackedInt8B):
         return pack_int8_groups(data, packing).tobytes()
     if isinstance(packing, PackedInt4):
@@ -129,14 +153,38 @@ def _packing_of(op: Gemm, target: Target) -> PackedGemmB | None:
     return PackedGemmB(k, n, offset, sb_k, sb_n, target.gemm_nr, target.gemm_kc)
 
 
-def _conv_packing(op: Conv, target: Target) -> PackedGemmB | None:
-    """How the convolution reads its weight as the GEMM's B (element (k, n) at n*K + k of the
-    [Cout, Cin, k...] weight), when the kernel's packed path pays: forward, one group, more
-    than one input channel (not the depthwise path), static channels, an output plane of
-    fewer than SMALL_PLANE positions (larger ones take the direct kernel) and no fewer
-    weight rows K than positions (below that, a 1x1 or strided 1x1 convolution moves more
-    output through the transposing store than weight through the packing it saves)."""
+# Winograd F(2x2, 3x3) takes 3x3 convolutions with at least this many input and output
+# channels (on fewer its transforms cost about what the multiplies it saves do) and at least
+# WINOGRAD_MIN_TILES 2x2 tiles of output (on fewer, a ResNet's 7x7 planes, the transformed
+# weight, 16/9 the size of the weight, is read for too little work: the GEMM path is as fast)
+WINOGRAD_MIN_CHANNELS = 32
+WINOGRAD_MIN_TILES = 16
+
+
+def _winograd(op: Conv, cin: int | None, cout: int | None) -> bool:
+    """Whether the convolution takes the kernel's Winograd path: forward, 2-D, 3x3, stride 1,
+    dilation 1, one group, static channels, WINOGRAD_MIN_CHANNELS of them in and out, and
+    an output plane of WINOGRAD_MIN_TILES tiles or more (or of sizes known at run time)."""
+    if (op.transposed or op.groups != 1 or op.kernel != (3, 3) or op.stride != (1, 1)
+            or op.dilation != (1, 1) or cin is None or cout is None
+            or min(cin, cout) < WINOGRAD_MIN_CHANNELS):
+        return False
+    ho, wo = (_static(s) for s in op.out_size)
+    return ho is None or wo is None or -(-ho // 2) * -(-wo // 2) >= WINOGRAD_MIN_TILES
+
+
+def _conv_packing(op: Conv, target: Target) -> PackedGemmB | PackedConvWinograd | None:
+    """How the convolution reads its weight packed: as its Winograd transform (_winograd),
+    or as the GEMM's B (element (k, n) at n*K + k of the [Cout, Cin, k...] weight) when the
+    kernel's packed GEMM path pays: forward, one group, more than one input channel (not
+    the depthwise path), static channels, an output plane of fewer than SMALL_PLANE
+    positions (larger ones take the direct kernel) and no fewer weight rows K than
+    positions (below that, a 1x1 or strided 1x1 convolution moves more output through the
+    transposing store than weight through the packing it saves)."""
     cin, cout = _static(op.in_channels), _static(op.out_channels)
+    if _winograd(op, cin, cout):
+        assert cin is not None and cout is not None
+        return PackedConvWinograd(cout, cin, target.gemm_nr, target.gemm_kc)
     plane = _static(sympy.Mul(*op.out_size))
     if op.transposed or op.groups != 1 or cin is None or cout is None or plane is None:
         return None
@@ -311,7 +359,7 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
     for c in program.constants:
         buf = program.buffers[c.buffer]
         uses = readers.get(c.buffer, [])
-        packing: PackedGemmB | PackedInt8B | PackedInt4 | None = None
+        packing: Packing | None = None
         role = {u[0] if u is not None else None for u in uses}
         if buf.dtype is DType.int8 and c.buffer not in elsewhere and uses and role == {"int8_b"}:
             found8 = {_int8_packing(u[1].op, target) for u in uses}
@@ -329,7 +377,8 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
                 one = found.pop()
                 assert one is not None
                 packing = (dataclasses.replace(one, dtype="bfloat16")
-                           if precision == "bf16" and role == {"b"} else one)
+                           if precision == "bf16" and isinstance(one, PackedGemmB)
+                           and role == {"b"} else one)
         elif (buf.dtype in HALF and c.buffer not in elsewhere and c.buffer in widenings
                 and len(uses) == len(widenings[c.buffer]) and None in role and len(role) == 1
                 and math.prod(int(s) for s in buf.sizes) > 0):
@@ -347,6 +396,8 @@ def prepack_weights(program: Program, target: Target, precision: str = "fp32") -
                         c.buffer, sympy.Integer(0), (sympy.Integer(0),) * 2))
                 elif kind == "int4_q":
                     reader.op = dataclasses.replace(reader.op, q_nibbles=True)
+                elif kind == "conv" and isinstance(packing, PackedConvWinograd):
+                    reader.op = dataclasses.replace(reader.op, weight_winograd=True)
                 elif kind == "conv":
                     reader.op = dataclasses.replace(reader.op, weight_packed=True)
                 else:

@@ -3,10 +3,11 @@ makes and the packing behind aotc_pack_constant (a swapped weight, as the packag
 
 Which constants are packed, and how, is decided in scheduler/prepack.py; the layouts
 themselves are the kernels' (kernels/aotc_kernels.h: the GEMM's panels, the int8 GEMM's
-dot-product groups, the weight-only GEMM's int4 values two a byte)."""
+dot-product groups, the weight-only GEMM's int4 values two a byte, a 3x3 convolution's
+Winograd transform)."""
 from __future__ import annotations
 
-from ...ir.nodes import PackedGemmB, PackedInt4, PackedInt8B, Program
+from ...ir.nodes import PackedConvWinograd, PackedGemmB, PackedInt4, PackedInt8B, Program
 from .code import CodeBuffer
 
 
@@ -15,7 +16,7 @@ def emit_packing(code: CodeBuffer, program: Program) -> None:
     kernel linked into this library uses the panel layout the package's weights were packed
     in, and the packing itself."""
     layouts = {(c.packing.nr, c.packing.kc) for c in program.constants
-               if isinstance(c.packing, PackedGemmB)}  # the int8 layout is every build's
+               if isinstance(c.packing, PackedGemmB | PackedConvWinograd)}  # int8's: every build's
     # (a bfloat16 layout has the same panel width and slice depth, rounded to pairs)
     assert len(layouts) <= 1, "one build packs every weight for one micro-kernel"
     code.line("// The packed-weight layout this package was written in (aotc_sgemm_pack_b).")
@@ -52,6 +53,14 @@ def _emit_pack_constant(code: CodeBuffer, program: Program) -> None:
                 f"      aotc::g_outside_int4 = aotc_wo_pack_int4({p.n}, {p.k}, "
                 "static_cast<const int8_t *>(src), dst);",
                 "      return aotc::g_outside_int4 == 0;"])
+            continue
+        if isinstance(p, PackedConvWinograd):  # false (no memory for its scratch) as _widened
+            code.lines_of([
+                f"    case {k}:",
+                f"      if (aotc_sconv_pack_winograd({p.cout}, {p.cin}, "
+                "static_cast<const float *>(src), static_cast<float *>(dst)))",
+                "        return !(aotc::g_no_memory = true);",
+                "      return true;"])
             continue
         if isinstance(p, PackedInt8B):
             src = f"static_cast<const int8_t *>(src) + {p.offset}"

@@ -34,8 +34,8 @@ def conv_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     hi = "INFINITY" if op.clamp_max is None else ops.literal(op.clamp_max, DType.float32)
     fields += ["1" if clamped else "0", lo if clamped else "0.0f", hi if clamped else "0.0f"]
     fields.append(pointer_of(op.residual) if op.residual else "nullptr")
-    if op.weight_packed:
-        fields.append("1")
+    if op.weight_packed or op.weight_winograd:  # the GEMM's B, or the Winograd transform
+        fields.append("2" if op.weight_winograd else "1")
     bias = pointer_of(op.bias) if op.bias else "nullptr"
     ws = f"reinterpret_cast<float *>({workspace})" if workspace else "nullptr"
     return [
