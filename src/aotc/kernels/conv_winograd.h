@@ -144,8 +144,9 @@ inline void deinterleave(const float *row, int64_t n, float *even, float *odd) {
 // V[p][ci][t] = (B^T d B)[p] for the 4x4 patch d of tile t in channel ci of x (one image):
 // per channel and row of tiles, B^T d over the 4 zero-padded input rows (unit stride), its
 // rows split into even and odd columns, then (B^T d) B tile by tile (unit stride again).
-inline void transform_input(const Shape &s, const float *x, float *v, bool threaded) {
-    const int64_t t_all = tiles(s), n = s.tw + 1, wp = 2 * n;  // a padded row's width
+inline void transform_input(const Shape &s, const float *x, int64_t ty0, int64_t ty1, float *v,
+                            bool threaded) {
+    const int64_t t_all = (ty1 - ty0) * s.tw, n = s.tw + 1, wp = 2 * n;  // a padded row's width
     const int64_t stride_p = s.cin * t_all;
 #pragma omp parallel if (threaded)
     {
@@ -153,7 +154,7 @@ inline void transform_input(const Shape &s, const float *x, float *v, bool threa
 #pragma omp for schedule(static)
         for (int64_t ci = 0; ci < s.cin; ++ci) {
             const float *xc = x + ci * s.h * s.w;
-            for (int64_t ty = 0; ty < s.th; ++ty) {
+            for (int64_t ty = ty0; ty < ty1; ++ty) {
                 for (int r = 0; r < 4; ++r) {  // input rows 2 ty - ph + r, zero padded
                     float *row = rows.data() + r * wp;
                     const int64_t ih = 2 * ty - s.ph + r;
@@ -174,7 +175,7 @@ inline void transform_input(const Shape &s, const float *x, float *v, bool threa
                     deinterleave(t.data() + i * wp, n, split.data() + i * n,
                                  split.data() + (4 + i) * n);
                 tiles_of_row(split.data(), split.data() + 4 * n, s.tw, n,
-                             v + ci * t_all + ty * s.tw, stride_p);
+                             v + ci * t_all + (ty - ty0) * s.tw, stride_p);
             }
         }
     }
@@ -263,10 +264,10 @@ inline void tile_outputs(const float *m, int64_t stride_p, int64_t lanes, const 
 // of kLanes channels and a row of tiles at a time, the tiles' outputs gathered channel-minor
 // ([row][column][lane]) and then written out row by row (transposed in registers on the
 // vector builds).
-inline void transform_output(const Shape &s, const float *mt, const float *bias,
-                             const float *residual, bool clamped, float lo, float hi,
-                             float *y, bool threaded) {
-    const int64_t t_all = tiles(s), stride_p = t_all * s.cout;
+inline void transform_output(const Shape &s, const float *mt, int64_t ty0, int64_t ty1,
+                             const float *bias, const float *residual, bool clamped, float lo,
+                             float hi, float *y, bool threaded) {
+    const int64_t t_all = (ty1 - ty0) * s.tw, stride_p = t_all * s.cout;
     const int64_t blocks = (s.cout + kLanes - 1) / kLanes, cols = 2 * s.tw;
     const float inf = std::numeric_limits<float>::infinity();
     const float clo = clamped ? lo : -inf, chi = clamped ? hi : inf;
@@ -277,12 +278,12 @@ inline void transform_output(const Shape &s, const float *mt, const float *bias,
         std::vector<float> out(2 * padded * kLanes, 0.0f);
 #pragma omp for collapse(2) schedule(static)
         for (int64_t cb = 0; cb < blocks; ++cb)
-            for (int64_t ty = 0; ty < s.th; ++ty) {
+            for (int64_t ty = ty0; ty < ty1; ++ty) {
                 const int64_t co0 = cb * kLanes, lanes = std::min(kLanes, s.cout - co0);
                 float b[kLanes] = {};
                 for (int64_t l = 0; l < lanes; ++l) b[l] = bias ? bias[co0 + l] : 0.0f;
                 for (int64_t x0 = 0; x0 < s.tw; ++x0)
-                    tile_outputs(mt + (ty * s.tw + x0) * s.cout + co0, stride_p, lanes, b,
+                    tile_outputs(mt + ((ty - ty0) * s.tw + x0) * s.cout + co0, stride_p, lanes, b,
                                  out.data() + 2 * x0 * kLanes, padded * kLanes);
                 for (int r = 0; r < 2; ++r) {
                     const int64_t oh = 2 * ty + r;
@@ -294,20 +295,46 @@ inline void transform_output(const Shape &s, const float *mt, const float *bias,
     }
 }
 
+// Tile rows are taken in chunks whose transformed tiles and products (16 (Cin + Cout) floats
+// a tile) fit in about kChunkFloats floats, so that each chunk's V and M^T stay in the core's
+// cache between the transforms and the GEMMs, but of at least kChunkTiles tiles (the GEMMs'
+// rows: fewer leave their micro-kernel short of work).
+#ifndef AOTC_WINOGRAD_CHUNK_FLOATS
+#define AOTC_WINOGRAD_CHUNK_FLOATS (256 * 1024)
+#endif
+#ifndef AOTC_WINOGRAD_CHUNK_TILES
+#define AOTC_WINOGRAD_CHUNK_TILES 192
+#endif
+constexpr int64_t kChunkFloats = AOTC_WINOGRAD_CHUNK_FLOATS, kChunkTiles = AOTC_WINOGRAD_CHUNK_TILES;
+
 // One image: y = conv(x, w) + bias (+ residual, clamped), x [Cin, H, W], y [Cout, Ho, Wo].
 // `u` holds the weights' transform packed as 16 GEMM B operands [Cin, Cout] (pack), `ws`
-// room for V and M.
+// room for V and M^T of every tile (workspace_floats): each chunk of tile rows uses its own
+// part of it. Several chunks run one per thread (each its own GEMMs, on one thread); a
+// single chunk runs its transforms threaded and its 16 GEMMs one per thread.
 inline void image(const Shape &s, const float *x, const float *u, const float *bias,
                   const float *residual, bool clamped, float lo, float hi, float *y, float *ws,
                   bool threaded) {
     const int64_t t_all = tiles(s), packed = packed_stride(s.cin, s.cout);
-    float *v = ws, *mt = ws + 16 * s.cin * t_all;
-    transform_input(s, x, v, threaded);
-    for (int p = 0; p < 16; ++p)  // M^T[p] [T, Cout] = V[p]^T [T, Cin] U[p]^T [Cin, Cout]
-        aotc_sgemm_prepacked(1, t_all, s.cout, s.cin, v + p * s.cin * t_all, 0, 1, t_all,
-                             u + p * packed, mt + p * t_all * s.cout, 0, s.cout, nullptr, 0, 0,
-                             0, 1.0f, 0.0f, nullptr);
-    transform_output(s, mt, bias, residual, clamped, lo, hi, y, threaded);
+    const int64_t rows = std::max({int64_t(1), kChunkFloats / (16 * (s.cin + s.cout) * s.tw),
+                                   (kChunkTiles + s.tw - 1) / s.tw});
+    const int64_t chunks = (s.th + rows - 1) / rows;
+    const bool outer = threaded && chunks > 1, inner = threaded && !outer;
+#pragma omp parallel for schedule(static) if (outer)
+    for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t ty0 = c * rows, ty1 = std::min(s.th, ty0 + rows);
+        const int64_t t0 = ty0 * s.tw, tc = (ty1 - ty0) * s.tw;
+        float *v = ws + 16 * s.cin * t0, *mt = ws + 16 * s.cin * t_all + 16 * s.cout * t0;
+        transform_input(s, x, ty0, ty1, v, inner);
+        // M^T[p] [tc, Cout] = V[p]^T [tc, Cin] U[p]^T [Cin, Cout]: one thread each (a GEMM
+        // called inside a parallel region runs on its caller's thread)
+#pragma omp parallel for schedule(static) if (inner)
+        for (int p = 0; p < 16; ++p)
+            aotc_sgemm_prepacked(1, tc, s.cout, s.cin, v + p * s.cin * tc, 0, 1, tc,
+                                 u + p * packed, mt + p * tc * s.cout, 0, s.cout, nullptr, 0, 0,
+                                 0, 1.0f, 0.0f, nullptr);
+        transform_output(s, mt, ty0, ty1, bias, residual, clamped, lo, hi, y, inner);
+    }
 }
 
 // The transformed weight of w [Cout, Cin, 3, 3] packed for `image`: for each p, U[p]^T
