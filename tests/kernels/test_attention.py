@@ -11,15 +11,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from aotc.errors import UnsupportedOperatorError
-from aotc.target import target_for
-from aotc.target.host import missing_features
+from isa_builds import runnable_isas
 from models import SDPA
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
-
-
-def runnable_isas() -> list[str]:
-    return [isa for isa in ("avx512", "avx2", "sse2") if not missing_features(target_for(isa))]
 
 
 def _rand(*shape, dtype=torch.float32):

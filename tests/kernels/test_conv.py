@@ -14,8 +14,9 @@ import torch.nn.functional as F
 import aotc
 from aotc.ir.nodes import Conv
 from aotc.passes.pipeline import compile_program
-from aotc.target import host_target, target_for
-from aotc.target.host import missing_features
+from aotc.target import host_target
+from isa_builds import runnable_isas
+from models import Fn
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "src" / "aotc" / "kernels"
 # torch's own note that it pads a copy of the input for padding='same' with an even kernel
@@ -110,19 +111,6 @@ CASES = {
     "direct_padding_beyond_kernel": (lambda: nn.Conv2d(4, 6, 3, padding=3), (1, 4, 20, 21)),
     "small_planes_batched": (lambda: nn.Conv2d(64, 96, 3, padding=1, groups=2), (5, 64, 7, 7)),
 }
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
-
-
-def runnable_isas() -> list[str]:
-    return [isa for isa in ("avx512", "avx2", "sse2") if not missing_features(target_for(isa))]
 
 
 @pytest.mark.parametrize("isa", runnable_isas())

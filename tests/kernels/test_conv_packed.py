@@ -12,9 +12,8 @@ import torch.nn.functional as F
 
 import aotc
 from aotc.ir.nodes import Conv
-from aotc.passes.pipeline import compile_program
-from aotc.target import host_target, target_for
-from aotc.target.host import missing_features
+from isa_builds import compiled_convs, runnable_isas
+from models import Fn
 
 nn = torch.nn
 
@@ -38,22 +37,8 @@ CASES = {
 }
 
 
-def runnable_isas() -> list[str]:
-    return [isa for isa in ("avx512", "avx2", "sse2") if not missing_features(target_for(isa))]
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
-
-
 def packed_convs(ep) -> list[Conv]:
-    program = compile_program(ep, host_target(), build=False).program
-    return [b.op for b in program.computed() if isinstance(b.op, Conv) and b.op.weight_packed]
+    return [op for op in compiled_convs(ep) if op.weight_packed]
 
 
 @pytest.mark.parametrize("isa", runnable_isas())
