@@ -20,7 +20,7 @@ _LINALG_COMPLEX = ("lu_factor", "lu_solve", "cholesky", "triangular_solve", "lu_
 
 EXPORTS: dict[str, frozenset[str]] = {
     "attention": frozenset({"aotc_attention_f32"}),
-    "conv": frozenset({"aotc_sconv", "aotc_sconv_workspace"}),
+    "conv": frozenset({"aotc_sconv", "aotc_sconv_workspace", "aotc_sconv_pack_winograd"}),
     # aotc::fft_c2c ... : aotc_kernels.h's inline wrappers by element type
     "fft": frozenset({f"aotc_fft_{k}_{t}" for k in ("c2c", "r2c", "c2r") for t in ("f32", "f64")}
                      | {f"aotc::fft_{k}" for k in ("c2c", "r2c", "c2r")}),
