@@ -36,8 +36,13 @@ def winograd_convs(ep) -> list[Conv]:
     return [op for op in compiled_convs(ep) if op.weight_winograd]
 
 
-@pytest.mark.parametrize("isa", runnable_isas())
-@pytest.mark.parametrize("name", sorted(CASES))
+# every case on the first (widest) build this CPU runs; on the others, the cases whose
+# vector code has tails (a partial last vector of tiles, of channels, of columns)
+TAILS = ("odd_plane_channel_tails", "long_rows")
+
+
+@pytest.mark.parametrize("name, isa", [(name, isa) for k, isa in enumerate(runnable_isas())
+                                       for name in sorted(CASES) if k == 0 or name in TAILS])
 def test_winograd_conv_matches_eager(compile_model, name, isa):
     torch.manual_seed(0)
     make, shape = CASES[name]
