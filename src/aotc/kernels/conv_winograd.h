@@ -295,6 +295,32 @@ inline void transform_output(const Shape &s, const float *mt, int64_t ty0, int64
     }
 }
 
+// One chunk of tile rows [ty0, ty1): its input transform, 16 GEMMs and output transform,
+// threaded (the transforms split over the team, the GEMMs one per thread) or on the calling
+// thread. `ws` holds V and M^T of every tile of the image (workspace_floats).
+inline void chunk(const Shape &s, const float *x, const float *u, const float *bias,
+                  const float *residual, bool clamped, float lo, float hi, float *y, float *ws,
+                  int64_t ty0, int64_t ty1, bool threaded) {
+    const int64_t t_all = tiles(s), packed = packed_stride(s.cin, s.cout);
+    const int64_t t0 = ty0 * s.tw, tc = (ty1 - ty0) * s.tw;
+    float *v = ws + 16 * s.cin * t0, *mt = ws + 16 * s.cin * t_all + 16 * s.cout * t0;
+    transform_input(s, x, ty0, ty1, v, threaded);
+    // M^T[p] [tc, Cout] = V[p]^T [tc, Cin] U[p]^T [Cin, Cout] (a GEMM called inside a parallel
+    // region runs on its caller's thread)
+    auto product = [&](int p) {
+        aotc_sgemm_prepacked(1, tc, s.cout, s.cin, v + p * s.cin * tc, 0, 1, tc, u + p * packed,
+                             mt + p * tc * s.cout, 0, s.cout, nullptr, 0, 0, 0, 1.0f, 0.0f,
+                             nullptr);
+    };
+    if (threaded) {
+#pragma omp parallel for schedule(static)
+        for (int p = 0; p < 16; ++p) product(p);
+    } else {
+        for (int p = 0; p < 16; ++p) product(p);
+    }
+    transform_output(s, mt, ty0, ty1, bias, residual, clamped, lo, hi, y, threaded);
+}
+
 // Tile rows are taken in chunks whose transformed tiles and products (16 (Cin + Cout) floats
 // a tile) fit in about kChunkFloats floats, so that each chunk's V and M^T stay in the core's
 // cache between the transforms and the GEMMs, but of at least kChunkTiles tiles (the GEMMs'
@@ -312,29 +338,26 @@ constexpr int64_t kChunkFloats = AOTC_WINOGRAD_CHUNK_FLOATS, kChunkTiles = AOTC_
 // room for V and M^T of every tile (workspace_floats): each chunk of tile rows uses its own
 // part of it. Several chunks run one per thread (each its own GEMMs, on one thread); a
 // single chunk runs its transforms threaded and its 16 GEMMs one per thread.
+// The unthreaded forms around the GEMMs are plain loops, not parallel regions with a false
+// `if`: such a region is inactive, so a parallel region inside it (the GEMM's) starts a
+// nested team, whose threads libgomp creates anew each time (DenseNet-121 at 2 threads ran
+// 1.3x slower so, and 13x with torch's libgomp spinning beside it).
 inline void image(const Shape &s, const float *x, const float *u, const float *bias,
                   const float *residual, bool clamped, float lo, float hi, float *y, float *ws,
                   bool threaded) {
-    const int64_t t_all = tiles(s), packed = packed_stride(s.cin, s.cout);
     const int64_t rows = std::max({int64_t(1), kChunkFloats / (16 * (s.cin + s.cout) * s.tw),
                                    (kChunkTiles + s.tw - 1) / s.tw});
     const int64_t chunks = (s.th + rows - 1) / rows;
-    const bool outer = threaded && chunks > 1, inner = threaded && !outer;
-#pragma omp parallel for schedule(static) if (outer)
-    for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t ty0 = c * rows, ty1 = std::min(s.th, ty0 + rows);
-        const int64_t t0 = ty0 * s.tw, tc = (ty1 - ty0) * s.tw;
-        float *v = ws + 16 * s.cin * t0, *mt = ws + 16 * s.cin * t_all + 16 * s.cout * t0;
-        transform_input(s, x, ty0, ty1, v, inner);
-        // M^T[p] [tc, Cout] = V[p]^T [tc, Cin] U[p]^T [Cin, Cout]: one thread each (a GEMM
-        // called inside a parallel region runs on its caller's thread)
-#pragma omp parallel for schedule(static) if (inner)
-        for (int p = 0; p < 16; ++p)
-            aotc_sgemm_prepacked(1, tc, s.cout, s.cin, v + p * s.cin * tc, 0, 1, tc,
-                                 u + p * packed, mt + p * tc * s.cout, 0, s.cout, nullptr, 0, 0,
-                                 0, 1.0f, 0.0f, nullptr);
-        transform_output(s, mt, ty0, ty1, bias, residual, clamped, lo, hi, y, inner);
+    if (threaded && chunks > 1) {
+#pragma omp parallel for schedule(static)
+        for (int64_t c = 0; c < chunks; ++c)
+            chunk(s, x, u, bias, residual, clamped, lo, hi, y, ws, c * rows,
+                  std::min(s.th, (c + 1) * rows), false);
+        return;
     }
+    for (int64_t c = 0; c < chunks; ++c)
+        chunk(s, x, u, bias, residual, clamped, lo, hi, y, ws, c * rows,
+              std::min(s.th, (c + 1) * rows), threaded);
 }
 
 // The transformed weight of w [Cout, Cin, 3, 3] packed for `image`: for each p, U[p]^T
