@@ -234,6 +234,29 @@ def test_residual_block_is_one_convolution_per_conv(compile_model):
     assert (ops[1].clamp_min, ops[1].clamp_max) == (0.0, None)
 
 
+def test_inverted_residual_adds_into_the_blocks_last_convolution(compile_model):
+    """A MobileNet block's input is the previous block's projection, which the block's first
+    convolution reads too: x + body(x) fuses into body's last convolution, and no
+    convolution is computed twice (both add operands are convolutions)."""
+    torch.manual_seed(0)
+    project = nn.Conv2d(4, 8, 1)
+    body = nn.Sequential(nn.Conv2d(8, 16, 1), nn.ReLU6(), nn.Conv2d(16, 16, 3, padding=1,
+                                                                    groups=16),
+                         nn.ReLU6(), nn.Conv2d(16, 8, 1))
+
+    def forward(v):
+        x = project(v)
+        return x + body(x)
+
+    v = torch.randn(2, 4, 10, 9)
+    ep, model = compile_model(Fn(forward), (v,))
+    torch.testing.assert_close(model(v), ep.module()(v), rtol=1e-4, atol=1e-4)
+    program = compile_program(ep, host_target(), build=False).program
+    ops = [b.op for b in program.computed()]
+    assert [type(op).__name__ for op in ops] == ["Conv"] * 4
+    assert [op.residual is not None for op in ops] == [False, False, False, True]
+
+
 def test_residual_of_a_convolution_read_twice_stays_correct(compile_model):
     torch.manual_seed(0)
     conv = nn.Conv2d(3, 3, 3, padding=1)

@@ -13,6 +13,7 @@ import torch
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
 from ..ir.nodes import BufferKind, Conv
+from ..ir.queries import reads_of
 from ..ir.symbols import FloorDiv
 from .context import LoweringContext, TensorValue, buffer_value
 from .conv_integer import integer_convolution
@@ -206,12 +207,24 @@ def fuse_clamp(ctx: LoweringContext, x: TensorValue, lo, hi) -> TensorValue | No
     return ctx.emit(fused, buf.sizes, DType.float32, absorbs=buf)
 
 
+def _read_elsewhere(ctx: LoweringContext, name: str) -> bool:
+    """Whether an op lowered so far reads buffer `name`: a convolution absorbed into a fused
+    one is then computed twice, once for that reader and once fused."""
+    return any(buf.op is not None and name in reads_of(buf)
+               for buf in ctx.program.buffers.values())
+
+
 def fuse_residual(ctx: LoweringContext, a, b) -> TensorValue | None:
     """a + b where one of them is an unclamped float32 convolution's result and the other a
     float32 buffer of the same sizes: that convolution with the other added on its finished
-    tiles (before any clamp that fuses next); None when it does not apply."""
+    tiles (before any clamp that fuses next); None when it does not apply. Where both are
+    convolutions it takes the one nothing else reads (in an inverted-residual network the
+    block's input is the previous block's convolution, which the block's first convolution
+    reads too), and it fuses into neither where both are read elsewhere: a convolution
+    computed twice costs more than the add it saves."""
     if ctx.out_dtype is not DType.float32:
         return None
+    candidates = []
     for conv_side, other in ((a, b), (b, a)):
         if not isinstance(conv_side, TensorValue) or not isinstance(other, TensorValue):
             return None
@@ -223,6 +236,9 @@ def fuse_residual(ctx: LoweringContext, a, b) -> TensorValue | None:
             continue
         if tuple(other.sizes) != tuple(buf.sizes) or tuple(ctx.out_sizes) != tuple(buf.sizes):
             continue
-        fused = dataclasses.replace(buf.op, residual=other_name)
-        return ctx.emit(fused, buf.sizes, DType.float32, absorbs=buf)
+        candidates.append((buf, buf.op, other_name))
+    for buf, conv, other_name in candidates:
+        if not _read_elsewhere(ctx, buf.name):
+            fused = dataclasses.replace(conv, residual=other_name)
+            return ctx.emit(fused, buf.sizes, DType.float32, absorbs=buf)
     return None
