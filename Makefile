@@ -34,9 +34,12 @@ demo: $(STAMP)
 	cmake --build build/examples/cpp_torch -j
 	cd build/examples/cpp_torch && ./inference
 
-# the slowest tests are listed at the end, to keep the suite's time in view
+# the tests in TEST_JOBS processes (one per core, at most 4: each holds torch and runs
+# compilers), a test file's tests in one process; TEST_JOBS=0 runs them in this one. The
+# slowest tests are listed at the end, to keep the suite's time in view
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 test: $(STAMP)
-	$(VPY) -m pytest -q tests --durations=40
+	$(VPY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests --durations=40
 
 # the C++ kernels and runtime cross-compiled for aarch64 and run under qemu-user; they need
 # Debian's g++-aarch64-linux-gnu and qemu-user, and skip without them

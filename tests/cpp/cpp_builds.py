@@ -1,11 +1,15 @@
 """CMake builds of the C++ runtime's test programs and examples in cached folders
-(build/cpp-tests/<name>), so a later run rebuilds only what changed; the examples' input."""
+(build/cpp-tests/<name>), so a later run rebuilds only what changed; the examples' input.
+Test processes running side by side (pytest -n) build a folder one at a time, and once a
+run: the first builds it, the others find it built in this run and use it as it is."""
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +29,35 @@ def build_env() -> dict:
     return dict(os.environ, PYTHONPATH=src + (os.pathsep + path if path else ""))
 
 
+@contextmanager
+def built_once(out: Path):
+    """Holds `out`'s lock; yields whether the body should build it (not yet built by
+    another process of this test run)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    stamp = out / ".built-in-run"
+    with open(out.parent / f"{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if run and stamp.exists() and stamp.read_text() == run:
+            yield False
+            return
+        stamp.unlink(missing_ok=True)
+        yield True
+        if run:
+            stamp.write_text(run)
+
+
 def cmake_build(source: Path, name: str, *defines: str, torch_prefix: bool = False) -> Path:
     if shutil.which("cmake") is None:
         pytest.skip("cmake is not installed")
     out = BUILDS / name
+    with built_once(out) as build:
+        if build:
+            _configure_and_build(source, out, defines, torch_prefix)
+    return out
+
+
+def _configure_and_build(source: Path, out: Path, defines, torch_prefix: bool) -> None:
     prefix = aotc.cmake_prefix_path
     if torch_prefix:
         import torch.utils
@@ -43,7 +72,6 @@ def cmake_build(source: Path, name: str, *defines: str, torch_prefix: bool = Fal
     proc = subprocess.run(["cmake", "--build", str(out), "-j", "2"], capture_output=True, text=True,
                           env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return out
 
 
 def asan_defines() -> list[str]:
@@ -53,9 +81,15 @@ def asan_defines() -> list[str]:
 
 
 def example_build(name: str, source: str, *defines: str, torch_prefix: bool = False) -> Path:
-    # the package is rebuilt each session, so it always comes from this checkout's compiler
-    (BUILDS / name / "model.pt2").unlink(missing_ok=True)
-    return cmake_build(ROOT / "examples" / source, name, *defines, torch_prefix=torch_prefix)
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    out = BUILDS / name
+    with built_once(out) as build:
+        if build:
+            # the package is rebuilt each run, so it always comes from this checkout's compiler
+            (out / "model.pt2").unlink(missing_ok=True)
+            _configure_and_build(ROOT / "examples" / source, out, defines, torch_prefix)
+    return out
 
 
 def example_input(batch: int) -> np.ndarray:
