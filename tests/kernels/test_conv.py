@@ -52,6 +52,12 @@ CASES = {
         (1, 33, 57, 58)),
     "depthwise_blocked_tiny_plane": (lambda: nn.Conv2d(9, 9, 3, padding=1, groups=9),
                                      (3, 9, 1, 2)),
+    # planes of several bands of output rows (about 2048 positions each), the last one short
+    "depthwise_blocked_bands": (lambda: nn.Conv2d(18, 18, 3, padding=1, groups=18),
+                                (1, 18, 70, 40)),
+    "depthwise_blocked_bands_dilated_s2": (
+        lambda: nn.Conv2d(17, 17, (5, 3), stride=(2, 1), padding=(3, 1), dilation=(2, 1),
+                          groups=17), (2, 17, 150, 90)),
     "depthwise_blocked_conv1d": (lambda: nn.Conv1d(18, 18, 5, stride=2, padding=2, groups=18),
                                  (2, 18, 41)),
     # even kernels, as many taps as a vector has lanes (AVX-512: 16, AVX2: 8)
@@ -140,6 +146,8 @@ FUSED = {
     "depthwise_relu6": (lambda: nn.Conv2d(6, 6, 3, padding=1, groups=6), (2, 6, 9, 9), "relu6"),
     "depthwise_blocked_hardtanh": (lambda: nn.Conv2d(35, 35, 3, stride=2, padding=1, groups=35),
                                    (2, 35, 14, 14), "hardtanh"),
+    "depthwise_blocked_bands_relu6": (lambda: nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16),
+                                      (1, 16, 180, 100), "relu6"),
     "pointwise_hardtanh": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5), "hardtanh"),
     "im2col_clamp_min": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9), "clamp_min"),
     "transposed_relu": (lambda: nn.ConvTranspose2d(4, 3, 2, stride=2), (2, 4, 5, 5), "relu"),
@@ -186,6 +194,8 @@ RESIDUAL = {
     "direct_strided": (lambda: nn.Conv2d(4, 5, 5, stride=2, padding=2), (1, 4, 37, 35)),
     "direct_8x3": (lambda: nn.Conv2d(4, 24 + 8, 3, padding=1), (1, 4, 18, 17)),
     "depthwise": (lambda: nn.Conv2d(7, 7, 3, padding=1, groups=7, bias=False), (2, 7, 11, 13)),
+    "depthwise_blocked_bands": (lambda: nn.Conv2d(21, 21, 3, padding=1, groups=21),
+                                (1, 21, 66, 64)),
     "depthwise_blocked": (lambda: nn.Conv2d(21, 21, 3, stride=2, padding=1, groups=21),
                           (2, 21, 13, 9)),
     "pointwise": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5)),

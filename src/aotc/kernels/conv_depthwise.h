@@ -137,14 +137,18 @@ inline void transpose(V (&r)[L]) {
 #endif
 }
 
-// Depthwise with multiplier 1 on blocks of L channels: the block's input planes are
+// Depthwise with multiplier 1 on blocks of L channels: the block's input rows are
 // transposed (L positions x L channels in registers) into a zero-padded channel-minor
-// scratch [h + 2ph][w + 2pw][L], every output position is then one vector of L channels
-// (a multiply-add per tap, any stride or dilation without phases), and the channel-minor
+// scratch [rows][w + 2pw][L], every output position is then one vector of L channels (a
+// multiply-add per tap, any stride or dilation without phases), and the channel-minor
 // result is transposed back with the residual and clamp. The per-channel bookkeeping of
-// `depthwise` (a phased copy, row segments) is paid once per L channels. Channels past the
-// last full block are computed with zero weights and not stored.
+// `depthwise` (a phased copy, row segments) is paid once per L channels. A block goes in
+// bands of output rows (about DWB_BAND positions each) so that its scratch stays in L2
+// (a whole 112x112 plane of 16 channels would be 1.6 MB in and out); the rows a band
+// shares with the next are transposed for each. Channels past the last full block are
+// computed with zero weights and not stored.
 constexpr int DWB_OW = 8;  // output positions per register tile (fewer at a row's end)
+constexpr int64_t DWB_BAND = 2048;  // output positions per band (at least one row)
 
 // Output positions ow .. ow + B - 1 of one row (irow: its first input row in the scratch),
 // every tap, channel-minor into orow.
@@ -182,29 +186,92 @@ inline void dw_tile(const DwRow &r, int64_t ow) {
     }
 }
 
+// One output row of the block, from its first input row in the scratch.
+inline void dw_row(const DwRow &row, int64_t wo) {
+    int64_t ow = 0;
+    for (; ow + DWB_OW <= wo; ow += DWB_OW) dw_tile<DWB_OW>(row, ow);
+    switch (wo - ow) {
+        case 7: dw_tile<7>(row, ow); break;
+        case 6: dw_tile<6>(row, ow); break;
+        case 5: dw_tile<5>(row, ow); break;
+        case 4: dw_tile<4>(row, ow); break;
+        case 3: dw_tile<3>(row, ow); break;
+        case 2: dw_tile<2>(row, ow); break;
+        case 1: dw_tile<1>(row, ow); break;
+        default: break;
+    }
+}
+
+// Input rows [r0, r1) of the block's nc channel planes xb (L positions of the flat plane at
+// a time), transposed into the scratch, whose row 0 is padded row `first` (input row
+// first - ph).
+inline void dw_rows_in(const Plan &pl, const float *xb, int64_t nc, int64_t r0, int64_t r1,
+                       int64_t first, int64_t wp, float *ib) {
+    const int64_t in_plane = pl.h * pl.w, end = r1 * pl.w;
+    int64_t ih = r0, iw = 0;
+    for (int64_t p0 = r0 * pl.w; p0 < end; p0 += L) {
+        const int64_t cnt = std::min<int64_t>(L, end - p0);
+        V r[L];
+        for (int c = 0; c < L; ++c) {
+            const float *src = xb + c * in_plane + p0;
+            r[c] = c >= nc ? vzero() : cnt == L ? vload(src) : vload_n(src, cnt);
+        }
+        transpose(r);
+        for (int64_t j = 0; j < cnt; ++j) {
+            vstore(ib + ((ih + pl.ph - first) * wp + iw + pl.pw) * L, r[j]);
+            if (++iw == pl.w) iw = 0, ++ih;
+        }
+    }
+}
+
+// Output positions [p0, p1) of the block, channel-minor in ob from position p0 on (ob has
+// L positions of slack), back to its nc channel planes yb, with the residual and clamp.
+inline void dw_rows_out(const Plan &pl, const float *ob, int64_t nc, int64_t p0, int64_t p1,
+                        const float *rb, int act, V vlo, V vhi, float *yb) {
+    const int64_t out_plane = pl.ho * pl.wo;
+    for (int64_t p = p0; p < p1; p += L) {
+        const int64_t cnt = std::min<int64_t>(L, p1 - p);
+        V r[L];
+        for (int j = 0; j < L; ++j) r[j] = vload(ob + (p - p0 + j) * L);
+        transpose(r);
+        for (int64_t c = 0; c < nc; ++c) {
+            float *dst = yb + c * out_plane + p;
+            const float *rs = rb ? rb + c * out_plane + p : nullptr;
+            V v = r[c];
+            if (rs) {
+                v = vadd(v, cnt == L ? vload(rs) : vload_n(rs, cnt));
+                if (act) v = vmin(vhi, vmax(vlo, v));  // a NaN stays
+            }
+            if (cnt == L)
+                vstore(dst, v);
+            else
+                vstore_n(dst, v, cnt);
+        }
+    }
+}
+
 inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, const float *x,
                               const float *w, const float *bias, const float *res, int act,
                               float lo, float hi, float *y, bool threaded) {
-    const int64_t hp = pl.h + 2 * pl.ph, wp = pl.w + 2 * pl.pw;
+    const int64_t wp = pl.w + 2 * pl.pw;
     const int64_t in_plane = pl.h * pl.w, out_plane = pl.ho * pl.wo;
     const int64_t blocks = (channels + L - 1) / L;
+    const int64_t band = std::max<int64_t>(1, std::min(pl.ho, DWB_BAND / pl.wo));
+    const int64_t band_rows = (band - 1) * pl.sh + (pl.kh - 1) * pl.dh + 1;  // padded rows read
     const V vlo = vset(lo), vhi = vset(hi);
     const bool clamp_here = act && !res;
 #pragma omp parallel if (threaded)
     {
-        // scratch left uninitialized but for the padding of ib (zeroed once: every block
-        // writes the same interior) and the slack of ob (read by the last transpose back)
-        const std::unique_ptr<float[]> ib(new float[hp * wp * L]);
-        const std::unique_ptr<float[]> ob(new float[(out_plane + L) * L]);
-        std::fill(ob.get() + out_plane * L, ob.get() + (out_plane + L) * L, 0.0f);
-        for (int64_t r = 0; r < hp; ++r) {
+        // scratch left uninitialized but for the padding columns of ib (zeroed once: every
+        // band writes the same interior columns; padding rows are zeroed where a band reads
+        // them) and the slack of ob (read by the last transpose back)
+        const std::unique_ptr<float[]> ib(new float[band_rows * wp * L]);
+        const std::unique_ptr<float[]> ob(new float[(band * pl.wo + L) * L]);
+        std::fill(ob.get() + band * pl.wo * L, ob.get() + (band * pl.wo + L) * L, 0.0f);
+        for (int64_t r = 0; r < band_rows; ++r) {
             float *row = ib.get() + r * wp * L;
-            if (r < pl.ph || r >= pl.ph + pl.h) {
-                std::fill(row, row + wp * L, 0.0f);
-            } else {
-                std::fill(row, row + pl.pw * L, 0.0f);
-                std::fill(row + (pl.pw + pl.w) * L, row + wp * L, 0.0f);
-            }
+            std::fill(row, row + pl.pw * L, 0.0f);
+            std::fill(row + (pl.pw + pl.w) * L, row + wp * L, 0.0f);
         }
         std::vector<float> wb(pl.taps * L);
         alignas(64) float part[L];
@@ -218,60 +285,29 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
                         wb[t * L + c] = c < nc ? w[(c0 + c) * pl.taps + t] : 0.0f;
                 for (int c = 0; c < L; ++c) part[c] = c < nc && bias ? bias[c0 + c] : 0.0f;
                 const V bv = vload(part);
-                // in: L positions of the flat plane at a time
-                int64_t ih = 0, iw = 0;
-                for (int64_t p0 = 0; p0 < in_plane; p0 += L) {
-                    const int64_t cnt = std::min<int64_t>(L, in_plane - p0);
-                    V r[L];
-                    for (int c = 0; c < L; ++c) {
-                        const float *src = xb + c * in_plane + p0;
-                        r[c] = c >= nc ? vzero() : cnt == L ? vload(src) : vload_n(src, cnt);
-                    }
-                    transpose(r);
-                    for (int64_t j = 0; j < cnt; ++j) {
-                        vstore(ib.get() + ((ih + pl.ph) * wp + iw + pl.pw) * L, r[j]);
-                        if (++iw == pl.w) iw = 0, ++ih;
-                    }
-                }
-                // compute: up to DWB_OW output positions of a row at a time
-                for (int64_t oh = 0; oh < pl.ho; ++oh) {
-                    const DwRow row{pl, wp, ib.get() + oh * pl.sh * wp * L, wb.data(), bv,
-                                    vlo, vhi, clamp_here, ob.get() + oh * pl.wo * L};
-                    int64_t ow = 0;
-                    for (; ow + DWB_OW <= pl.wo; ow += DWB_OW)
-                        dw_tile<DWB_OW>(row, ow);
-                    switch (pl.wo - ow) {
-                        case 7: dw_tile<7>(row, ow); break;
-                        case 6: dw_tile<6>(row, ow); break;
-                        case 5: dw_tile<5>(row, ow); break;
-                        case 4: dw_tile<4>(row, ow); break;
-                        case 3: dw_tile<3>(row, ow); break;
-                        case 2: dw_tile<2>(row, ow); break;
-                        case 1: dw_tile<1>(row, ow); break;
-                        default: break;
-                    }
-                }
-                // out: L positions at a time back to channel planes
                 float *yb = y + (n * channels + c0) * out_plane;
                 const float *rb = res ? res + (n * channels + c0) * out_plane : nullptr;
-                for (int64_t p0 = 0; p0 < out_plane; p0 += L) {
-                    const int64_t cnt = std::min<int64_t>(L, out_plane - p0);
-                    V r[L];
-                    for (int j = 0; j < L; ++j) r[j] = vload(ob.get() + (p0 + j) * L);
-                    transpose(r);
-                    for (int64_t c = 0; c < nc; ++c) {
-                        float *dst = yb + c * out_plane + p0;
-                        const float *rs = rb ? rb + c * out_plane + p0 : nullptr;
-                        V v = r[c];
-                        if (rs) {
-                            v = vadd(v, cnt == L ? vload(rs) : vload_n(rs, cnt));
-                            if (act) v = vmin(vhi, vmax(vlo, v));  // a NaN stays
+                for (int64_t oh0 = 0; oh0 < pl.ho; oh0 += band) {
+                    const int64_t oh1 = std::min(pl.ho, oh0 + band);
+                    // padded rows [first, last) in, input rows [r0, r1) of them inside x
+                    const int64_t first = oh0 * pl.sh;
+                    const int64_t last = (oh1 - 1) * pl.sh + (pl.kh - 1) * pl.dh + 1;
+                    const int64_t r0 = std::max<int64_t>(first - pl.ph, 0);
+                    const int64_t r1 = std::min<int64_t>(last - pl.ph, pl.h);
+                    for (int64_t pr = first; pr < last; ++pr)
+                        if (pr - pl.ph < r0 || pr - pl.ph >= r1) {
+                            float *row = ib.get() + ((pr - first) * wp + pl.pw) * L;
+                            std::fill(row, row + pl.w * L, 0.0f);
                         }
-                        if (cnt == L)
-                            vstore(dst, v);
-                        else
-                            vstore_n(dst, v, cnt);
+                    if (r1 > r0) dw_rows_in(pl, xb, nc, r0, r1, first, wp, ib.get());
+                    for (int64_t oh = oh0; oh < oh1; ++oh) {
+                        const DwRow row{pl, wp, ib.get() + (oh - oh0) * pl.sh * wp * L,
+                                        wb.data(), bv, vlo, vhi, clamp_here,
+                                        ob.get() + (oh - oh0) * pl.wo * L};
+                        dw_row(row, pl.wo);
                     }
+                    dw_rows_out(pl, ob.get(), nc, oh0 * pl.wo, oh1 * pl.wo, rb, act, vlo, vhi,
+                                yb);
                 }
             }
     }
