@@ -267,6 +267,25 @@ def test_inverted_residual_adds_into_the_blocks_last_convolution(compile_model):
     assert [op.residual is not None for op in ops] == [False, False, False, True]
 
 
+def test_residual_add_of_a_convolution_read_before_it_is_not_fused(compile_model):
+    """The add's only convolution is read by an op lowered before it: fusing would compute
+    that convolution twice, so the add stays a pass of its own."""
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 3, 3, padding=1)
+
+    def forward(x):
+        y = conv(x)
+        z = y * 2
+        return z, y + x
+
+    x = torch.randn(2, 3, 17, 17)
+    ep, model = compile_model(Fn(forward), (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+    program = compile_program(ep, host_target(), build=False).program
+    convs = [b.op for b in program.computed() if type(b.op).__name__ == "Conv"]
+    assert len(convs) == 1 and convs[0].residual is None
+
+
 def test_residual_of_a_convolution_read_twice_stays_correct(compile_model):
     torch.manual_seed(0)
     conv = nn.Conv2d(3, 3, 3, padding=1)
