@@ -47,12 +47,17 @@ def built_once(out: Path):
             stamp.write_text(run)
 
 
-def cmake_build(source: Path, name: str, *defines: str, torch_prefix: bool = False) -> Path:
+def cmake_build(source: Path, name: str, *defines: str, torch_prefix: bool = False,
+                stale: tuple[str, ...] = ()) -> Path:
+    """build/cpp-tests/<name> from `source`; the files named in `stale` are removed first,
+    so that the build makes them anew."""
     if shutil.which("cmake") is None:
         pytest.skip("cmake is not installed")
     out = BUILDS / name
     with built_once(out) as build:
         if build:
+            for f in stale:
+                (out / f).unlink(missing_ok=True)
             _configure_and_build(source, out, defines, torch_prefix)
     return out
 
@@ -81,15 +86,9 @@ def asan_defines() -> list[str]:
 
 
 def example_build(name: str, source: str, *defines: str, torch_prefix: bool = False) -> Path:
-    if shutil.which("cmake") is None:
-        pytest.skip("cmake is not installed")
-    out = BUILDS / name
-    with built_once(out) as build:
-        if build:
-            # the package is rebuilt each run, so it always comes from this checkout's compiler
-            (out / "model.pt2").unlink(missing_ok=True)
-            _configure_and_build(ROOT / "examples" / source, out, defines, torch_prefix)
-    return out
+    # the package is rebuilt each run, so it always comes from this checkout's compiler
+    return cmake_build(ROOT / "examples" / source, name, *defines, torch_prefix=torch_prefix,
+                       stale=("model.pt2",))
 
 
 def example_input(batch: int) -> np.ndarray:
