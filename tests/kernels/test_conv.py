@@ -398,6 +398,38 @@ def test_same_result_every_run(compile_model):
         assert torch.equal(model(x), first)
 
 
+class SqueezeExcite(nn.Module):
+    """A depthwise layer of one block of 16 channels over a plane of several bands of rows,
+    then a squeeze-and-excitation gate whose 1x1 convolutions on one position read weights
+    large enough (960 x 240) to be split between threads."""
+
+    def __init__(self):
+        super().__init__()
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.up = nn.Conv2d(16, 960, 1)
+        self.reduce, self.expand = nn.Conv2d(960, 240, 1), nn.Conv2d(240, 960, 1)
+
+    def forward(self, x):
+        y = self.up(F.relu6(self.dw(x)))
+        s = y.mean((2, 3), keepdim=True)
+        return y * torch.sigmoid(self.expand(F.relu(self.reduce(s))))
+
+
+def test_threads_split_one_channel_block_and_thin_products(tmp_path):
+    """The depthwise kernel splits one block of channels by bands of rows between threads,
+    and a product of one row splits its columns: each output is still summed by one thread
+    in one order, so two threads give one thread's result, bit for bit, on every run."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 16, 112, 112)
+    ep = torch.export.export(SqueezeExcite().eval(), (x,))
+    path = aotc.compile_and_package(ep, package_path=tmp_path / "se.pt2")
+    one = aotc.load_package(path, num_threads=1)(x)
+    torch.testing.assert_close(one, ep.module()(x), rtol=1e-4, atol=1e-4)
+    two = aotc.load_package(path, num_threads=2)
+    for _ in range(5):
+        assert torch.equal(two(x), one)
+
+
 def test_float64_convolution_is_refused_by_name(compile_model):
     m = nn.Conv2d(2, 2, 3).double()
     with pytest.raises(aotc.errors.UnsupportedOperatorError, match="conv2d.*float64"):

@@ -145,8 +145,9 @@ inline void transpose(V (&r)[L]) {
 // `depthwise` (a phased copy, row segments) is paid once per L channels. A block goes in
 // bands of output rows (about DWB_BAND positions each) so that its scratch stays in L2
 // (a whole 112x112 plane of 16 channels would be 1.6 MB in and out); the rows a band
-// shares with the next are transposed for each. Channels past the last full block are
-// computed with zero weights and not stored.
+// shares with the next are transposed for each; threads share out the (image, block, band)
+// triples, each output summed by one of them in one order. Channels past the last full
+// block are computed with zero weights and not stored.
 constexpr int DWB_OW = 8;  // output positions per register tile (fewer at a row's end)
 constexpr int64_t DWB_BAND = 2048;  // output positions per band (at least one row)
 
@@ -257,6 +258,7 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
     const int64_t in_plane = pl.h * pl.w, out_plane = pl.ho * pl.wo;
     const int64_t blocks = (channels + L - 1) / L;
     const int64_t band = std::max<int64_t>(1, std::min(pl.ho, DWB_BAND / pl.wo));
+    const int64_t bands = (pl.ho + band - 1) / band;
     const int64_t band_rows = (band - 1) * pl.sh + (pl.kh - 1) * pl.dh + 1;  // padded rows read
     const V vlo = vset(lo), vhi = vset(hi);
     const bool clamp_here = act && !res;
@@ -274,21 +276,26 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
             std::fill(row + (pl.pw + pl.w) * L, row + wp * L, 0.0f);
         }
         std::vector<float> wb(pl.taps * L);
+        int64_t block_in_wb = -1;  // the channel block whose weights wb holds
         alignas(64) float part[L];
-#pragma omp for collapse(2) schedule(static)
+        // a network's first depthwise layers have one or two blocks of channels, many bands
+#pragma omp for collapse(3) schedule(static)
         for (int64_t n = 0; n < batch; ++n)
-            for (int64_t cb = 0; cb < blocks; ++cb) {
-                const int64_t c0 = cb * L, nc = std::min<int64_t>(L, channels - c0);
-                const float *xb = x + (n * channels + c0) * in_plane;
-                for (int64_t c = 0; c < L; ++c)
-                    for (int64_t t = 0; t < pl.taps; ++t)
-                        wb[t * L + c] = c < nc ? w[(c0 + c) * pl.taps + t] : 0.0f;
-                for (int c = 0; c < L; ++c) part[c] = c < nc && bias ? bias[c0 + c] : 0.0f;
-                const V bv = vload(part);
-                float *yb = y + (n * channels + c0) * out_plane;
-                const float *rb = res ? res + (n * channels + c0) * out_plane : nullptr;
-                for (int64_t oh0 = 0; oh0 < pl.ho; oh0 += band) {
-                    const int64_t oh1 = std::min(pl.ho, oh0 + band);
+            for (int64_t cb = 0; cb < blocks; ++cb)
+                for (int64_t bi = 0; bi < bands; ++bi) {
+                    const int64_t c0 = cb * L, nc = std::min<int64_t>(L, channels - c0);
+                    if (cb != block_in_wb) {  // this thread's weights for the block
+                        for (int64_t c = 0; c < L; ++c)
+                            for (int64_t t = 0; t < pl.taps; ++t)
+                                wb[t * L + c] = c < nc ? w[(c0 + c) * pl.taps + t] : 0.0f;
+                        block_in_wb = cb;
+                    }
+                    for (int c = 0; c < L; ++c) part[c] = c < nc && bias ? bias[c0 + c] : 0.0f;
+                    const V bv = vload(part);
+                    const float *xb = x + (n * channels + c0) * in_plane;
+                    float *yb = y + (n * channels + c0) * out_plane;
+                    const float *rb = res ? res + (n * channels + c0) * out_plane : nullptr;
+                    const int64_t oh0 = bi * band, oh1 = std::min(pl.ho, oh0 + band);
                     // padded rows [first, last) in, input rows [r0, r1) of them inside x
                     const int64_t first = oh0 * pl.sh;
                     const int64_t last = (oh1 - 1) * pl.sh + (pl.kh - 1) * pl.dh + 1;
@@ -309,7 +316,6 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
                     dw_rows_out(pl, ob.get(), nc, oh0 * pl.wo, oh1 * pl.wo, rb, act, vlo, vhi,
                                 yb);
                 }
-            }
     }
 }
 

@@ -54,6 +54,11 @@ constexpr int64_t NC_SMALL_M = 256;
 constexpr int64_t C_RESIDENT_MAX = 64 * 1024;  // floats of C kept in L2 across K slices
 // Below this much work per thread, forking costs more than it saves.
 constexpr double kMinFlopsPerThread = 4.0e5;
+// A product of few rows (a squeeze-and-excitation block's 1x1 convolutions on one position, a
+// decode step's matrix-vector products) costs its read of B more than its multiply-adds: each
+// thread of the team brings its own share of B in from L3 or memory, so such a product takes
+// one thread per this many bytes of B even where its multiply-adds would not.
+constexpr double kMinBBytesPerThread = 64.0 * 1024;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
@@ -442,7 +447,10 @@ void run_split_k(const Problem &p, float *partials, std::atomic<int64_t> &next, 
 void run(const Problem &p) {
 #ifdef _OPENMP
     const double flops = 2.0 * double(p.batch) * double(p.M) * double(p.N) * double(p.K);
-    const int want = int(std::min<double>(omp_get_max_threads(), std::max(1.0, flops / kMinFlopsPerThread)));
+    const double b_bytes = 4.0 * double(p.K) * double(p.N) *
+                           double(p.packed_b || p.sb_batch == 0 ? 1 : p.batch);
+    const double work = std::max(flops / kMinFlopsPerThread, b_bytes / kMinBBytesPerThread);
+    const int want = int(std::min<double>(omp_get_max_threads(), std::max(1.0, work)));
     if (want > 1) {
         float *partials = split_k(p, want)
             ? tls_partials.get(static_cast<size_t>(p.batch * ceil_div(p.K, k_slice(p.K)) * p.M * p.N)) : nullptr;
