@@ -69,6 +69,16 @@ class AttentionBlock(torch.nn.Module):
         return x + self.out(y.transpose(1, 2).reshape(b, t, d))
 
 
+class Activations(torch.nn.Module):
+    """The exp-based activations of aotc_codegen.h (sigmoid and tanh from exp(-|x|)) on
+    values wide enough to reach their flat tails."""
+
+    def forward(self, x):
+        x = 30 * x
+        return (torch.nn.functional.silu(x), torch.sigmoid(x), torch.tanh(x),
+                torch.nn.functional.gelu(x, approximate="tanh"))
+
+
 class SortScan(torch.nn.Module):
     def forward(self, x):
         values, indices = torch.sort(x, dim=-1, descending=True)
@@ -100,6 +110,7 @@ MODELS = {
     "mlp": (MLP, _inputs((4, 20)), None, [_inputs((4, 20), seed=1)]),
     "cnn": (DepthwiseCNN, _inputs((2, 3, 12, 12)), None, [_inputs((2, 3, 12, 12), seed=1)]),
     "attention": (AttentionBlock, _inputs((2, 10, 32)), None, [_inputs((2, 10, 32), seed=1)]),
+    "activations": (Activations, _inputs((4, 257)), None, [_inputs((4, 257), seed=1)]),
     "sort_scan": (SortScan, _inputs((6, 33)), None, [_inputs((6, 33), seed=1)]),
     "linalg": (Linalg, _inputs((3, 5, 5), (3, 5, 2)), None, [_inputs((3, 5, 5), (3, 5, 2), seed=1)]),
     "dynamic": (MLP, _inputs((4, 20)), {"x": {0: BATCH}},
