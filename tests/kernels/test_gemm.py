@@ -293,6 +293,10 @@ def test_thread_counts(lib, threads):
         # the team takes blocks of rows one at a time: several blocks and K slices each
         run_case(lib, 1, 700, 150, 1100, bias="row", seed=1)
         run_case(lib, 2, 433, 77, 530, b_t=True, shared_b=True, bias="full", seed=2)
+        # rows in as many blocks as a multiple of the team (a 1x1 convolution's 384 output
+        # channels on a 14x14 plane: 4 blocks of 96 on 2 threads), and a few rows past MC
+        run_case(lib, 1, 384, 196, 64, bias="row", seed=3)
+        run_case(lib, 1, 150, 200, 40, bias="col", seed=4)
 
 
 @pytest.mark.parametrize("b_t", [False, True])

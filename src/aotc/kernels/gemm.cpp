@@ -337,9 +337,14 @@ void run_shared_one_b(const Problem &p, float *packed, TeamQueue &queue) {
         if (spins > 64) std::this_thread::yield();
     Problem q = p;
     q.packed_b = packed;
-    // Blocks as tall as one thread's M block (see gemm_range): no more passes over B
-    // than a single thread makes.
-    const int64_t rows = round_up(ceil_div(p.M, ceil_div(p.M, MC)), MR);
+    // Blocks at most as tall as one thread's M block (see gemm_range): no more passes
+    // over B than a single thread makes. With one matrix, as many blocks as a multiple
+    // of the team, so that no thread takes one more block than another (384 rows: 4
+    // blocks of 96 on 2 threads rather than 3 of 132, one thread computing two).
+    const int64_t nt = omp_get_num_threads();
+    const int64_t min_blocks = ceil_div(p.M, MC);
+    const int64_t blocks = p.batch == 1 ? round_up(min_blocks, nt) : min_blocks;
+    const int64_t rows = round_up(ceil_div(p.M, blocks), MR);
     const int64_t per_matrix = ceil_div(p.M, rows);
     for (int64_t u; (u = queue.next_rows.fetch_add(1)) < p.batch * per_matrix;) {
         const int64_t b = u / per_matrix, m0 = u % per_matrix * rows;
