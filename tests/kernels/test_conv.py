@@ -135,6 +135,7 @@ ACTIVATIONS = {
     "hardtanh": lambda y: F.hardtanh(y, -0.5, 0.5),
     "clamp_min": lambda y: y.clamp(min=0.1),
     "clamp_max": lambda y: y.clamp(max=0.2),
+    "hardswish": F.hardswish,
 }
 # (path of kernels/conv.cpp, activation): the activation fuses into every path
 FUSED = {
@@ -151,6 +152,24 @@ FUSED = {
     "pointwise_hardtanh": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5), "hardtanh"),
     "im2col_clamp_min": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9), "clamp_min"),
     "transposed_relu": (lambda: nn.ConvTranspose2d(4, 3, 2, stride=2), (2, 4, 5, 5), "relu"),
+    # hardswish on every path (MobileNetV3's activation)
+    "direct_hardswish": (lambda: nn.Conv2d(3, 16, 3, stride=2, padding=1), (1, 3, 40, 33),
+                         "hardswish"),
+    "direct_8x3_hardswish": (lambda: nn.Conv2d(3, 8, 3, padding=1), (1, 3, 20, 23), "hardswish"),
+    "depthwise_hardswish": (lambda: nn.Conv2d(6, 6, 3, padding=1, groups=6), (2, 6, 9, 9),
+                            "hardswish"),
+    "depthwise_multiplier_hardswish": (lambda: nn.Conv2d(4, 8, 3, padding=1, groups=4),
+                                       (2, 4, 19, 21), "hardswish"),
+    "depthwise_blocked_bands_hardswish": (
+        lambda: nn.Conv2d(20, 20, 5, stride=2, padding=2, groups=20), (1, 20, 180, 100),
+        "hardswish"),
+    "pointwise_hardswish": (lambda: nn.Conv2d(6, 4, 1), (2, 6, 5, 5), "hardswish"),
+    "pointwise_packed_hardswish": (lambda: nn.Conv2d(200, 40, 1), (1, 200, 7, 7), "hardswish"),
+    "im2col_hardswish": (lambda: nn.Conv2d(3, 8, 3, padding=1), (2, 3, 9, 9), "hardswish"),
+    "winograd_hardswish": (lambda: nn.Conv2d(16, 24, 3, padding=1), (1, 16, 30, 30),
+                           "hardswish"),
+    "transposed_hardswish": (lambda: nn.ConvTranspose2d(4, 3, 2, stride=2), (2, 4, 5, 5),
+                             "hardswish"),
 }
 
 
@@ -177,6 +196,30 @@ def test_activation_fuses_into_the_convolution(compile_model):
     ops = [b.op for b in program.computed()]
     assert [type(op).__name__ for op in ops] == ["Conv", "Conv"]
     assert [(op.clamp_min, op.clamp_max) for op in ops] == [(0.0, None), (0.0, 6.0)]
+
+
+def test_hardswish_fuses_into_the_convolution_after_its_residual(compile_model):
+    """MobileNetV3's conv -> bn -> hardswish is one convolution, and a ReLU after it stays a
+    pass of its own (one activation per convolution); hardswish of a residual sum is one
+    convolution that adds the residual, then applies hardswish."""
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+    bn = nn.BatchNorm2d(8).eval()
+    bn.running_var.uniform_(0.5, 2)
+    x = torch.randn(2, 3, 20, 20) * 4
+    ep, model = compile_model(Fn(lambda v: F.relu(F.hardswish(bn(conv(v))))), (x,))
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+    ops = [b.op for b in compile_program(ep, host_target(), build=False).program.computed()]
+    assert isinstance(ops[0], Conv) and ops[0].hardswish and ops[0].clamp_min is None
+    assert len(ops) == 2 and not isinstance(ops[1], Conv)
+
+    pointwise = nn.Conv2d(8, 8, 1)
+    x, r = torch.randn(1, 8, 17, 19) * 4, torch.randn(1, 8, 17, 19) * 4
+    ep, model = compile_model(Fn(lambda v, s: F.hardswish(pointwise(v) + s)), (x, r),
+                              name="residual.pt2")
+    torch.testing.assert_close(model(x, r), ep.module()(x, r), rtol=1e-4, atol=1e-4)
+    ops = [b.op for b in compile_program(ep, host_target(), build=False).program.computed()]
+    assert len(ops) == 1 and ops[0].residual is not None and ops[0].hardswish
 
 
 def test_activation_of_a_convolution_read_twice_stays_correct(compile_model):

@@ -229,6 +229,9 @@ class Conv(Template):
     clamp_max: float | None = None
     # a buffer of the output's shape added to the result before the clamp (a residual)
     residual: str | None = None
+    # hardswish applied to the result, after the residual and never with a clamp
+    # (kernels/conv_activation.h: r * min(max(r + 3, 0), 6) * (1/6))
+    hardswish: bool = False
     # the weight is a constant stored as the GEMM's prepacked B [Cig*taps, out_channels]
     # (scheduler/prepack.py): the kernel computes out^T = columns^T weight^T per image
     weight_packed: bool = False
@@ -293,6 +296,8 @@ class Conv(Template):
                 + (" weight=winograd" if self.weight_winograd else ""))
 
     def _clamp_text(self) -> str:
+        if self.hardswish:
+            return " hardswish"
         if self.clamp_min is None and self.clamp_max is None:
             return ""
         return f" clamp=[{self.clamp_min}, {self.clamp_max}]"

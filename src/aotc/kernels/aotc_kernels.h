@@ -121,8 +121,9 @@ void aotc_sgemm_prepacked_bf16(int64_t batch, int64_t M, int64_t N, int64_t K,
    convolution must be 2-D with a 3x3 kernel, stride 1, dilation 1 and one group.
    aotc_sconv_pack_winograd returns 0, or 1 without memory for its scratch.
    A non-null `residual` (contiguous, y's shape, not aliasing y) is added to every result;
-   with `clamped`, every result is then clamped to [clamp_min, clamp_max] (a fused ReLU,
-   ReLU6 or hardtanh; an unbounded side is +-infinity).
+   `clamped` then names the activation applied to it: 0 none; 1 the clamp to [clamp_min,
+   clamp_max] (a fused ReLU, ReLU6 or hardtanh; an unbounded side is +-infinity); 2
+   hardswish, r * min(max(r + 3, 0), 6) * (1/6) (clamp_min and clamp_max unused).
    Multi-threaded with OpenMP; results do not depend on the thread count. */
 typedef struct {
   int64_t batch, in_channels, out_channels, groups;

@@ -29,12 +29,12 @@
 // Every path handles 1-D and 2-D as 3-D with leading unit dims.
 
 #include "aotc_kernels.h"
+#include "conv_activation.h"
 #include "conv_depthwise.h"
 #include "conv_direct.h"
 #include "conv_winograd.h"
 
 #include <algorithm>
-#include <limits>
 #include <vector>
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -56,9 +56,9 @@ struct Geometry {
     bool winograd;  // w is the Winograd transform of a 3x3 weight (aotc_sconv_pack_winograd)
     int64_t in[3], out[3], k[3], s[3], p[3], d[3];
     int64_t in_plane, out_plane, taps;  // products of in, out, k
-    bool clamped;
-    float lo, hi;           // the clamp of a fused activation
-    const float *residual;  // added before the clamp, or null
+    int act;                // the fused activation (conv_activation.h)
+    float lo, hi;           // its clamp
+    const float *residual;  // added before the activation, or null
 };
 
 Geometry geometry(const aotc_conv_shape &sh) {
@@ -67,7 +67,7 @@ Geometry geometry(const aotc_conv_shape &sh) {
     g.cin = sh.in_channels;
     g.cout = sh.out_channels;
     g.groups = sh.groups;
-    g.clamped = sh.clamped != 0;
+    g.act = static_cast<int>(sh.clamped);
     g.lo = sh.clamp_min;
     g.hi = sh.clamp_max;
     g.residual = sh.residual;
@@ -253,10 +253,10 @@ bool depthwise(const Geometry &g, const float *x, const float *w, const float *b
         const bool threaded = g.batch * g.cout * g.out_plane * g.taps >= kParallelMin;
         if (g.cog == 1) {
             aotc_conv_direct::depthwise_blocked(pl, g.batch, g.cin, x, w, bias, g.residual,
-                                                g.clamped, g.lo, g.hi, y, threaded);
+                                                g.act, g.lo, g.hi, y, threaded);
             return true;
         }
-        aotc_conv_direct::depthwise(pl, g.batch, g.cin, g.cog, x, w, bias, g.residual, g.clamped,
+        aotc_conv_direct::depthwise(pl, g.batch, g.cin, g.cog, x, w, bias, g.residual, g.act,
                                     g.lo, g.hi,
                                     y, threaded);
         return true;
@@ -357,7 +357,7 @@ bool forward(const Geometry &g, const float *x, const float *w, const float *bia
                 const int64_t at = (n * g.cout + gr * g.cog) * g.out_plane;
                 aotc_conv_direct::run(pl, ws, w + gr * g.cog * kdim,
                                       bias ? bias + gr * g.cog : nullptr,
-                                      g.residual ? g.residual + at : nullptr, g.clamped, g.lo,
+                                      g.residual ? g.residual + at : nullptr, g.act, g.lo,
                                       g.hi, y + at, threaded);
             }
         return true;
@@ -414,8 +414,8 @@ void store_transposed(const void *ctx, float *c, int64_t ldc, int64_t row, int64
     const PackedStore &st = *static_cast<const PackedStore *>(ctx);
     const Geometry &g = *st.g;
     // locals: stores through y could otherwise alias them, which keeps the loops scalar
-    const float inf = std::numeric_limits<float>::infinity();
-    const float lo = g.clamped ? g.lo : -inf, hi = g.clamped ? g.hi : inf;
+    const int act = g.act;
+    const float lo = g.lo, hi = g.hi;
     const int64_t plane = g.out_plane, cout = g.cout;
     const float *residual = g.residual;
 #ifdef AOTC_CONV_DIRECT
@@ -442,7 +442,7 @@ void store_transposed(const void *ctx, float *c, int64_t ldc, int64_t row, int64
                     V v = r[j];
                     if (residual)
                         v = vadd(v, np == L ? vload(residual + at) : vload_n(residual + at, np));
-                    v = vmin(vhi, vmax(vlo, v));  // a NaN stays
+                    v = activate(v, act, vlo, vhi);
                     if (np == L)
                         vstore(st.y + at, v);
                     else
@@ -463,10 +463,10 @@ void store_transposed(const void *ctx, float *c, int64_t ldc, int64_t row, int64
             if (residual) {
                 const float *res = residual + at;
                 for (int64_t i = 0; i < run; ++i)
-                    dst[i] = std::min(std::max(src[i * ldc] + res[i], lo), hi);  // NaN stays
+                    dst[i] = aotc_conv_act::activate(src[i * ldc] + res[i], act, lo, hi);
             } else {
                 for (int64_t i = 0; i < run; ++i)
-                    dst[i] = std::min(std::max(src[i * ldc], lo), hi);
+                    dst[i] = aotc_conv_act::activate(src[i * ldc], act, lo, hi);
             }
         }
         i0 += run;
@@ -549,7 +549,7 @@ void winograd(const Geometry &g, const float *x, const float *u, const float *bi
     for (int64_t n = 0; n < g.batch; ++n) {
         const int64_t at = n * g.cout * g.out_plane;
         aotc_winograd::image(s, x + n * g.cin * g.in_plane, u, bias,
-                             g.residual ? g.residual + at : nullptr, g.clamped, g.lo, g.hi,
+                             g.residual ? g.residual + at : nullptr, g.act, g.lo, g.hi,
                              y + at, ws, threaded);
     }
 }
@@ -592,15 +592,14 @@ extern "C" void aotc_sconv(const aotc_conv_shape *shape, const float *x, const f
     } else {
         done = forward(g, x, w, bias, y, workspace);
     }
-    if ((g.clamped || g.residual) && !done) {  // the fused epilogue, as one pass over y
+    if ((g.act || g.residual) && !done) {  // the fused epilogue, as one pass over y
         const int64_t total = g.batch * g.cout * g.out_plane;
+        const int act = g.act;
         const float lo = g.lo, hi = g.hi;
         const float *res = g.residual;
 #pragma omp parallel for if (total >= kParallelMin)
-        for (int64_t i = 0; i < total; ++i) {
-            const float v = res ? y[i] + res[i] : y[i];
-            y[i] = g.clamped ? std::min(std::max(v, lo), hi) : v;
-        }
+        for (int64_t i = 0; i < total; ++i)
+            y[i] = aotc_conv_act::activate(res ? y[i] + res[i] : y[i], act, lo, hi);
     }
 }
 

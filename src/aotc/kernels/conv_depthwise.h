@@ -54,7 +54,7 @@ inline void depthwise(const Plan &pl, int64_t batch, int64_t channels, int64_t m
                     }
                     for (int j = 0; j < DW_NV; ++j) {
                         V v = acc[j];
-                        if (act && !res) v = vmin(vset(hi), vmax(vset(lo), v));  // a NaN stays
+                        if (!res) v = activate(v, act, vset(lo), vset(hi));
                         vstore(out + j * L, v);
                     }
                     // the valid positions: row segments oh, ow in [0, wo) (one division
@@ -158,7 +158,7 @@ struct DwRow {
     int64_t wp;
     const float *irow, *wb;
     V bv, vlo, vhi;
-    bool clamp;
+    int act;  // the activation (conv_activation.h)
     float *orow;
 };
 
@@ -169,7 +169,7 @@ inline void dw_tile(const DwRow &r, int64_t ow) {
     const float *irow = r.irow, *wb = r.wb;
     float *orow = r.orow;
     const V bv = r.bv, vlo = r.vlo, vhi = r.vhi;
-    const bool clamp = r.clamp;
+    const int act = r.act;
     V acc[B];
     for (int j = 0; j < B; ++j) acc[j] = bv;
     for (int64_t a = 0; a < pl.kh; ++a) {
@@ -180,11 +180,7 @@ inline void dw_tile(const DwRow &r, int64_t ow) {
             for (int j = 0; j < B; ++j) acc[j] = vfma(wv, vload(src + j * pl.sw * L), acc[j]);
         }
     }
-    for (int j = 0; j < B; ++j) {
-        V v = acc[j];
-        if (clamp) v = vmin(vhi, vmax(vlo, v));  // a NaN stays
-        vstore(orow + (ow + j) * L, v);
-    }
+    for (int j = 0; j < B; ++j) vstore(orow + (ow + j) * L, activate(acc[j], act, vlo, vhi));
 }
 
 // One output row of the block, from its first input row in the scratch.
@@ -241,7 +237,7 @@ inline void dw_rows_out(const Plan &pl, const float *ob, int64_t nc, int64_t p0,
             V v = r[c];
             if (rs) {
                 v = vadd(v, cnt == L ? vload(rs) : vload_n(rs, cnt));
-                if (act) v = vmin(vhi, vmax(vlo, v));  // a NaN stays
+                v = activate(v, act, vlo, vhi);
             }
             if (cnt == L)
                 vstore(dst, v);
@@ -261,7 +257,7 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
     const int64_t bands = (pl.ho + band - 1) / band;
     const int64_t band_rows = (band - 1) * pl.sh + (pl.kh - 1) * pl.dh + 1;  // padded rows read
     const V vlo = vset(lo), vhi = vset(hi);
-    const bool clamp_here = act && !res;
+    const int act_here = res ? 0 : act;  // with a residual, dw_rows_out applies it
 #pragma omp parallel if (threaded)
     {
         // scratch left uninitialized but for the padding columns of ib (zeroed once: every
@@ -309,7 +305,7 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
                     if (r1 > r0) dw_rows_in(pl, xb, nc, r0, r1, first, wp, ib.get());
                     for (int64_t oh = oh0; oh < oh1; ++oh) {
                         const DwRow row{pl, wp, ib.get() + (oh - oh0) * pl.sh * wp * L,
-                                        wb.data(), bv, vlo, vhi, clamp_here,
+                                        wb.data(), bv, vlo, vhi, act_here,
                                         ob.get() + (oh - oh0) * pl.wo * L};
                         dw_row(row, pl.wo);
                     }

@@ -15,6 +15,8 @@
 #ifndef AOTC_CONV_DIRECT_H
 #define AOTC_CONV_DIRECT_H
 
+#include "conv_activation.h"
+
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)) || \
     (defined(__aarch64__) && defined(__ARM_NEON))
 #define AOTC_CONV_DIRECT 1
@@ -43,6 +45,8 @@ inline void vstore(float *p, V v) { _mm512_storeu_ps(p, v); }
 inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
 inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
+inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
+inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
 // the even and the odd elements of p[0, 2L)
 inline void vdeinterleave(const float *p, V &even, V &odd) {
     const V a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + L);
@@ -70,6 +74,8 @@ inline void vstore(float *p, V v) { vst1q_f32(p, v); }
 inline V vfma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
 inline V vadd(V a, V b) { return vaddq_f32(a, b); }
 inline V vsub(V a, V b) { return vsubq_f32(a, b); }
+inline V vmul(V a, V b) { return vmulq_f32(a, b); }
+inline V vdiv(V a, V b) { return vdivq_f32(a, b); }
 inline void vdeinterleave(const float *p, V &even, V &odd) {
     const V a = vld1q_f32(p), b = vld1q_f32(p + L);
     even = vuzp1q_f32(a, b);
@@ -99,6 +105,8 @@ inline void vstore(float *p, V v) { _mm256_storeu_ps(p, v); }
 inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
 inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
+inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
 inline void vdeinterleave(const float *p, V &even, V &odd) {
     const V a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + L);
     // [a0 a2 b0 b2 | a4 a6 b4 b6], then the middle 64-bit pairs swapped
@@ -117,6 +125,14 @@ inline V vload_n(const float *p, int64_t n) { return _mm256_maskload_ps(p, first
 inline void vstore_n(float *p, V v, int64_t n) { _mm256_maskstore_ps(p, first_lanes(n), v); }
 #endif
 constexpr int MAX_T = L * 3;  // the most positions of a tile (see run)
+
+// The fused activation (conv_activation.h) on a vector; vlo and vhi are the clamp's.
+inline V activate(V v, int act, V vlo, V vhi) {
+    if (act == aotc_conv_act::HARDSWISH)
+        return vmul(vmul(v, vmin(vset(6.0f), vmax(vzero(), vadd(v, vset(3.0f))))),
+                    vset(1.0f / 6.0f));
+    return act == aotc_conv_act::CLAMP ? vmin(vhi, vmax(vlo, v)) : v;  // a NaN stays
+}
 
 struct Plan {
     int64_t cig, cog, taps, kh, kw;
@@ -255,8 +271,8 @@ inline void fill(const Plan &pl, const float *x, float *buf, bool threaded) {
     std::fill(buf + pl.cig * pl.chan, buf + buffer_size(pl), 0.0f);
 }
 
-// dst[0, n) = src (+ res, then clamped to [lo, hi] with act) for the positions of a tile
-// whose clamp was left to here because of the residual.
+// dst[0, n) = src (+ res, then the activation act) for the positions of a tile whose
+// activation was left to here because of the residual.
 inline void store_run(const float *src, const float *res, int act, float lo, float hi,
                       float *dst, int64_t n) {
     if (!res) {
@@ -265,17 +281,17 @@ inline void store_run(const float *src, const float *res, int act, float lo, flo
     }
     for (int64_t i = 0; i < n; ++i) {
         const float v = src[i] + res[i];
-        dst[i] = act ? std::min(std::max(v, lo), hi) : v;
+        dst[i] = aotc_conv_act::activate(v, act, lo, hi);
     }
 }
 
 // out[o][j*L + lane] for positions q0 + j*L + lane: the sum over every input channel and
-// tap in registers, plus bias[o] (OCB values), clamped to [lo, hi] when `clamp` (a NaN
-// stays NaN). The accumulators never leave this function, so they stay in registers
+// tap in registers, plus bias[o] (OCB values), then the activation `act` (conv_activation.h).
+// The accumulators never leave this function, so they stay in registers
 // whether or not the compiler inlines it.
 template <int OCB, int NV>
 inline void tile(const Plan &pl, const float *buf, const int64_t *offset, const float *wb,
-                 int64_t q0, const float *bias, bool clamp, float lo, float hi,
+                 int64_t q0, const float *bias, int act, float lo, float hi,
                  float (&out)[OCB][L * NV]) {
     V acc[OCB][NV];
     for (int o = 0; o < OCB; ++o)
@@ -297,7 +313,7 @@ inline void tile(const Plan &pl, const float *buf, const int64_t *offset, const 
         const V b = vset(bias[o]);
         for (int j = 0; j < NV; ++j) {
             V v = vadd(acc[o][j], b);
-            if (clamp) v = vmin(vset(hi), vmax(vset(lo), v));
+            v = activate(v, act, vset(lo), vset(hi));
             vstore(&out[o][j * L], v);
         }
     }
@@ -341,7 +357,7 @@ inline void run_tiles(const Plan &pl, const float *buf, const float *w, const fl
             float bias_block[OCB];
             for (int o = 0; o < OCB; ++o) bias_block[o] = bias && o < n_oc ? bias[oc0 + o] : 0.0f;
             tile<OCB, NV>(pl, buf, offset.data(), wb.data() + ob * block_size, q0, bias_block,
-                          act && !res, lo, hi, out);
+                          res ? 0 : act, lo, hi, out);
             // the valid positions: row segments oh, ow in [0, wo)
             const int64_t q1 = std::min(q0 + T, pl.q);
             for (int64_t oh = q0 / pl.ws, row = oh * pl.ws; row < q1; ++oh, row += pl.ws) {
@@ -355,8 +371,8 @@ inline void run_tiles(const Plan &pl, const float *buf, const float *w, const fl
 }
 
 // y[cog, ho, wo] (one image and group) from the phased input; w[cog, cig, kh, kw];
-// bias may be null; res (y's shape) is added when not null; act: 0 none, else the result
-// clamped to [lo, hi] (a NaN stays NaN). The register tile: 12 channels x 2 vectors on
+// bias may be null; res (y's shape) is added when not null; act: the activation after it
+// (conv_activation.h; lo and hi its clamp). The register tile: 12 channels x 2 vectors on
 // AVX-512 (24 accumulators), or 8 x 3 when the channels are a multiple of 8 but not of 12
 // (64 channels in blocks of 12 would compute 72); 6 x 2 on AVX2; 8 x 3 on NEON (24 of the
 // 32 q registers, 12 positions: MAX_T).

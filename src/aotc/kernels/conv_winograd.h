@@ -18,7 +18,7 @@
 // ceil(Ho/2) * ceil(Wo/2) in row-major order. The input transform runs per channel, a row
 // of tiles at a time (the row pass over contiguous columns, the column pass over the tiles
 // of the row); the output transform per block of 16 output channels and row of tiles,
-// writing the bias, the residual and the clamp with each finished row of outputs. No sum
+// writing the bias, the residual and the activation with each finished row of outputs. No sum
 // depends on the thread count.
 #ifndef AOTC_CONV_WINOGRAD_H
 #define AOTC_CONV_WINOGRAD_H
@@ -27,10 +27,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "aotc_kernels.h"
+#include "conv_activation.h"
 #include "conv_depthwise.h"  // the vector builds' V, L and transpose
 
 namespace aotc_winograd {
@@ -188,12 +188,13 @@ constexpr int64_t kLanes = 16;
 #endif
 
 // Output row oh of channels co0 .. co0 + lanes from `row` ([column][lane], whole blocks of
-// kLanes columns), with the residual and the clamp.
+// kLanes columns), with the residual and the activation (conv_activation.h).
 inline void store_rows(const Shape &s, const float *row, int64_t co0, int64_t lanes,
-                       int64_t oh, const float *residual, float clo, float chi, float *y) {
+                       int64_t oh, const float *residual, int act, float lo, float hi,
+                       float *y) {
 #ifdef AOTC_CONV_DIRECT
     using namespace aotc_conv_direct;
-    const V vlo = vset(clo), vhi = vset(chi);
+    const V vlo = vset(lo), vhi = vset(hi);
     for (int64_t c0 = 0; c0 < s.wo; c0 += L) {
         const int64_t nc = std::min<int64_t>(L, s.wo - c0);
         V r[L];
@@ -203,7 +204,7 @@ inline void store_rows(const Shape &s, const float *row, int64_t co0, int64_t la
             const int64_t at = ((co0 + l) * s.ho + oh) * s.wo + c0;
             V v = r[l];
             if (residual) v = vadd(v, nc == L ? vload(residual + at) : vload_n(residual + at, nc));
-            v = vmin(vhi, vmax(vlo, v));  // a NaN stays
+            v = activate(v, act, vlo, vhi);
             if (nc == L)
                 vstore(y + at, v);
             else
@@ -216,7 +217,7 @@ inline void store_rows(const Shape &s, const float *row, int64_t co0, int64_t la
         float *__restrict dst = y + at;
         for (int64_t c = 0; c < s.wo; ++c) {
             const float v = row[c * kLanes + l] + (residual ? residual[at + c] : 0.0f);
-            dst[c] = std::min(std::max(v, clo), chi);  // a NaN stays
+            dst[c] = aotc_conv_act::activate(v, act, lo, hi);
         }
     }
 #endif
@@ -259,18 +260,16 @@ inline void tile_outputs(const float *m, int64_t stride_p, int64_t lanes, const 
 #endif
 }
 
-// y[co] = A^T M A per tile, plus the bias, the residual and the clamp (one image), from
+// y[co] = A^T M A per tile, plus the bias, the residual and the activation (one image), from
 // mt[p][t][co] (the products as the GEMM leaves them: output channels along a row): a block
 // of kLanes channels and a row of tiles at a time, the tiles' outputs gathered channel-minor
 // ([row][column][lane]) and then written out row by row (transposed in registers on the
 // vector builds).
 inline void transform_output(const Shape &s, const float *mt, int64_t ty0, int64_t ty1,
-                             const float *bias, const float *residual, bool clamped, float lo,
+                             const float *bias, const float *residual, int act, float lo,
                              float hi, float *y, bool threaded) {
     const int64_t t_all = (ty1 - ty0) * s.tw, stride_p = t_all * s.cout;
     const int64_t blocks = (s.cout + kLanes - 1) / kLanes, cols = 2 * s.tw;
-    const float inf = std::numeric_limits<float>::infinity();
-    const float clo = clamped ? lo : -inf, chi = clamped ? hi : inf;
 #pragma omp parallel if (threaded)
     {
         // [row][column][lane], columns padded to whole blocks of kLanes for the transposes
@@ -289,7 +288,7 @@ inline void transform_output(const Shape &s, const float *mt, int64_t ty0, int64
                     const int64_t oh = 2 * ty + r;
                     if (oh >= s.ho) break;
                     const float *row = out.data() + r * padded * kLanes;
-                    store_rows(s, row, co0, lanes, oh, residual, clo, chi, y);
+                    store_rows(s, row, co0, lanes, oh, residual, act, lo, hi, y);
                 }
             }
     }
@@ -299,7 +298,7 @@ inline void transform_output(const Shape &s, const float *mt, int64_t ty0, int64
 // threaded (the transforms split over the team, the GEMMs one per thread) or on the calling
 // thread. `ws` holds V and M^T of every tile of the image (workspace_floats).
 inline void chunk(const Shape &s, const float *x, const float *u, const float *bias,
-                  const float *residual, bool clamped, float lo, float hi, float *y, float *ws,
+                  const float *residual, int act, float lo, float hi, float *y, float *ws,
                   int64_t ty0, int64_t ty1, bool threaded) {
     const int64_t t_all = tiles(s), packed = packed_stride(s.cin, s.cout);
     const int64_t t0 = ty0 * s.tw, tc = (ty1 - ty0) * s.tw;
@@ -318,7 +317,7 @@ inline void chunk(const Shape &s, const float *x, const float *u, const float *b
     } else {
         for (int p = 0; p < 16; ++p) product(p);
     }
-    transform_output(s, mt, ty0, ty1, bias, residual, clamped, lo, hi, y, threaded);
+    transform_output(s, mt, ty0, ty1, bias, residual, act, lo, hi, y, threaded);
 }
 
 // Tile rows are taken in chunks whose transformed tiles and products (16 (Cin + Cout) floats
@@ -333,7 +332,7 @@ inline void chunk(const Shape &s, const float *x, const float *u, const float *b
 #endif
 constexpr int64_t kChunkFloats = AOTC_WINOGRAD_CHUNK_FLOATS, kChunkTiles = AOTC_WINOGRAD_CHUNK_TILES;
 
-// One image: y = conv(x, w) + bias (+ residual, clamped), x [Cin, H, W], y [Cout, Ho, Wo].
+// One image: y = conv(x, w) + bias (+ residual, then the activation), x [Cin, H, W], y [Cout, Ho, Wo].
 // `u` holds the weights' transform packed as 16 GEMM B operands [Cin, Cout] (pack), `ws`
 // room for V and M^T of every tile (workspace_floats): each chunk of tile rows uses its own
 // part of it. Several chunks run one per thread (each its own GEMMs, on one thread); a
@@ -343,7 +342,7 @@ constexpr int64_t kChunkFloats = AOTC_WINOGRAD_CHUNK_FLOATS, kChunkTiles = AOTC_
 // nested team, whose threads libgomp creates anew each time (DenseNet-121 at 2 threads ran
 // 1.3x slower so, and 13x with torch's libgomp spinning beside it).
 inline void image(const Shape &s, const float *x, const float *u, const float *bias,
-                  const float *residual, bool clamped, float lo, float hi, float *y, float *ws,
+                  const float *residual, int act, float lo, float hi, float *y, float *ws,
                   bool threaded) {
     const int64_t rows = std::max({int64_t(1), kChunkFloats / (16 * (s.cin + s.cout) * s.tw),
                                    (kChunkTiles + s.tw - 1) / s.tw});
@@ -351,12 +350,12 @@ inline void image(const Shape &s, const float *x, const float *u, const float *b
     if (threaded && chunks > 1) {
 #pragma omp parallel for schedule(static)
         for (int64_t c = 0; c < chunks; ++c)
-            chunk(s, x, u, bias, residual, clamped, lo, hi, y, ws, c * rows,
+            chunk(s, x, u, bias, residual, act, lo, hi, y, ws, c * rows,
                   std::min(s.th, (c + 1) * rows), false);
         return;
     }
     for (int64_t c = 0; c < chunks; ++c)
-        chunk(s, x, u, bias, residual, clamped, lo, hi, y, ws, c * rows,
+        chunk(s, x, u, bias, residual, act, lo, hi, y, ws, c * rows,
               std::min(s.th, (c + 1) * rows), threaded);
 }
 

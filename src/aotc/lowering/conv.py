@@ -12,7 +12,7 @@ import torch
 
 from ..dtypes import DType
 from ..errors import UnsupportedOperatorError
-from ..ir.nodes import BufferKind, Conv
+from ..ir.nodes import Buffer, BufferKind, Conv
 from ..ir.queries import reads_of
 from ..ir.symbols import FloorDiv
 from .context import LoweringContext, TensorValue, buffer_value
@@ -183,7 +183,19 @@ def fold_batch_norm(ctx: LoweringContext, x: TensorValue, weight, bias, mean, va
 # ---- an activation fused into the convolution before it ---------------------------------
 
 def _clamped(conv: Conv) -> bool:
-    return conv.clamp_min is not None or conv.clamp_max is not None
+    """Whether an activation (a clamp or hardswish) is fused into `conv` already."""
+    return conv.clamp_min is not None or conv.clamp_max is not None or conv.hardswish
+
+
+def _activation_target(ctx: LoweringContext, x: TensorValue) -> tuple[Buffer, Conv] | None:
+    """The buffer and op of the float32 convolution without an activation whose result x
+    is, into which an activation of x can fuse; None when there is none."""
+    name = x.buffer_name()
+    buf = ctx.program.buffers.get(name) if name else None
+    if buf is None or not isinstance(buf.op, Conv) or _clamped(buf.op) \
+            or buf.dtype is not DType.float32 or ctx.out_dtype is not DType.float32:
+        return None
+    return (buf, buf.op) if tuple(x.sizes) == tuple(buf.sizes) else None
 
 
 def fuse_clamp(ctx: LoweringContext, x: TensorValue, lo, hi) -> TensorValue | None:
@@ -191,20 +203,29 @@ def fuse_clamp(ctx: LoweringContext, x: TensorValue, lo, hi) -> TensorValue | No
     that convolution with the clamp applied on its finished tiles; None when it does not
     apply. The unclamped convolution is dropped by dead-code removal unless something else
     reads it."""
-    name = x.buffer_name()
-    buf = ctx.program.buffers.get(name) if name else None
-    if buf is None or not isinstance(buf.op, Conv) or _clamped(buf.op) \
-            or buf.dtype is not DType.float32 or ctx.out_dtype is not DType.float32:
+    target = _activation_target(ctx, x)
+    if target is None:
         return None
     if any(b is not None and not isinstance(b, (int, float)) for b in (lo, hi)):
         return None
     if lo is not None and hi is not None and lo > hi:
         return None  # torch's clamp then gives hi everywhere: left to the pointwise form
-    if tuple(x.sizes) != tuple(buf.sizes):
-        return None
-    fused = dataclasses.replace(buf.op, clamp_min=None if lo is None else float(lo),
+    buf, conv = target
+    fused = dataclasses.replace(conv, clamp_min=None if lo is None else float(lo),
                                 clamp_max=None if hi is None else float(hi))
     return ctx.emit(fused, buf.sizes, DType.float32, absorbs=buf)
+
+
+def fuse_hardswish(ctx: LoweringContext, x: TensorValue) -> TensorValue | None:
+    """hardswish(x) where x is a float32 convolution's result without an activation: that
+    convolution with hardswish applied on its finished tiles (MobileNetV3's blocks); None
+    when it does not apply."""
+    target = _activation_target(ctx, x)
+    if target is None:
+        return None
+    buf, conv = target
+    return ctx.emit(dataclasses.replace(conv, hardswish=True), buf.sizes, DType.float32,
+                    absorbs=buf)
 
 
 def _read_elsewhere(ctx: LoweringContext, name: str) -> bool:

@@ -11,7 +11,7 @@ from ..ir.expr import Binary, BinaryOp, Node, Unary, UnaryOp, Where, cast, const
 from ..ir.symbols import index_var
 from .common import operand, promote
 from .context import LoweringContext, TensorValue
-from .conv import fuse_clamp, fuse_residual
+from .conv import fuse_clamp, fuse_hardswish, fuse_residual
 from .registry import register_lowering
 
 aten = torch.ops.aten
@@ -350,6 +350,10 @@ def lower_hardsigmoid(ctx, x):
 
 @register_lowering(aten.hardswish.default, family=FAMILY)
 def lower_hardswish(ctx, x):
+    fused = fuse_hardswish(ctx, x)
+    if fused is not None:
+        return fused
+
     def f(v, d):
         t = Binary(BinaryOp.MINIMUM, Binary(BinaryOp.MAXIMUM, _add(v, _c(3, d), d), _c(0, d), d),
                    _c(6, d), d)

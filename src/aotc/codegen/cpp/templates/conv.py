@@ -32,7 +32,8 @@ def conv_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     clamped = op.clamp_min is not None or op.clamp_max is not None
     lo = "-INFINITY" if op.clamp_min is None else ops.literal(op.clamp_min, DType.float32)
     hi = "INFINITY" if op.clamp_max is None else ops.literal(op.clamp_max, DType.float32)
-    fields += ["1" if clamped else "0", lo if clamped else "0.0f", hi if clamped else "0.0f"]
+    activation = "2" if op.hardswish else "1" if clamped else "0"  # aotc_conv_shape.clamped
+    fields += [activation, lo if clamped else "0.0f", hi if clamped else "0.0f"]
     fields.append(pointer_of(op.residual) if op.residual else "nullptr")
     if op.weight_packed or op.weight_winograd:  # the GEMM's B, or the Winograd transform
         fields.append("2" if op.weight_winograd else "1")
