@@ -46,7 +46,6 @@ inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
 inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
 inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
-inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
 // the even and the odd elements of p[0, 2L)
 inline void vdeinterleave(const float *p, V &even, V &odd) {
     const V a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + L);
@@ -75,7 +74,6 @@ inline V vfma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
 inline V vadd(V a, V b) { return vaddq_f32(a, b); }
 inline V vsub(V a, V b) { return vsubq_f32(a, b); }
 inline V vmul(V a, V b) { return vmulq_f32(a, b); }
-inline V vdiv(V a, V b) { return vdivq_f32(a, b); }
 inline void vdeinterleave(const float *p, V &even, V &odd) {
     const V a = vld1q_f32(p), b = vld1q_f32(p + L);
     even = vuzp1q_f32(a, b);
@@ -106,7 +104,6 @@ inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
 inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
 inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
-inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
 inline void vdeinterleave(const float *p, V &even, V &odd) {
     const V a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + L);
     // [a0 a2 b0 b2 | a4 a6 b4 b6], then the middle 64-bit pairs swapped
