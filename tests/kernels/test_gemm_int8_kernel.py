@@ -157,6 +157,12 @@ def test_strided_operands(lib):
     c = _gemm(lib, a, 17, _pack(lib, b), 23, ldc=30)
     np.testing.assert_array_equal(c[:, :23], _expected(a, 17, b))
     assert (c[:, 23:] == -7).all()  # past N: untouched
+    # rows of whole four-byte groups, unsigned: read where they lie, 50 bytes apart (the
+    # dot-product tiles), or packed (the AMX tiles, which need rows of whole tiles)
+    for m in (9, 70):
+        rows = rng.integers(0, 256, (m, 50)).astype(np.uint8)
+        c = _gemm(lib, rows[:, :36], 200, _pack(lib, bt[:, :36].T), 23)
+        np.testing.assert_array_equal(c, _expected(rows[:, :36], 200, bt[:, :36].T))
 
 
 def test_layout_is_the_documented_one(lib):

@@ -9,10 +9,12 @@
 //     packed[q][g][j][t] = B(4g + t, 16q + j)
 // followed by the int32 column sums of B (16-padded). Sixteen groups of a panel are then
 // one 16 x 64-byte AMX tile of B as they lie. A (uint8, or int8 taken as
-// uint8 + 128) is packed per block of MB rows to the same four-byte groups, group-major:
-//     apack[g][r][t] = A(m0 + r, 4g + t)
-// so that the rows of a micro-tile lie side by side. An unsigned-times-signed dot product
-// of four bytes (vpdpbusd) then multiplies a row's group into 16 columns at once, and the
+// uint8 + 128) is read in the same four-byte groups, per block of MB rows: where it lies
+// when its rows are whole groups of unsigned bytes (a linear's activations, a 1x1
+// convolution's channels-last input), else packed row-major (or group-major,
+//     apack[g][r][t] = A(m0 + r, 4g + t),
+// as the patches of a channels-first input are gathered). An unsigned-times-signed dot
+// product of four bytes (vpdpbusd) then multiplies a row's group into 16 columns at once, and the
 // zero point of A (and the +128 of a signed A) is taken off at the end with the column
 // sums, exactly: every sum is an int32, as in torch. A convolution's A is its patches,
 // gathered straight from the input into the packed block (no patch matrix in memory).
@@ -80,34 +82,33 @@ Packed view(int64_t K, int64_t N, const void *packed) {
 }
 
 // Where a packed block of A puts its bytes: row r's group g (four bytes) at
-// r * row + g * group. The VNNI and AVX2 tiles read it group-major (row 4, group GS), the
-// AMX tiles row-major (row: the padded K in bytes, group 4).
+// r * row + g * group. The VNNI and AVX2 tiles read any layout: row-major (group 4; A
+// itself where its rows already hold whole groups), or group-major (row 4, group GS) as
+// the patches of a channels-first input are gathered; the AMX tiles read row-major blocks
+// of whole tiles (row: the padded K in bytes).
 struct Layout {
     int64_t row, group;
+};
+
+// A block of A as the tiles read it: where it lies, and how.
+struct Block {
+    const uint8_t *data;
+    Layout at;
 };
 
 // The accumulators of one micro-tile: MR rows of up to PG panels.
 using Tile = int32_t[MR][PG * NP];
 
-// Rows [m0, m0 + rows) of a row-major A as a packed block of `groups` groups (each byte
-// xor `flip`: 0x80 takes a signed A to uint8 + 128; the K padding zero).
+// Rows [m0, m0 + rows) of a row-major A as a packed block of `groups` groups, row-major
+// with rows `row` bytes apart (each byte xor `flip`: 0x80 takes a signed A to uint8 + 128;
+// the K padding zero).
 void pack_a(const uint8_t *A, int64_t lda, uint8_t flip, int64_t m0, int64_t rows, int64_t K,
-            int64_t groups, Layout to, uint8_t *dst) {
+            int64_t groups, int64_t row, uint8_t *dst) {
     for (int64_t r = 0; r < rows; ++r) {
         const uint8_t *src = A + (m0 + r) * lda;
-        if (to.group == 4) {  // row-major: the row's bytes in place, then the padding
-            uint8_t *out = dst + r * to.row;
-            for (int64_t k = 0; k < K; ++k) out[k] = static_cast<uint8_t>(src[k] ^ flip);
-            std::memset(out + K, 0, size_t(4 * groups - K));
-            continue;
-        }
-        for (int64_t g = 0; g < groups; ++g) {
-            uint8_t *out = dst + g * to.group + r * to.row;
-            for (int64_t t = 0; t < 4; ++t) {
-                const int64_t k = 4 * g + t;
-                out[t] = k < K ? static_cast<uint8_t>(src[k] ^ flip) : 0;
-            }
-        }
+        uint8_t *out = dst + r * row;
+        for (int64_t k = 0; k < K; ++k) out[k] = static_cast<uint8_t>(src[k] ^ flip);
+        std::memset(out + K, 0, size_t(4 * groups - K));
     }
 }
 
@@ -327,13 +328,6 @@ void to_rows(const uint8_t *src, int64_t groups, uint8_t *dst, int64_t row) {
                   reinterpret_cast<int32_t *>(dst), row / 4);
 }
 
-// The inverse of to_rows: a row-major block (rows `row` bytes apart, all MB rows, `groups`
-// groups a multiple of 16) as group-major.
-void to_groups(const uint8_t *src, int64_t row, int64_t groups, uint8_t *dst) {
-    transpose_i32(reinterpret_cast<const int32_t *>(src), row / 4, MB, groups,
-                  reinterpret_cast<int32_t *>(dst), MB);
-}
-
 // x [batch, c, plane] as xh [batch, plane, cp], every byte xor flip and channels c .. cp
 // zero: 16 x 16 blocks of bytes transposed in registers (four rounds of interleaving row i
 // with row i + 8 rotate each byte's (row, column) index by a nibble), the edges one byte at
@@ -423,71 +417,86 @@ void pack_taps(const Patches &p, const uint8_t *xh, int64_t m0, int64_t rows, in
 }
 
 #if !defined(__AVX2__)
-// acc[r][16i + j] += sum over groups of row r . column j of panel i (uint8 x int8), for
-// `rows` <= MR rows of the packed block at `a` and `panels` <= PG panels `pstride` bytes
-// apart; the portable form of the paths below.
-void tile_portable(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride,
-                   int64_t panels, int64_t rows, Tile &acc) {
+// acc[r][16i + j] = sum over groups of row r . column j of panel i (uint8 x int8), for
+// `rows` <= MR rows of the block at `a` (laid out `at`) and `panels` <= PG panels `pstride`
+// bytes apart (the rest of acc untouched); the portable form of the paths below.
+void tile_portable(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel,
+                   int64_t pstride, int64_t panels, int64_t rows, Tile &acc) {
     for (int64_t i = 0; i < panels; ++i)
         for (int64_t r = 0; r < rows; ++r)
-            for (int64_t g = 0; g < groups; ++g) {
-                const uint8_t *ar = a + g * GS + 4 * r;
-                const int8_t *b = panel + i * pstride + g * NP * 4;
-                for (int64_t j = 0; j < NP; ++j) {
-                    int32_t s = 0;
-                    for (int t = 0; t < 4; ++t) s += int32_t(ar[t]) * int32_t(b[4 * j + t]);
-                    acc[r][i * NP + j] += s;
+            for (int64_t j = 0; j < NP; ++j) {
+                int32_t s = 0;
+                for (int64_t g = 0; g < groups; ++g) {
+                    const uint8_t *ar = a + g * at.group + r * at.row;
+                    const int8_t *b = panel + i * pstride + g * NP * 4 + 4 * j;
+                    for (int t = 0; t < 4; ++t) s += int32_t(ar[t]) * int32_t(b[t]);
                 }
+                acc[r][i * NP + j] = s;
             }
 }
 #endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // R rows x P panels in R * P registers: per group, P panel loads and R broadcasts feed
-// R * P dot products.
+// R * P dot products. Each row's accumulators are an array of their own: with one
+// two-dimensional array GCC 12 copied every accumulator to another register (and one to
+// the stack) on each group, which made a product with K = 64 a third slower.
+// c[i] += the four bytes at ag (one row's group) . panel i, for the P panels in b.
+template <int P>
+__attribute__((always_inline, target("avx512f,avx512bw,avx512vnni")))
+inline void dot_row(const uint8_t *ag, const __m512i *b, __m512i *c) {
+    int32_t w;
+    std::memcpy(&w, ag, 4);
+    const __m512i av = _mm512_set1_epi32(w);
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) c[i] = _mm512_dpbusd_epi32(c[i], av, b[i]);
+}
+
 template <int R, int P>
 __attribute__((target("avx512f,avx512bw,avx512vnni")))
-void tile_vnni_rp(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride,
-                  Tile &acc) {
-    __m512i c[R][P];
-    for (int r = 0; r < R; ++r)
-        for (int i = 0; i < P; ++i) c[r][i] = _mm512_setzero_si512();
-    for (int64_t g = 0; g < groups; ++g) {
+void tile_vnni_rp(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel,
+                  int64_t pstride, Tile &acc) {
+    static_assert(R >= 1 && R <= 4 && P >= 1 && P <= PG, "a micro-tile is at most 4 x PG");
+    __m512i c0[P], c1[P], c2[P], c3[P];
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) c0[i] = c1[i] = c2[i] = c3[i] = _mm512_setzero_si512();
+    const int64_t row = at.row;
+    for (int64_t g = 0; g < groups; ++g, panel += NP * 4, a += at.group) {
         __m512i b[P];
-        for (int i = 0; i < P; ++i) b[i] = _mm512_loadu_si512(panel + i * pstride + g * NP * 4);
-        const uint8_t *ag = a + g * GS;
-        for (int r = 0; r < R; ++r) {
-            int32_t w;
-            std::memcpy(&w, ag + 4 * r, 4);
-            const __m512i av = _mm512_set1_epi32(w);
-            for (int i = 0; i < P; ++i) c[r][i] = _mm512_dpbusd_epi32(c[r][i], av, b[i]);
-        }
+#pragma GCC unroll 4
+        for (int i = 0; i < P; ++i) b[i] = _mm512_loadu_si512(panel + i * pstride);
+        dot_row<P>(a, b, c0);
+        if (R > 1) dot_row<P>(a + row, b, c1);
+        if (R > 2) dot_row<P>(a + 2 * row, b, c2);
+        if (R > 3) dot_row<P>(a + 3 * row, b, c3);
     }
-    for (int r = 0; r < R; ++r)
-        for (int i = 0; i < P; ++i) {
-            int32_t *dst = acc[r] + i * NP;
-            _mm512_storeu_si512(dst, _mm512_add_epi32(_mm512_loadu_si512(dst), c[r][i]));
-        }
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i) {
+        _mm512_storeu_si512(acc[0] + i * NP, c0[i]);
+        if (R > 1) _mm512_storeu_si512(acc[1] + i * NP, c1[i]);
+        if (R > 2) _mm512_storeu_si512(acc[2] + i * NP, c2[i]);
+        if (R > 3) _mm512_storeu_si512(acc[3] + i * NP, c3[i]);
+    }
 }
 
 template <int R>
-void tile_vnni_r(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride,
-                 int64_t panels, Tile &acc) {
+void tile_vnni_r(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel,
+                 int64_t pstride, int64_t panels, Tile &acc) {
     switch (panels) {
-        case 4: return tile_vnni_rp<R, 4>(a, groups, panel, pstride, acc);
-        case 3: return tile_vnni_rp<R, 3>(a, groups, panel, pstride, acc);
-        case 2: return tile_vnni_rp<R, 2>(a, groups, panel, pstride, acc);
-        default: return tile_vnni_rp<R, 1>(a, groups, panel, pstride, acc);
+        case 4: return tile_vnni_rp<R, 4>(a, at, groups, panel, pstride, acc);
+        case 3: return tile_vnni_rp<R, 3>(a, at, groups, panel, pstride, acc);
+        case 2: return tile_vnni_rp<R, 2>(a, at, groups, panel, pstride, acc);
+        default: return tile_vnni_rp<R, 1>(a, at, groups, panel, pstride, acc);
     }
 }
 
-void tile_vnni(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride,
-               int64_t panels, int64_t rows, Tile &acc) {
+void tile_vnni(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel,
+               int64_t pstride, int64_t panels, int64_t rows, Tile &acc) {
     switch (rows) {
-        case 4: return tile_vnni_r<4>(a, groups, panel, pstride, panels, acc);
-        case 3: return tile_vnni_r<3>(a, groups, panel, pstride, panels, acc);
-        case 2: return tile_vnni_r<2>(a, groups, panel, pstride, panels, acc);
-        default: return tile_vnni_r<1>(a, groups, panel, pstride, panels, acc);
+        case 4: return tile_vnni_r<4>(a, at, groups, panel, pstride, panels, acc);
+        case 3: return tile_vnni_r<3>(a, at, groups, panel, pstride, panels, acc);
+        case 2: return tile_vnni_r<2>(a, at, groups, panel, pstride, panels, acc);
+        default: return tile_vnni_r<1>(a, at, groups, panel, pstride, panels, acc);
     }
 }
 
@@ -495,8 +504,8 @@ void tile_vnni(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t ps
 // cores, AMD Zen 5), for builds below AVX-512 or processors without avx512_vnni: a
 // panel's 16 columns as two halves of 8, one panel at a time.
 __attribute__((target("avx2,avxvnni")))
-void tile_avx_vnni(const uint8_t *a, int64_t groups, const int8_t *panel0, int64_t pstride,
-                   int64_t panels, int64_t rows, Tile &acc) {
+void tile_avx_vnni(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel0,
+                   int64_t pstride, int64_t panels, int64_t rows, Tile &acc) {
     for (int64_t i = 0; i < panels; ++i) {
         const int8_t *panel = panel0 + i * pstride;
         __m256i c[MR][2];
@@ -509,7 +518,7 @@ void tile_avx_vnni(const uint8_t *a, int64_t groups, const int8_t *panel0, int64
             for (int64_t r = 0; r < MR; ++r) {
                 if (r >= rows) break;
                 int32_t w;
-                std::memcpy(&w, a + g * GS + 4 * r, 4);
+                std::memcpy(&w, a + g * at.group + r * at.row, 4);
                 const __m256i av = _mm256_set1_epi32(w);
                 c[r][0] = _mm256_dpbusd_avx_epi32(c[r][0], av, b0);
                 c[r][1] = _mm256_dpbusd_avx_epi32(c[r][1], av, b1);
@@ -517,8 +526,7 @@ void tile_avx_vnni(const uint8_t *a, int64_t groups, const int8_t *panel0, int64
         }
         for (int64_t r = 0; r < rows; ++r)
             for (int h = 0; h < 2; ++h) {
-                __m256i *dst = reinterpret_cast<__m256i *>(acc[r] + i * NP + 8 * h);
-                _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), c[r][h]));
+                _mm256_storeu_si256(reinterpret_cast<__m256i *>(acc[r] + i * NP + 8 * h), c[r][h]);
             }
     }
 }
@@ -653,8 +661,8 @@ void amx_block(const uint8_t *, int64_t, int64_t, int64_t, const int8_t *, int64
 // Four columns at a time: their 16 bytes widened to int16, times the row's group
 // broadcast as four int16 (vpmaddwd sums pairs exactly into int32); the two pair sums of
 // a column are added at the end.
-void tile_avx2(const uint8_t *a, int64_t groups, const int8_t *panel0, int64_t pstride,
-               int64_t panels, int64_t rows, Tile &acc) {
+void tile_avx2(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel0,
+               int64_t pstride, int64_t panels, int64_t rows, Tile &acc) {
     for (int64_t i = 0; i < panels; ++i) {
         const int8_t *panel = panel0 + i * pstride;
         for (int64_t r = 0; r < rows; ++r) {
@@ -662,7 +670,7 @@ void tile_avx2(const uint8_t *a, int64_t groups, const int8_t *panel0, int64_t p
             for (auto &v : s) v = _mm256_setzero_si256();
             for (int64_t g = 0; g < groups; ++g) {
                 int32_t w;
-                std::memcpy(&w, a + g * GS + 4 * r, 4);
+                std::memcpy(&w, a + g * at.group + r * at.row, 4);
                 const __m128i bytes = _mm_cvtsi32_si128(w);
                 const __m256i av = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(bytes));
                 const int8_t *b = panel + g * NP * 4;
@@ -677,23 +685,23 @@ void tile_avx2(const uint8_t *a, int64_t groups, const int8_t *panel0, int64_t p
                 alignas(32) int32_t pairs[8];
                 _mm256_store_si256(reinterpret_cast<__m256i *>(pairs), s[q]);
                 for (int j = 0; j < 4; ++j)
-                    acc[r][i * NP + 4 * q + j] += pairs[2 * j] + pairs[2 * j + 1];
+                    acc[r][i * NP + 4 * q + j] = pairs[2 * j] + pairs[2 * j + 1];
             }
         }
     }
 }
 #endif
 
-void tile(const uint8_t *a, int64_t groups, const int8_t *panel, int64_t pstride,
+void tile(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel, int64_t pstride,
           int64_t panels, int64_t rows, Tile &acc) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (has_vnni()) return tile_vnni(a, groups, panel, pstride, panels, rows, acc);
-    if (has_avx_vnni()) return tile_avx_vnni(a, groups, panel, pstride, panels, rows, acc);
+    if (has_vnni()) return tile_vnni(a, at, groups, panel, pstride, panels, rows, acc);
+    if (has_avx_vnni()) return tile_avx_vnni(a, at, groups, panel, pstride, panels, rows, acc);
 #endif
 #if defined(__AVX2__)
-    return tile_avx2(a, groups, panel, pstride, panels, rows, acc);
+    return tile_avx2(a, at, groups, panel, pstride, panels, rows, acc);
 #else
-    return tile_portable(a, groups, panel, pstride, panels, rows, acc);
+    return tile_portable(a, at, groups, panel, pstride, panels, rows, acc);
 #endif
 }
 
@@ -812,19 +820,22 @@ void store(const Out &out, int64_t m0, int64_t rows, int64_t n0, int64_t cols,
     }
 }
 
-// Whether a block of `rows` rows of an unsigned A whose rows lie `lda` bytes apart, K bytes
-// each, is the packed block already: the AMX layout (rows of whole 64-byte tiles, K of
-// them), and a whole block, since the tiles read all MB rows.
-inline bool in_place(Layout to, int64_t rows, int64_t lda, int64_t K, uint8_t flip) {
-    return to.group == 4 && rows == MB && lda == to.row && K == to.row && flip == 0;
+// Whether a block of `rows` rows of A whose rows lie `lda` bytes apart, K bytes each, can
+// be read where it lies: unsigned (no byte to flip) and rows of whole groups; for the AMX
+// tiles, rows of whole 64-byte tiles one after another, and a whole block, since the
+// tiles read all MB rows.
+inline bool in_place(bool amx, int64_t rows, int64_t lda, int64_t K, uint8_t flip) {
+    if (flip != 0 || K % 4 != 0) return false;
+    return !amx || (rows == MB && K % (4 * KG) == 0 && lda == K);
 }
 
 // Products of at least this many rows take the AMX tiles where the CPU has them.
 constexpr int64_t AMX_MIN_ROWS = 16;
 
-// C = (A - a_zero) B for an A whose blocks of rows `pack(m0, rows, groups, layout, dst)`
-// returns packed (a signed A as uint8 + 128): written at dst, or where A already lies so
-// (see in_place).
+// C = (A - a_zero) B for an A whose blocks of rows `pack(m0, rows, groups, amx, dst)`
+// returns as a Block (a signed A as uint8 + 128): packed at dst, row-major with rows of
+// `groups` groups (for the AMX tiles: whole tiles), or group-major where the packing gathers
+// it so, or where A lies (see in_place).
 template <class PackA>
 void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
              const void *packed_b, const Out &out, PackA pack) {
@@ -836,26 +847,25 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
     const int64_t units = blocks * strips;
     const int64_t pstride = p.kgroups * NP * 4;
     const bool amx = M >= AMX_MIN_ROWS && has_amx();
-    // AMX: the block row-major over the stored groups (whole tiles); else group-major
-    const Layout layout = amx ? Layout{p.kgroups * 4, 4} : Layout{4, GS};
+    // AMX: the block's rows over the stored groups (whole tiles)
     const int64_t packed_groups = amx ? p.kgroups : p.groups;
 #pragma omp parallel if (M * N * std::max<int64_t>(K, 1) >= (int64_t(1) << 16))
     {
-        // whole tiles of groups, which a block turned group-major 16 x 16 at a time writes;
+        // MB rows of whole tiles of groups (a block turned 16 x 16 at a time writes them),
         // kept by the thread from call to call (allocating and zeroing it each time cost
         // more than small products). The AMX tiles read all MB rows of a block that may hold
         // fewer: the sums of the rows past its end are never stored.
         thread_local std::vector<uint8_t> apack;
         if (apack.size() < size_t(GS * p.kgroups)) apack.resize(size_t(GS * p.kgroups));
         int64_t packed_block = -1;
-        const uint8_t *ablock = apack.data();
+        Block ablock{apack.data(), Layout{4 * packed_groups, 4}};
         if (amx) amx_begin();
 #pragma omp for schedule(static)
         for (int64_t u = 0; u < units; ++u) {
             const int64_t blk = u / strips, q0 = (u % strips) * PG;
             const int64_t m0 = blk * MB, rows = std::min<int64_t>(MB, M - m0);
             if (packed_block != blk) {  // consecutive units of a thread share the block
-                ablock = pack(m0, rows, packed_groups, layout, apack.data());
+                ablock = pack(m0, rows, packed_groups, amx, apack.data());
                 packed_block = blk;
             }
             const int64_t panels = std::min<int64_t>(PG, p.panels - q0);
@@ -864,13 +874,14 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
             const int32_t *colsum = p.colsum + q0 * NP;
             alignas(64) int32_t sums[MB][PG * NP];
             if (amx) {
-                amx_block(ablock, layout.row, rows, p.kgroups / KG, panel, pstride, panels, sums);
+                amx_block(ablock.data, ablock.at.row, rows, p.kgroups / KG, panel, pstride,
+                          panels, sums);
             } else {
                 for (int64_t r0 = 0; r0 < rows; r0 += MR) {
                     Tile &acc = *reinterpret_cast<Tile *>(sums[r0]);
-                    std::memset(acc, 0, sizeof(Tile));
                     const int64_t n_rows = std::min<int64_t>(MR, rows - r0);
-                    tile(ablock + 4 * r0, p.groups, panel, pstride, panels, n_rows, acc);
+                    tile(ablock.data + r0 * ablock.at.row, ablock.at, p.groups, panel, pstride,
+                         panels, n_rows, acc);
                 }
             }
             store(out, m0, rows, q0 * NP, cols, sums, zero, colsum);
@@ -904,11 +915,11 @@ void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
     const uint8_t *a = static_cast<const uint8_t *>(A);
     const uint8_t flip = a_signed ? 0x80 : 0;
     product(M, N, K, a_signed != 0, a_zero, packed_b, Out{C, false, ldc, 0, 0, epilogue},
-            [=](int64_t m0, int64_t rows, int64_t groups, Layout to,
-                uint8_t *dst) -> const uint8_t * {
-                if (in_place(to, rows, lda, K, flip)) return a + m0 * lda;
-                pack_a(a, lda, flip, m0, rows, K, groups, to, dst);
-                return dst;
+            [=](int64_t m0, int64_t rows, int64_t groups, bool amx, uint8_t *dst) -> Block {
+                if (in_place(amx, rows, lda, K, flip)) return Block{a + m0 * lda, Layout{lda, 4}};
+                const Layout to{4 * groups, 4};
+                pack_a(a, lda, flip, m0, rows, K, groups, to.row, dst);
+                return Block{dst, to};
             });
 }
 
@@ -929,40 +940,34 @@ void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry
             xh = copy;
         }
         product(M, N, p.cp * p.kh * p.kw, a_signed != 0, a_zero, packed_b, out,
-                [&p, xh](int64_t m0, int64_t rows, int64_t groups, Layout to,
-                         uint8_t *dst) -> const uint8_t * {
+                [&p, xh](int64_t m0, int64_t rows, int64_t groups, bool amx,
+                         uint8_t *dst) -> Block {
                     // a 1x1 convolution of stride 1 over a channels-last input: the rows
                     // of the input are the rows of A
                     const bool rows_of_x = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 &&
                                            p.ph == 0 && p.pw == 0 && p.x_last;
-                    if (rows_of_x && in_place(to, rows, p.cp, p.cp, p.flip)) return xh + m0 * p.cp;
-                    if (to.group == 4) {
-                        pack_taps(p, xh, m0, rows, groups, to.row, dst);
-                        return dst;
-                    }
-                    // group-major: the rows packed, then turned 16 x 16 groups at once
-                    const int64_t whole = ceil_div(groups, KG) * KG;
-                    thread_local std::vector<uint8_t> scratch;
-                    scratch.resize(size_t(GS * whole));
-                    pack_taps(p, xh, m0, rows, whole, 4 * whole, scratch.data());
-                    to_groups(scratch.data(), 4 * whole, whole, dst);
-                    return dst;
+                    if (rows_of_x && in_place(amx, rows, p.cp, p.cp, p.flip))
+                        return Block{xh + m0 * p.cp, Layout{p.cp, 4}};
+                    const Layout to{4 * groups, 4};
+                    pack_taps(p, xh, m0, rows, groups, to.row, dst);
+                    return Block{dst, to};
                 });
         return;
     }
     product(M, N, p.c * p.kh * p.kw, a_signed != 0, a_zero, packed_b, out,
-            [&p, x](int64_t m0, int64_t rows, int64_t groups, Layout to,
-                    uint8_t *dst) -> const uint8_t * {
-                if (to.group == GS) {
+            [&p, x](int64_t m0, int64_t rows, int64_t groups, bool amx,
+                    uint8_t *dst) -> Block {
+                if (!amx) {  // gathered group-major
                     pack_patches(p, x, m0, rows, groups, dst);
-                    return dst;
+                    return Block{dst, Layout{4, GS}};
                 }
                 // AMX: the patches group-major, then turned row-major 16 x 16 groups at once
                 thread_local std::vector<uint8_t> scratch;
                 scratch.resize(size_t(GS * groups));
                 pack_patches(p, x, m0, rows, groups, scratch.data());
+                const Layout to{4 * groups, 4};
                 to_rows(scratch.data(), groups, dst, to.row);
-                return dst;
+                return Block{dst, to};
             });
 }
 
