@@ -843,10 +843,15 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
     const Packed p = view(K, N, packed_b);
     // A - a_zero == A_u8 - zero_u8: a signed A is read as uint8 + 128
     const int32_t zero = a_signed ? a_zero + 128 : a_zero;
-    const int64_t blocks = ceil_div(M, MB), strips = ceil_div(p.panels, PG);
+    const bool amx = M >= AMX_MIN_ROWS && has_amx();
+    // Blocks of rows as tall as each other (whole micro-tiles, at most MB), so that a
+    // static share of the (block, strip) units gives the threads as many rows: 196 rows
+    // (a 14x14 convolution) as 64, 64, 64 and 4 gave one of two threads 128 of them. The
+    // AMX tiles keep blocks of MB rows, which they read whole.
+    const int64_t mb = amx ? MB : std::min(MB, ceil_div(ceil_div(M, ceil_div(M, MB)), MR) * MR);
+    const int64_t blocks = ceil_div(M, mb), strips = ceil_div(p.panels, PG);
     const int64_t units = blocks * strips;
     const int64_t pstride = p.kgroups * NP * 4;
-    const bool amx = M >= AMX_MIN_ROWS && has_amx();
     // AMX: the block's rows over the stored groups (whole tiles)
     const int64_t packed_groups = amx ? p.kgroups : p.groups;
 #pragma omp parallel if (M * N * std::max<int64_t>(K, 1) >= (int64_t(1) << 16))
@@ -863,7 +868,7 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
 #pragma omp for schedule(static)
         for (int64_t u = 0; u < units; ++u) {
             const int64_t blk = u / strips, q0 = (u % strips) * PG;
-            const int64_t m0 = blk * MB, rows = std::min<int64_t>(MB, M - m0);
+            const int64_t m0 = blk * mb, rows = std::min(mb, M - m0);
             if (packed_block != blk) {  // consecutive units of a thread share the block
                 ablock = pack(m0, rows, packed_groups, amx, apack.data());
                 packed_block = blk;
