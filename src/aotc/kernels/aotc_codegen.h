@@ -17,6 +17,11 @@
 #include "aotc_profile.h"
 #include "aotc_special.h"
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+// the 512-bit intrinsics of integer products' epilogues (codegen/cpp/templates/epilogue_simd.py)
+#include <immintrin.h>
+#endif
+
 #if defined(__aarch64__) && !defined(__clang__) && __GNUC__ < 13
 // g++ 12 has _Float16 in C but not in C++ on aarch64, where __fp16 is the same IEEE binary16:
 // a storage type whose arithmetic is float's, as the generated code uses float16

@@ -21,7 +21,7 @@ from ....scheduler.access import merge_inner_axes
 from ..code import CodeBuffer
 from ..exprs import BodyEmitter, c_index
 from ..kernels import describe
-from . import emits, emits_helpers
+from . import emits, emits_helpers, epilogue_simd
 from .gemm import epilogue_name, epilogue_table, unpack_table, unravel_row
 
 
@@ -102,6 +102,12 @@ def emit_epilogue(code: CodeBuffer, program: Program, buf: Buffer) -> None:
                     "int64_t ld, int64_t row, int64_t col, int64_t rows, int64_t cols)"):
         unpack_table(code, program, others, first=2)
         code.line(f"{t} *__restrict out = static_cast<{t} *>(const_cast<void *>(args[1]));")
+        vector = None if channels_first else epilogue_simd.vector_rows(
+            body_node, buf.dtype, sizes, iv, sizes_of, op.epilogue_source)
+        if vector is not None:
+            code.line(f"#if {epilogue_simd.GUARD}")
+            _vector_loops(code, sizes, iv, vector)
+            code.line("#else")
         if channels_first:
             _convolution_loops(code, sizes, iv, merged is not None, op.patches[6])
         else:
@@ -112,7 +118,20 @@ def emit_epilogue(code: CodeBuffer, program: Program, buf: Buffer) -> None:
         for _ in range(2):
             code.level -= 1
             code.line("}")
+        if vector is not None:
+            code.line("#endif")
     code.line()
+
+
+def _vector_loops(code: CodeBuffer, sizes, iv, step: list[str]) -> None:
+    """A product's row-major block 16 columns at a time (epilogue_simd), the last step's
+    lanes past the block masked off."""
+    with code.block("for (int64_t r = 0; r < rows; ++r)"):
+        unravel_row(code, sizes, iv, "row + r")
+        with code.block("for (int64_t j = 0; j < cols; j += 16)"):
+            code.line("const __mmask16 m = cols - j >= 16 ? __mmask16(0xFFFF) "
+                      ": __mmask16((1u << (cols - j)) - 1u);")
+            code.lines_of(step)
 
 
 def _convolution_loops(code: CodeBuffer, sizes, iv, merged: bool, ow: int) -> None:

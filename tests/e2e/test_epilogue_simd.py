@@ -1,0 +1,119 @@
+"""Integer products' epilogues as AVX-512 intrinsics (codegen/cpp/templates/epilogue_simd.py)
+against eager and against the plain loop the other levels compile: a relu after _int_mm over
+NaN, infinities and signed zeros (vmaxps(c, a) is `a < c ? c : a` only in that operand
+order), blocks whose columns end in a partial vector, per-row numbers read once a row, and
+quantized convolutions requantizing to uint8 and int8; bodies with no vector form keep the
+plain loop."""
+from __future__ import annotations
+
+import pytest
+import torch
+from quantized_models import ConvNet, assert_close_to_largest, pt2e_static_int8
+
+import aotc
+from aotc.codegen.cpp.templates import epilogue_simd
+from aotc.target.host import cpu_flags
+
+pytest.importorskip("torchao")
+
+GUARD = f"#if {epilogue_simd.GUARD}"
+needs_avx512 = pytest.mark.skipif(not {"avx512f", "avx512bw", "avx512vl"} <= cpu_flags(),
+                                  reason="this CPU has no AVX-512 BW/VL: the plain loop runs")
+
+
+class ScaledRelu(torch.nn.Module):
+    """The product's sums scaled, a float input added (read along the row) and a relu: one
+    epilogue over 70 columns (four whole vectors and 6 lanes)."""
+
+    def forward(self, a, b, y):
+        return torch.relu(torch._int_mm(a, b).float() * 0.01 + y)
+
+
+class RowScaled(torch.nn.Module):
+    """A number per row (the same along it: one broadcast) and a clamp on both sides."""
+
+    def forward(self, a, b, s):
+        return torch.clamp(torch._int_mm(a, b).float() * s, -40.0, 40.0)
+
+
+def _compile(module, args, tmp_path, isa="host"):
+    with torch.no_grad():
+        ep = torch.export.export(module.eval(), args)
+        path = aotc.compile_and_package(ep, package_path=tmp_path / f"{isa}.pt2",
+                                        options={"isa": isa, "int8_kernels": "on",
+                                                 "debug_dir": str(tmp_path / isa)})
+    code = (tmp_path / isa / "model" / "07_codegen.cpp").read_text()
+    return ep, aotc.load_package(path), code
+
+
+def _ints(shape, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = (0, 256) if dtype is torch.uint8 else (-128, 128)
+    return torch.randint(lo, hi, shape, generator=g, dtype=dtype)
+
+
+@needs_avx512
+def test_relu_keeps_nan_and_the_partial_vector(tmp_path):
+    a, b = _ints((37, 64), torch.int8, 1), _ints((64, 70), torch.int8, 2)
+    y = torch.randn(37, 70)
+    y[0, :7] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0,
+                             -float("nan"), 1e30])
+    y[5, 64:] = float("nan")  # lanes of the last, partial vector
+    ep, model, code = _compile(ScaledRelu(), (a, b, y), tmp_path)
+    assert code.count(GUARD) == code.count("aotc_qgemm_s32(") == 1
+    want = ep.module()(a, b, y)
+    got = model(a, b, y)
+    torch.testing.assert_close(got, want, equal_nan=True)
+    assert torch.equal(got.isnan(), want.isnan())
+    assert torch.equal(torch.signbit(got), torch.signbit(want))  # relu(-0.0) is -0.0
+
+
+@needs_avx512
+def test_a_number_per_row_is_read_once_a_row(tmp_path):
+    a, b = _ints((19, 100), torch.uint8, 3), _ints((100, 33), torch.int8, 4)
+    s = torch.rand(19, 1) * 0.02
+    s[3] = float("nan")
+    ep, model, code = _compile(RowScaled(), (a, b, s), tmp_path)
+    assert GUARD in code and "_mm512_set1_ps(" in code
+    torch.testing.assert_close(model(a, b, s), ep.module()(a, b, s), equal_nan=True)
+
+
+@needs_avx512
+@pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])  # uint8 / int8 activations
+def test_requantizing_convolutions_agree_with_the_plain_loop(tmp_path, quantizer):
+    """20 channels: a vector and 4 lanes per row. Each product's epilogue takes the vector
+    form; the AVX2 build of the same program (the plain loop) gives the same outputs, and
+    both are the quantized module's."""
+    torch.manual_seed(0)
+    batches = [torch.randn(2, 3, 9, 11) for _ in range(3)]
+    model = ConvNet(width=20)
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-0.5, 0.5)
+        model.bn.running_var.uniform_(0.5, 2.0)
+    ep = pt2e_static_int8(model, batches[0], batches[:2], quantizer)
+    with torch.no_grad():
+        vector = aotc.compile_and_package(ep, package_path=tmp_path / "v.pt2", options={
+            "int8_kernels": "on", "debug_dir": str(tmp_path / "v")})
+        plain = aotc.compile_and_package(ep, package_path=tmp_path / "p.pt2", options={
+            "int8_kernels": "on", "isa": "avx2"})
+    code = (tmp_path / "v" / "model" / "07_codegen.cpp").read_text()
+    products = code.count("aotc_qconv_s32(")
+    # the head writes its float result channels first: that epilogue stays the plain loop
+    assert products == 3 and code.count(GUARD) == products - 1
+    vector, plain = aotc.load_package(vector), aotc.load_package(plain)
+    for x in batches:
+        want = ep.module()(x)
+        got = vector(x)
+        assert_close_to_largest(got, want)
+        torch.testing.assert_close(got, plain(x), rtol=0, atol=0)
+
+
+def test_a_body_without_a_vector_form_keeps_the_plain_loop(tmp_path):
+    class Gelu(torch.nn.Module):
+        def forward(self, a, b):
+            return torch.nn.functional.gelu(torch._int_mm(a, b).float() * 0.001)
+
+    a, b = _ints((17, 32), torch.int8, 5), _ints((32, 48), torch.int8, 6)
+    ep, model, code = _compile(Gelu(), (a, b), tmp_path)
+    assert GUARD not in code and "epilogue_" in code
+    torch.testing.assert_close(model(a, b), ep.module()(a, b))
