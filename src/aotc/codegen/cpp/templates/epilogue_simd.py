@@ -6,11 +6,11 @@ round half to even, the cast to uint8 or int8).
 g++ 12 vectorises the plain loop (templates/qgemm.py) too, but a relu or a clamp
 `a < c ? c : a` becomes a compare and a masked blend rather than one vmaxps, and the cast to
 bytes a chain of permutes: a ResNet convolution's requantizing epilogue (bias, relu,
-quantize) took 14 cycles for 16 values on Zen 4 (19 with a residual), these intrinsics 8. Every lane computes what the scalar body
-computes (the same operations in the same order, vmaxps(c, a) being exactly
-`a < c ? c : a`, NaN included), except that g++ may contract the plain loop's a * b + c
-into one rounding. Bodies with anything else (GELU, a gather, a half type) keep the plain
-loop."""
+quantize) took 14 cycles for 16 values on Zen 4 (19 with a residual), these intrinsics 8.
+Every lane computes what the scalar body computes (the same operations in the same order,
+vmaxps(c, a) being exactly `a < c ? c : a`, NaN included), except that g++ may contract
+the plain loop's a * b + c into one rounding. Bodies with anything else (GELU, a gather, a
+half type) keep the plain loop."""
 from __future__ import annotations
 
 import sympy
