@@ -385,15 +385,26 @@ inline void copy_bytes(uint8_t *out, const uint8_t *src, int64_t n) {
 }
 
 // The block's patches row-major (rows `row` bytes apart) from the channels-last xh (a copy
-// made unsigned, or a signed x read in place, made unsigned here): a tap's cp bytes whole, the padding outside the input, zeros past K up to `groups` groups.
+// made unsigned, or a signed x read in place, made unsigned here): a tap's cp bytes whole
+// (a kernel row's taps as one run where they lie side by side in the input), the padding
+// outside the input, zeros past K up to `groups` groups.
 void pack_taps(const Patches &p, const uint8_t *xh, int64_t m0, int64_t rows, int64_t groups,
                int64_t row, uint8_t *dst) {
     const int64_t K = p.cp * p.kh * p.kw, c = p.cp;
     for (int64_t r = 0; r < rows; ++r) {
         const int64_t m = m0 + r, ox = m % p.ow, oy = (m / p.ow) % p.oh, b = m / (p.ow * p.oh);
         uint8_t *out = dst + r * row;
+        // the taps of one kernel row, adjacent input positions (dw 1), all inside: one run
+        const int64_t ix0 = ox * p.sw - p.pw;
+        const bool whole_rows = p.dw == 1 && ix0 >= 0 && ix0 + p.kw <= p.w &&
+                                !(p.x_last && p.flip) && c > 4;
         for (int64_t ky = 0; ky < p.kh; ++ky) {
             const int64_t iy = oy * p.sh - p.ph + ky * p.dh;
+            if (whole_rows && iy >= 0 && iy < p.h) {
+                copy_bytes(out, xh + ((b * p.h + iy) * p.w + ix0) * c, p.kw * c);
+                out += p.kw * c;
+                continue;
+            }
             for (int64_t kx = 0; kx < p.kw; ++kx, out += c) {
                 const int64_t ix = ox * p.sw - p.pw + kx * p.dw;
                 const bool outside = iy < 0 || iy >= p.h || ix < 0 || ix >= p.w;
