@@ -1,9 +1,9 @@
 """Integer products' epilogues as AVX-512 intrinsics (codegen/cpp/templates/epilogue_simd.py)
 against eager and against the plain loop the other levels compile: a relu after _int_mm over
 NaN, infinities and signed zeros (vmaxps(c, a) is `a < c ? c : a` only in that operand
-order), blocks whose columns end in a partial vector, per-row numbers read once a row, and
-quantized convolutions requantizing to uint8 and int8; bodies with no vector form keep the
-plain loop."""
+order), blocks whose columns end in a partial vector, per-row numbers read once a row, an
+erf-GELU, and quantized convolutions requantizing to uint8 and int8; bodies with no vector
+form keep the plain loop."""
 from __future__ import annotations
 
 import pytest
@@ -108,10 +108,36 @@ def test_requantizing_convolutions_agree_with_the_plain_loop(tmp_path, quantizer
         torch.testing.assert_close(got, plain(x), rtol=0, atol=0)
 
 
+class ShiftedGelu(torch.nn.Module):
+    """An erf-GELU (erf on 16 lanes: aotc::erf16) of the scaled sums plus a float input."""
+
+    def forward(self, a, b, y):
+        return torch.nn.functional.gelu(torch._int_mm(a, b).float() * 0.002 + y)
+
+
+@needs_avx512
+def test_erf_gelu_is_the_plain_loops(tmp_path):
+    """Both sides of |x| = 1 and 3.92 (erf's two polynomials and its rounding to 1), NaN and
+    infinities: the vector erf gives what the AVX2 build's scalar erf gives, bit for bit."""
+    a, b = _ints((29, 96), torch.int8, 7), _ints((96, 40), torch.int8, 8)
+    y = torch.linspace(-6.0, 6.0, 29 * 40).reshape(29, 40)
+    y[0, :5] = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0])
+    ep, vector, code = _compile(ShiftedGelu(), (a, b, y), tmp_path)
+    assert GUARD in code and "aotc::erf16(" in code
+    _, plain, _ = _compile(ShiftedGelu(), (a, b, y), tmp_path, isa="avx2")
+    got = vector(a, b, y)
+    torch.testing.assert_close(got, plain(a, b, y), rtol=0, atol=0, equal_nan=True)
+    want = ep.module()(a, b, y)
+    assert want[0, 1].isnan() and got[0, 1] == float("inf")  # the limit (tests/kernels/test_math.py)
+    want[0, 1] = got[0, 1]
+    torch.testing.assert_close(got, want, equal_nan=True)
+
+
 def test_a_body_without_a_vector_form_keeps_the_plain_loop(tmp_path):
-    class Gelu(torch.nn.Module):
+    class Gelu(torch.nn.Module):  # the tanh form: no vector tanh here
         def forward(self, a, b):
-            return torch.nn.functional.gelu(torch._int_mm(a, b).float() * 0.001)
+            return torch.nn.functional.gelu(torch._int_mm(a, b).float() * 0.001,
+                                            approximate="tanh")
 
     a, b = _ints((17, 32), torch.int8, 5), _ints((32, 48), torch.int8, 6)
     ep, model, code = _compile(Gelu(), (a, b), tmp_path)

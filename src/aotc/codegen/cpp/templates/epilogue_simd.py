@@ -1,7 +1,7 @@
 """An integer product's epilogue as AVX-512 intrinsics: 16 columns of a row-major block at
 a time, for the bodies a quantized layer's epilogue is made of (the sums to float32, per
 column scales and biases, a residual read along the row, +, -, *, /, relu and clamps,
-round half to even, the cast to uint8 or int8).
+erf (an erf-GELU), round half to even, the cast to uint8 or int8).
 
 g++ 12 vectorises the plain loop (templates/qgemm.py) too, but a relu or a clamp
 `a < c ? c : a` becomes a compare and a masked blend rather than one vmaxps, and the cast to
@@ -9,8 +9,8 @@ bytes a chain of permutes: a ResNet convolution's requantizing epilogue (bias, r
 quantize) took 14 cycles for 16 values on Zen 4 (19 with a residual), these intrinsics 8.
 Every lane computes what the scalar body computes (the same operations in the same order,
 vmaxps(c, a) being exactly `a < c ? c : a`, NaN included), except that g++ may contract
-the plain loop's a * b + c into one rounding. Bodies with anything else (GELU, a gather, a
-half type) keep the plain loop."""
+the plain loop's a * b + c into one rounding. Bodies with anything else (a tanh-GELU, a
+gather, a half type) keep the plain loop."""
 from __future__ import annotations
 
 import sympy
@@ -77,6 +77,8 @@ class VectorBody:
             x = self.value(e.x)
             if e.op is UnaryOp.ROUND:  # nearbyint: half to even
                 return f"_mm512_roundscale_ps({x}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"
+            if e.op is UnaryOp.ERF:  # aotc::erf step for step (kernels/aotc_codegen.h)
+                return f"aotc::erf16({x})"
             if e.op is UnaryOp.NEG:  # the sign bit flipped, as -x (0 - x would give +0)
                 return (f"_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512({x}), "
                         "_mm512_set1_epi32(int(0x80000000u))))")
