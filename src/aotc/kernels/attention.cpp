@@ -16,6 +16,7 @@
 // the mask is added), as there; the output is rounded once, by the caller.
 
 #include "aotc_kernels.h"
+#include "transpose16.h"
 
 #include <algorithm>
 #include <cmath>
@@ -393,9 +394,20 @@ bool attend(const aotc_attention_shape &sh, const float *q, const float *k, cons
   const float *vb = v + b * sh.v_strides[0] + hk * sh.v_strides[1];
   std::memset(kt, 0, sizeof(float) * d * kpad);
   std::memset(vp, 0, sizeof(float) * kpad * dvp);
-  for (int64_t j = 0; j < kpad && j < kv_end; ++j) {
+  const int64_t keys = std::min(kpad, kv_end);
+  int64_t j_whole = 0;  // keys transposed 16 x 16 at a time
+#if defined(__AVX512F__)
+  if (!direct && sh.k_strides[3] == 1 && d % 16 == 0)
+    for (; j_whole + 16 <= keys; j_whole += 16)
+      for (int64_t t = 0; t < d; t += 16)
+        aotc_transpose16::transpose16(kb + j_whole * sh.k_strides[2] + t, sh.k_strides[2],
+                                      kt + t * kpad + j_whole, kpad);
+#endif
+  for (int64_t j = j_whole; j < keys; ++j) {
     const float *kr = kb + j * sh.k_strides[2];
     for (int64_t t = 0; t < d; ++t) kt[t * kpad + j] = kr[t * sh.k_strides[3]];
+  }
+  for (int64_t j = 0; j < keys; ++j) {
     const float *vr = vb + j * sh.v_strides[2];
     if (sh.v_strides[3] == 1)
       std::memcpy(vp + j * dvp, vr, sizeof(float) * dv);

@@ -26,6 +26,7 @@
 // int16, vpmaddwd: exact, where vpmaddubsw would saturate); and a portable loop.
 
 #include "aotc_kernels.h"
+#include "transpose16.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -50,6 +51,10 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace {
+
+#if defined(__AVX512F__)
+using aotc_transpose16::transpose16;
+#endif
 
 constexpr int64_t NP = 16;   // columns per panel
 constexpr int64_t PG = 4;    // panels per micro-tile
@@ -273,40 +278,6 @@ void pack_patches(const Patches &p, const uint8_t *x, int64_t m0, int64_t rows, 
     for (; g < groups; ++g) std::memset(dst + g * GS, 0, size_t(4 * rows));
 }
 
-#if defined(__AVX512F__)
-// A 16 x 16 block of int32: dst row i (stride ld) = src column i (rows `sld` apart).
-inline void transpose16(const int32_t *src, int64_t sld, int32_t *dst, int64_t ld) {
-    __m512i r[16], t[16];
-    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(src + i * sld);
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    // r[4q + j] holds, in 128-bit lane l, column 4 l + (j's place) of rows 4q .. 4q + 3
-    for (int i = 0; i < 4; ++i) {
-        t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);       // lanes 0, 2 | 0, 2
-        t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);   // lanes 1, 3 | 1, 3
-        t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
-        t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
-    }
-    for (int i = 0; i < 4; ++i) {
-        const __m512i c0 = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
-        const __m512i c1 = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
-        const __m512i c2 = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
-        const __m512i c3 = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xdd);
-        _mm512_storeu_si512(dst + (i)*ld, c0);
-        _mm512_storeu_si512(dst + (i + 4) * ld, c1);
-        _mm512_storeu_si512(dst + (i + 8) * ld, c2);
-        _mm512_storeu_si512(dst + (i + 12) * ld, c3);
-    }
-}
-#endif
 
 // d[j][i] = s[i][j] for an int32 matrix s of `rows` x `cols` (multiples of 16), rows of s
 // `sld` apart and of d `dld`: 16 x 16 blocks in registers on AVX-512.
