@@ -826,17 +826,24 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
     // A - a_zero == A_u8 - zero_u8: a signed A is read as uint8 + 128
     const int32_t zero = a_signed ? a_zero + 128 : a_zero;
     const bool amx = M >= AMX_MIN_ROWS && has_amx();
-    // Blocks of rows as tall as each other (whole micro-tiles, at most MB), so that a
-    // static share of the (block, strip) units gives the threads as many rows: 196 rows
-    // (a 14x14 convolution) as 64, 64, 64 and 4 gave one of two threads 128 of them. The
-    // AMX tiles keep blocks of MB rows, which they read whole.
-    const int64_t mb = amx ? MB : std::min(MB, ceil_div(ceil_div(M, ceil_div(M, MB)), MR) * MR);
+    const bool parallel = M * N * std::max<int64_t>(K, 1) >= (int64_t(1) << 16);
+    // Blocks of rows as tall as each other (whole micro-tiles, at most MB), as many as a
+    // multiple of the team, so that a static share of the (block, strip) units gives the
+    // threads as many rows: 196 rows (a 14x14 convolution) as 64, 64, 64 and 4 gave one of
+    // two threads 128 of them, 784 (28x28) as 13 blocks split one block between the two.
+    // The AMX tiles keep blocks of MB rows, which they read whole.
+    int64_t n_blocks = ceil_div(M, MB);
+#ifdef _OPENMP
+    const int64_t team = parallel ? omp_get_max_threads() : 1;
+    if (team > 1 && n_blocks > 1) n_blocks = ceil_div(n_blocks, team) * team;
+#endif
+    const int64_t mb = amx ? MB : std::min(MB, ceil_div(ceil_div(M, n_blocks), MR) * MR);
     const int64_t blocks = ceil_div(M, mb), strips = ceil_div(p.panels, PG);
     const int64_t units = blocks * strips;
     const int64_t pstride = p.kgroups * NP * 4;
     // AMX: the block's rows over the stored groups (whole tiles)
     const int64_t packed_groups = amx ? p.kgroups : p.groups;
-#pragma omp parallel if (M * N * std::max<int64_t>(K, 1) >= (int64_t(1) << 16))
+#pragma omp parallel if (parallel)
     {
         // MB rows of whole tiles of groups (a block turned 16 x 16 at a time writes them),
         // kept by the thread from call to call (allocating and zeroing it each time cost
