@@ -397,7 +397,7 @@ bool attend(const aotc_attention_shape &sh, const float *q, const float *k, cons
   const int64_t keys = std::min(kpad, kv_end);
   int64_t j_whole = 0;  // keys transposed 16 x 16 at a time
 #if defined(__AVX512F__)
-  if (!direct && sh.k_strides[3] == 1 && d % 16 == 0)
+  if (sh.k_strides[3] == 1 && d % 16 == 0)  // (a direct task packs no key: kpad is 0)
     for (; j_whole + 16 <= keys; j_whole += 16)
       for (int64_t t = 0; t < d; t += 16)
         aotc_transpose16::transpose16(kb + j_whole * sh.k_strides[2] + t, sh.k_strides[2],

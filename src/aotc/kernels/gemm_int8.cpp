@@ -419,10 +419,6 @@ void tile_portable(const uint8_t *a, Layout at, int64_t groups, const int8_t *pa
 #endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-// R rows x P panels in R * P registers: per group, P panel loads and R broadcasts feed
-// R * P dot products. Each row's accumulators are an array of their own: with one
-// two-dimensional array GCC 12 copied every accumulator to another register (and one to
-// the stack) on each group, which made a product with K = 64 a third slower.
 // c[i] += the four bytes at ag (one row's group) . panel i, for the P panels in b.
 template <int P>
 __attribute__((always_inline, target("avx512f,avx512bw,avx512vnni")))
@@ -434,6 +430,10 @@ inline void dot_row(const uint8_t *ag, const __m512i *b, __m512i *c) {
     for (int i = 0; i < P; ++i) c[i] = _mm512_dpbusd_epi32(c[i], av, b[i]);
 }
 
+// R rows x P panels in R * P registers: per group, P panel loads and R broadcasts feed
+// R * P dot products. Each row's accumulators are an array of their own: with one
+// two-dimensional array GCC 12 copied every accumulator to another register (and one to
+// the stack) on each group, which made a product with K = 64 a third slower.
 template <int R, int P>
 __attribute__((target("avx512f,avx512bw,avx512vnni")))
 void tile_vnni_rp(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel,
@@ -852,7 +852,7 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
         thread_local std::vector<uint8_t> apack;
         if (apack.size() < size_t(GS * p.kgroups)) apack.resize(size_t(GS * p.kgroups));
         int64_t packed_block = -1;
-        Block ablock{apack.data(), Layout{4 * packed_groups, 4}};
+        Block ablock{};
         if (amx) amx_begin();
 #pragma omp for schedule(static)
         for (int64_t u = 0; u < units; ++u) {
