@@ -35,10 +35,11 @@ class Unsupported(Exception):
 
 class VectorBody:
     """One statement per node (`const __m512 vN = ...;` or `__m512i`), each node once.
-    Integer values (int32, uint8, int8) are held as 16 int32 lanes."""
+    Integer values (int32, uint8, int8) are held as 16 int32 lanes; buffers are named as
+    the epilogue's table unpacks them (their own names)."""
 
-    def __init__(self, sizes_of: dict, pointer_of, source: str, iv, lines_out: list[str]):
-        self.sizes_of, self.pointer_of, self.source, self.iv = sizes_of, pointer_of, source, iv
+    def __init__(self, sizes_of: dict, source: str, iv, lines_out: list[str]):
+        self.sizes_of, self.source, self.iv = sizes_of, source, iv
         self.names: dict[Node, str] = {}
         self.lines = lines_out
 
@@ -96,10 +97,10 @@ class VectorBody:
                 for a in sympy.preorder_traversal(off)):
             raise Unsupported(e)
         if step == 0:  # the same value along the row: a per-row scale, a number in memory
-            one = f"{self.pointer_of(e.buffer)}[{c_index(base)}]"
+            one = f"{e.buffer}[{c_index(base)}]"
             return (f"_mm512_set1_ps({one})" if e.dtype is DType.float32
                     else f"_mm512_set1_epi32(int32_t({one}))")
-        p = f"{self.pointer_of(e.buffer)} + ({c_index(base)}) + j"
+        p = f"{e.buffer} + ({c_index(base)}) + j"
         if e.dtype is DType.float32:
             return f"_mm512_maskz_loadu_ps(m, {p})"
         if e.dtype is DType.int32:
@@ -112,9 +113,12 @@ class VectorBody:
         if src == dst:
             return self.value(e.x)
         if dst is DType.float32 and src in _INTEGERS:
+            # float(int8(v)) (a requantized residual read back): the lanes hold v truncated,
+            # unwrapped, and convert to +0.0 for v in (-1, 0), as exprs.c_cast's
+            # trunc(v) + 0 gives it
             return f"_mm512_cvtepi32_ps({self.value(e.x)})"
         if dst in (DType.uint8, DType.int8) and src is DType.float32:
-            if isinstance(e.x, Cast):  # float(int(v)) round trips: the plain loop's care
+            if isinstance(e.x, Cast):  # a narrowing of a value cast before: the plain loop's
                 raise Unsupported(e)
             # truncation toward zero, as static_cast; the store keeps each lane's low byte
             return f"_mm512_cvttps_epi32({self.value(e.x)})"
@@ -139,7 +143,7 @@ def vector_rows(body: Node, out_dtype: DType, sizes, iv, sizes_of: dict, source:
         return None
     lines: list[str] = []
     try:
-        result = VectorBody(sizes_of, lambda n: n, source, iv, lines).value(body)
+        result = VectorBody(sizes_of, source, iv, lines).value(body)
     except Unsupported:
         return None
     off = sympy.expand(flat_offset(iv, sizes))
