@@ -1,9 +1,11 @@
 """Integer products' epilogues as AVX-512 intrinsics (codegen/cpp/templates/epilogue_simd.py)
 against eager and against the plain loop the other levels compile: a relu after _int_mm over
 NaN, infinities and signed zeros (vmaxps(c, a) is `a < c ? c : a` only in that operand
-order), blocks whose columns end in a partial vector, per-row numbers read once a row, an
-erf-GELU, and quantized convolutions requantizing to uint8 and int8; bodies with no vector
-form keep the plain loop."""
+order), blocks whose columns end in a partial vector, per-row numbers read once a row (also
+in whole chunks of 64 columns, where the per-column values are read once a chunk), an
+erf-GELU, requantizations (clamped, then converted half to even) to uint8 and int8 with and
+without a zero point and a relu before them, narrowed four vectors at a time, and quantized
+convolutions; bodies with no vector form keep the plain loop."""
 from __future__ import annotations
 
 import pytest
@@ -69,8 +71,9 @@ def test_relu_keeps_nan_and_the_partial_vector(tmp_path):
 
 
 @needs_avx512
-def test_a_number_per_row_is_read_once_a_row(tmp_path):
-    a, b = _ints((19, 100), torch.uint8, 3), _ints((100, 33), torch.int8, 4)
+@pytest.mark.parametrize("cols", [33, 130])  # 16-column steps; two whole chunks and 2 lanes
+def test_a_number_per_row_is_read_once_a_row(tmp_path, cols):
+    a, b = _ints((19, 100), torch.uint8, 3), _ints((100, cols), torch.int8, 4)
     s = torch.rand(19, 1) * 0.02
     s[3] = float("nan")
     ep, model, code = _compile(RowScaled(), (a, b, s), tmp_path)
@@ -78,15 +81,63 @@ def test_a_number_per_row_is_read_once_a_row(tmp_path):
     torch.testing.assert_close(model(a, b, s), ep.module()(a, b, s), equal_nan=True)
 
 
+class Requantized(torch.nn.Module):
+    """The scaled sums plus a float input, maybe through a relu, quantized per tensor."""
+
+    def __init__(self, dtype: torch.dtype, zero: int, relu: bool):
+        super().__init__()
+        self.dtype, self.zero, self.relu = dtype, zero, relu
+
+    def forward(self, a, b, y):
+        v = torch._int_mm(a, b).float() * 0.01 + y
+        if self.relu:
+            v = torch.relu(v)
+        lo, hi = (0, 255) if self.dtype is torch.uint8 else (-128, 127)
+        return torch.ops.quantized_decomposed.quantize_per_tensor(v, 0.05, self.zero, lo, hi,
+                                                                  self.dtype)
+
+
+@needs_avx512
+@pytest.mark.parametrize("dtype, zero, relu", [
+    (torch.uint8, 0, True),  # the relu left out: the lower bound 0 - 0 stops the negatives
+    (torch.uint8, 5, True),  # kept: a negative value is 5, not 0
+    (torch.uint8, 128, False),
+    (torch.int8, 0, True),  # kept: -128 - 0 < 0
+    (torch.int8, -3, False)])
+def test_requantizations_are_eagers_and_the_plain_loops(tmp_path, dtype, zero, relu):
+    """130 columns: two whole chunks (narrowed to bytes 64 at a time) and two lanes (16 at a
+    time). NaN quantizes to 0, as eager's; infinities and values far outside the range to
+    the bounds; values on both sides of each bound and ties of rounding half to even."""
+    import torchao.quantization.pt2e  # noqa: F401  (the quantized_decomposed ops)
+
+    a, b = _ints((23, 48), torch.uint8, 9), _ints((48, 130), torch.int8, 10)
+    y = torch.linspace(-9.0, 9.0, 23 * 130).reshape(23, 130)
+    y[3] = torch.arange(130) * 0.025 - 1.6  # whole and half quanta (0.05) after the sums
+    a[3] = 0
+    for row, cols in ((0, [0, 1, 2, 63, 64, 127, 128, 129]), (7, [5, 70, 129])):
+        y[row, cols] = torch.tensor([float("nan"), float("inf"), -float("inf"), 1e30, -1e30,
+                                     float("nan"), 12.75, -6.4])[:len(cols)]
+    module = Requantized(dtype, zero, relu)
+    ep, vector, code = _compile(module, (a, b, y), tmp_path)
+    assert GUARD in code and "_mm512_cvt_roundps_epi32" in code and "aotc::bytes64" in code
+    _, plain, _ = _compile(module, (a, b, y), tmp_path, isa="avx2")
+    got, want = vector(a, b, y), ep.module()(a, b, y)
+    assert got.dtype == want.dtype == dtype
+    torch.testing.assert_close(got, plain(a, b, y), rtol=0, atol=0)
+    assert got[0, 0] == got[0, 127] == got[7, 5] == want[0, 0] == 0  # NaN
+    assert (got.int() - want.int()).abs().max() <= 1  # a tie of float sums' order, at most
+    assert (got != want).float().mean() <= 0.001
+
+
 @needs_avx512
 @pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])  # uint8 / int8 activations
-def test_requantizing_convolutions_agree_with_the_plain_loop(tmp_path, quantizer):
-    """20 channels: a vector and 4 lanes per row. Each product's epilogue takes the vector
-    form; the AVX2 build of the same program (the plain loop) gives the same outputs, and
-    both are the quantized module's."""
+@pytest.mark.parametrize("width", [20, 84])  # 16 + 4 columns; a whole chunk of 64 and 20
+def test_requantizing_convolutions_agree_with_the_plain_loop(tmp_path, quantizer, width):
+    """Each product's epilogue takes the vector form; the AVX2 build of the same program (the
+    plain loop) gives the same outputs, and both are the quantized module's."""
     torch.manual_seed(0)
     batches = [torch.randn(2, 3, 9, 11) for _ in range(3)]
-    model = ConvNet(width=20)
+    model = ConvNet(width=width)
     with torch.no_grad():
         model.bn.running_mean.uniform_(-0.5, 0.5)
         model.bn.running_var.uniform_(0.5, 2.0)

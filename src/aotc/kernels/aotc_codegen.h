@@ -347,6 +347,28 @@ inline __m512 erf16(__m512 x) {
       _mm512_castps_si512(large), _mm512_castps_si512(x), sign, 0xd8));  // sign ? x : large
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, one, _CMP_LT_OQ), large, small);
 }
+
+// The low bytes of the 64 int32 lanes of a, b, c and d, in that order: an epilogue's four
+// vectors of 8-bit results narrowed to one 64-byte store (vpmovdb, a vector at a time, takes
+// four cycles on Zen 4). The packs saturate, so each lane is cut to its low byte first,
+// unless `in_range`: every lane 0..255, or negative with low byte 0 (INT_MIN, a NaN's
+// conversion), which packs to 0.
+template <bool in_range>
+inline __m512i bytes64(__m512i a, __m512i b, __m512i c, __m512i d) {
+  if (!in_range) {
+    const __m512i low = _mm512_set1_epi32(0xFF);
+    a = _mm512_and_si512(a, low);
+    b = _mm512_and_si512(b, low);
+    c = _mm512_and_si512(c, low);
+    d = _mm512_and_si512(d, low);
+  }
+  // the packs keep to 128-bit lanes: dword 4 L + k of `packed` holds lanes 4 L .. 4 L + 3 of
+  // the k-th vector, which go to dword 4 k + L
+  const __m512i packed =
+      _mm512_packus_epi16(_mm512_packus_epi32(a, b), _mm512_packus_epi32(c, d));
+  return _mm512_permutexvar_epi32(
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), packed);
+}
 #endif
 
 inline float tanh(float x) {

@@ -106,7 +106,7 @@ def emit_epilogue(code: CodeBuffer, program: Program, buf: Buffer) -> None:
             body_node, buf.dtype, sizes, iv, sizes_of, op.epilogue_source)
         if vector is not None:
             code.line(f"#if {epilogue_simd.GUARD}")
-            _vector_loops(code, sizes, iv, vector)
+            vector.emit(code, lambda c: unravel_row(c, sizes, iv, "row + r"))
             code.line("#else")
         if channels_first:
             _convolution_loops(code, sizes, iv, merged is not None, op.patches[6])
@@ -121,17 +121,6 @@ def emit_epilogue(code: CodeBuffer, program: Program, buf: Buffer) -> None:
         if vector is not None:
             code.line("#endif")
     code.line()
-
-
-def _vector_loops(code: CodeBuffer, sizes, iv, step: list[str]) -> None:
-    """A product's row-major block 16 columns at a time (epilogue_simd), the last step's
-    lanes past the block masked off."""
-    with code.block("for (int64_t r = 0; r < rows; ++r)"):
-        unravel_row(code, sizes, iv, "row + r")
-        with code.block("for (int64_t j = 0; j < cols; j += 16)"):
-            code.line("const __mmask16 m = cols - j >= 16 ? __mmask16(0xFFFF) "
-                      ": __mmask16((1u << (cols - j)) - 1u);")
-            code.lines_of(step)
 
 
 def _convolution_loops(code: CodeBuffer, sizes, iv, merged: bool, ow: int) -> None:
