@@ -142,10 +142,11 @@ class VectorBody:
         c = self._name(clamped, f"_mm512_min_ps(_mm512_set1_ps({hi_c}), "
                                 f"_mm512_max_ps(_mm512_set1_ps({lo_c}), {w}))")
         text = f"_mm512_cvt_roundps_epi32({c}, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"
-        if zp:
-            text = (f"_mm512_mask_add_epi32({text}, _mm512_cmp_ps_mask({c}, {c}, _CMP_ORD_Q), "
-                    f"{text}, _mm512_set1_epi32({int(zp)}))")
-        return text
+        if not zp:
+            return text
+        i = self._name(Cast(clamped, DType.int32), text)
+        return (f"_mm512_mask_add_epi32({i}, _mm512_cmp_ps_mask({c}, {c}, _CMP_ORD_Q), {i}, "
+                f"_mm512_set1_epi32({int(zp)}))")
 
     def _text(self, e: Node) -> str:
         if e.dtype not in (DType.float32, *_INTEGERS):
