@@ -97,7 +97,7 @@ def test_a_constant_weight_is_stored_packed(compile_model, tmp_path):
         source = z.read(next(n for n in z.namelist() if n.endswith("model.cpp"))).decode()
     (w,) = [c for c in meta["constants"] if c["name"] == "w"]
     assert w["packing"] == {"layout": "int8_dot_groups16", "k": 70, "n": 45, "offset": 0,
-                            "sb_k": 1, "sb_n": 70, "taps": 1}
+                            "sb_k": 1, "sb_n": 70, "taps": 1, "row_taps": 0}
     assert w["nbytes"] == 3 * 32 * 64 + 3 * 64  # 18 groups of 4 rows padded to 32
     assert "aotc_qgemm_pack_b(70, 45, static_cast<const int8_t *>(src)" in source  # swaps
     assert source.count("aotc_qgemm_pack_b(") == 1  # and no call packs it

@@ -172,6 +172,60 @@ def test_pt2e_pooled_stem(tmp_path, quantizer):
         assert_close_to_largest(compiled(x), ep.module()(x))
 
 
+class Stem7(torch.nn.Module):
+    """ResNet's stem: a 7x7 stride-2 convolution of 3 channels, batch norm and ReLU, then a
+    1x1 head."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 16, 7, stride=2, padding=3)
+        self.bn = torch.nn.BatchNorm2d(16)
+        self.head = torch.nn.Conv2d(16, 4, 1)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.bn(self.conv(x))))
+
+
+@pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])
+def test_pt2e_stem_by_kernel_rows(tmp_path, quantizer):
+    """Built for AVX-512, the 7x7 stem's patches are gathered by kernel rows padded to whole
+    groups (geometry order 2) and its weight packed so (aotc_qconv_pack_b_rows), for AVX2 a
+    column at a time: both give the quantized module's outputs, also after load_constants
+    swaps the stem's weight (packed again) and from the numpy-only runtime."""
+    from numpy_only import run_without_torch
+
+    from aotc.target.host import cpu_flags
+
+    torch.manual_seed(0)
+    batches = [torch.randn(2, 3, 37, 45) for _ in range(3)]
+    ep = pt2e_static_int8(Stem7(), batches[0], batches[:2], quantizer)
+    for isa in ["avx512", "avx2"]:
+        path = aotc.compile_and_package(ep, package_path=tmp_path / f"{isa}.pt2", options={
+            "isa": isa, "freezing": False, "int8_kernels": "on",
+            "debug_dir": str(tmp_path / isa)})
+        code = (tmp_path / isa / "model" / "07_codegen.cpp").read_text()
+        rows = "aotc_qconv_pack_b_rows(147, 16, 7," in code
+        order_2 = ", 7, 7, 19, 23, 2, 2, 3, 3, 1, 1, 2," in code  # geometry's order
+        assert rows == order_2 == (isa == "avx512")
+        if not {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= cpu_flags() and rows:
+            continue  # built, not run here
+        compiled = aotc.load_package(path)
+        module = ep.module()
+        for x in batches:
+            assert_close_to_largest(compiled(x), module(x))
+        name = next(n for n in compiled.constant_names()  # the stem's int8 weight
+                    if "." not in n and getattr(module, n).dtype == torch.int8
+                    and tuple(getattr(module, n).shape) == (16, 3, 7, 7))
+        new = torch.randint(-127, 128, (16, 3, 7, 7), dtype=torch.int8,
+                            generator=torch.Generator().manual_seed(1))
+        compiled.load_constants({name: new}, check_full_update=False)
+        setattr(module, name, new)
+        want = module(batches[0])
+        assert_close_to_largest(compiled(batches[0]), want)
+        got = run_without_torch(path, [[batches[0].numpy()]], tmp_path / f"numpy_{isa}")
+        assert_close_to_largest(torch.from_numpy(got[0][0]), ep.module()(batches[0]))
+
+
 @pytest.mark.parametrize("int8_kernels", ["on", "off"])
 @pytest.mark.parametrize("quantizer", ["x86", "xnnpack"])
 def test_pt2e_encoder_layer(tmp_path, quantizer, int8_kernels):

@@ -5,8 +5,9 @@ vpmaddwd path or the portable loop otherwise): int32 products exactly equal to n
 int64 product of the operands, for uint8 and int8 A with zero points, odd shapes, strided
 and transposed operands, the extreme values (where vpmaddubsw would saturate), and every
 thread count alike; and convolutions read as products of their patches (aotc_qconv_s32),
-channels first and tap-major, equal to numpy's sum over the taps with the zero point
-outside the input."""
+channels first (a column at a time, or by kernel rows padded to whole groups), tap-major
+and channels last, equal to numpy's sum over the taps with the zero point outside the
+input."""
 from __future__ import annotations
 
 import ctypes
@@ -59,6 +60,8 @@ def lib(request, tmp_path_factory):
     out.aotc_qconv_s32.argtypes = [i64, i64, ptr, ptr, ctypes.c_int, i32, ptr, ptr, ptr, ptr]
     out.aotc_qconv_pack_b.restype = None
     out.aotc_qconv_pack_b.argtypes = [i64, i64, i64, ptr, i64, i64, ptr]
+    out.aotc_qconv_pack_b_rows.restype = None
+    out.aotc_qconv_pack_b_rows.argtypes = [i64, i64, i64, ptr, i64, i64, ptr]
     return out
 
 
@@ -196,10 +199,11 @@ def test_every_thread_count_agrees(lib):
         omp.omp_set_num_threads(before)
 
 
-@pytest.mark.parametrize("k,n,transposed,taps", [(1, 1, False, 1), (9, 20, True, 1),
-                                                 (130, 33, False, 1), (27, 16, True, 9),
-                                                 (72, 40, True, 9), (49 * 3, 20, True, 49)])
-def test_layout_matches_the_compilers_packer(lib, k, n, transposed, taps):
+@pytest.mark.parametrize("k,n,transposed,taps,row_taps", [
+    (1, 1, False, 1, 0), (9, 20, True, 1, 0), (130, 33, False, 1, 0), (27, 16, True, 9, 0),
+    (72, 40, True, 9, 0), (49 * 3, 20, True, 49, 0),
+    (49 * 3, 20, True, 1, 7), (4 * 5, 17, False, 1, 4), (11 * 2, 33, True, 1, 11)])
+def test_layout_matches_the_compilers_packer(lib, k, n, transposed, taps, row_taps):
     from aotc.ir.nodes import PackedInt8B
     from aotc.scheduler.prepack import pack_int8_groups
 
@@ -207,14 +211,17 @@ def test_layout_matches_the_compilers_packer(lib, k, n, transposed, taps):
     flat = rng.integers(-128, 128, k * n + 3).astype(np.int8)
     sb_k, sb_n = (1, k) if transposed else (n, 1)
     b = np.lib.stride_tricks.as_strided(flat[3:], shape=(k, n), strides=(sb_k, sb_n))
-    packing = PackedInt8B(k, n, 3, sb_k, sb_n, taps)
+    packing = PackedInt8B(k, n, 3, sb_k, sb_n, taps, row_taps)
     expected = pack_int8_groups(flat, packing)
     assert expected.size == packing.nbytes()
-    if taps == 1:
+    if taps == 1 and not row_taps:
         np.testing.assert_array_equal(_pack(lib, b), expected)
         return
     got = np.full(lib.aotc_qgemm_packed_bytes(packing.rows(), n), 0x5A, np.uint8)
-    lib.aotc_qconv_pack_b(k, n, taps, b.ctypes.data, sb_k, sb_n, got.ctypes.data)
+    if row_taps:
+        lib.aotc_qconv_pack_b_rows(k, n, row_taps, b.ctypes.data, sb_k, sb_n, got.ctypes.data)
+    else:
+        lib.aotc_qconv_pack_b(k, n, taps, b.ctypes.data, sb_k, sb_n, got.ctypes.data)
     np.testing.assert_array_equal(got, expected)
 
 
@@ -246,12 +253,21 @@ CONVS = [
     ((1, 32, 17, 18), (3, 3), (2, 2), (1, 1), (1, 1)),   # 32 channels: whole 16-byte blocks
     ((3, 48, 5, 7), (3, 3), (1, 1), (1, 1), (1, 1)),     # planes of 35: blocks across images
     ((1, 64, 9, 10), (1, 1), (1, 1), (0, 0), (1, 1)),    # 1x1 of whole tiles: A read in place
+    # kernel rows padded to whole groups: rows of 4, 8 and 11 taps, strides 1 to 4 (16 rows
+    # a vector) and 5 (a byte at a time), rows of outputs longer than a vector and a block
+    ((2, 3, 20, 70), (4, 8), (1, 3), (2, 4), (1, 1)),
+    ((1, 5, 9, 41), (3, 11), (2, 4), (1, 5), (1, 1)),
+    ((1, 2, 8, 30), (2, 4), (1, 5), (0, 1), (1, 1)),
+    ((1, 3, 12, 150), (7, 7), (2, 1), (3, 3), (1, 1)),
 ]
 
 
-# how a convolution reads its input and writes its output: (taps_major, x_last, c_last)
+# how a convolution reads its input and writes its output: (order, x_last, c_last), the
+# order of the patches' columns 0 (as the weight's), 1 (tap-major) or 2 (kernel rows in
+# whole groups)
 LAYOUTS = {"channels_first": (0, 0, 0), "taps_major": (1, 0, 0), "out_last": (0, 0, 1),
-           "taps_major_out_last": (1, 0, 1), "channels_last": (1, 1, 1)}
+           "taps_major_out_last": (1, 0, 1), "channels_last": (1, 1, 1),
+           "row_groups": (2, 0, 0), "row_groups_out_last": (2, 0, 1)}
 
 
 def _conv(lib, x, zero, w, stride, padding, dilation, layout, epilogue=None):
@@ -263,7 +279,12 @@ def _conv(lib, x, zero, w, stride, padding, dilation, layout, epilogue=None):
     k = shape[1] * taps
     oh, ow = _out_size(shape, kernel, stride, padding, dilation)
     b = w.reshape(oc, k).T
-    if taps_major:  # the channels padded to a multiple of 4
+    if taps_major == 2:  # each kernel row padded to a multiple of 4
+        rows = k // kernel[1] * -(-kernel[1] // 4) * 4
+        packed = np.full(lib.aotc_qgemm_packed_bytes(rows, oc), 0x5A, np.uint8)
+        lib.aotc_qconv_pack_b_rows(k, oc, kernel[1], b.ctypes.data, b.strides[0], b.strides[1],
+                                   packed.ctypes.data)
+    elif taps_major:  # the channels padded to a multiple of 4
         rows = taps * -(-shape[1] // 4) * 4
         packed = np.full(lib.aotc_qgemm_packed_bytes(rows, oc), 0x5A, np.uint8)
         lib.aotc_qconv_pack_b(k, oc, taps, b.ctypes.data, b.strides[0], b.strides[1],
@@ -317,7 +338,8 @@ def test_epilogue_gets_each_product_once(lib, m, n, k):
 
 
 @pytest.mark.parametrize("shape,kernel,stride,padding,dilation", [CONVS[0], CONVS[1], CONVS[7]])
-@pytest.mark.parametrize("layout", ["channels_first", "taps_major", "channels_last"])
+@pytest.mark.parametrize("layout", ["channels_first", "taps_major", "channels_last",
+                                    "row_groups"])
 def test_convolution_epilogue_gets_each_output_once(lib, shape, kernel, stride, padding,
                                                     dilation, layout):
     """A convolution's epilogue gets each output once: writing channels first, transposed,

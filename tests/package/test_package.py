@@ -147,3 +147,40 @@ def test_packed_layouts_are_checked(package, tmp_path, field, value, message):
     apply(path, bad, [("field", ("constants", 0, "packing", field), value)])
     with pytest.raises(aotc.PackageError, match=message):
         aotc.load_package(bad)
+
+
+class _IntWeighted(torch.nn.Module):
+    """_int_mm by a constant int8 weight: stored packed (int8_dot_groups16)."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(3)
+        self.register_buffer("w", torch.randint(-128, 128, (45, 70), dtype=torch.int8,
+                                                generator=g))
+
+    def forward(self, a):
+        return torch._int_mm(a, self.w.t())
+
+
+@pytest.mark.parametrize("row_taps, message", [
+    (3, r"row_taps.*a divisor of k \(70\)"),  # 70 rows are no whole kernel rows of 3
+    (2, r"constants\[\d+\].nbytes"),  # rows of 2 padded to 4: 140 rows, more bytes
+])
+def test_a_bad_row_padding_record_is_refused(tmp_path, row_taps, message):
+    """A packed int8 weight's record of kernel rows padded to whole groups must divide k and
+    match the bytes stored: else the package is refused, naming the field."""
+    from damage import apply
+
+    a = torch.randint(0, 256, (9, 70), dtype=torch.uint8)
+    with torch.no_grad():
+        ep = torch.export.export(_IntWeighted().eval(), (a,))
+    good = aotc.compile_and_package(ep, package_path=tmp_path / "good.pt2",
+                                    options={"freezing": False})
+    with zipfile.ZipFile(good) as z:
+        meta = json.loads(z.read(next(n for n in z.namelist() if n.endswith("metadata.json"))))
+    (k,) = [i for i, c in enumerate(meta["constants"]) if c["name"] == "w"]
+    assert meta["constants"][k]["packing"]["row_taps"] == 0
+    bad = tmp_path / "bad.pt2"
+    apply(good, bad, [("field", ("constants", k, "packing", "row_taps"), row_taps)])
+    with pytest.raises(aotc.PackageError, match=message):
+        aotc.load_package(bad)

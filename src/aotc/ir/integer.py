@@ -38,6 +38,10 @@ class IntMatmul(TakesEpilogue, Template):
     # the patches' columns tap-major, (ky, kx, ci): the kernel copies the input channels
     # last into the workspace and each tap's c bytes whole; b packed to match
     taps_major: bool = False
+    # channels first, the patches' columns ordered by kernel rows padded to whole groups,
+    # (ci, ky, kx < kwp), kwp = kw rounded up to a multiple of 4, zero weights past kw: a
+    # group is four neighbouring taps of one input row (scheduler/layout.py: row_groups)
+    row_groups: bool = False
     # channels-last activations (scheduler/layout.py): with taps_major, `a` names the input
     # as [batch, h, w, c], read in place (no copy); the output [batch, oh, ow, n], row-major
     # like a product's, instead of channels first
@@ -54,6 +58,20 @@ class IntMatmul(TakesEpilogue, Template):
             return 1
         return self.patches[3] * self.patches[4]
 
+    def row_taps(self) -> int:
+        """The kernel row's taps b's rows are padded over (aotc_qconv_pack_b_rows); 0: none."""
+        return self.patches[4] if self.row_groups and self.patches is not None else 0
+
+    def packed_rows(self) -> sympy.Expr:
+        """B's rows as packed: k, a tap-major convolution's taps * channels(), or k with each
+        kernel row of row_taps() padded to a multiple of 4."""
+        if self.taps() > 1:
+            return sympy.Integer(self.taps() * self.channels())
+        kw = self.row_taps()
+        if kw:
+            return sympy.sympify(self.k) / kw * (-(-kw // 4) * 4)
+        return sympy.sympify(self.k)
+
     def channels(self) -> int:
         """The input channels a tap-major convolution's patches hold per tap: c rounded up
         to a multiple of 4 (zero weights on the padding)."""
@@ -66,7 +84,7 @@ class IntMatmul(TakesEpilogue, Template):
         16 bytes of int8, then 16-padded int32 column sums; none for a packed B."""
         if self.b_packed:
             return sympy.Integer(0)
-        rows = self.taps() * self.channels() if self.taps() > 1 else sympy.sympify(self.k)
+        rows = self.packed_rows()
         n = sympy.sympify(self.n) + 15
         return sympy.expand((rows + 63) * n + 4 * n)
 
@@ -100,7 +118,8 @@ class IntMatmul(TakesEpilogue, Template):
                 else f" - {self.a_zero}" if self.a_zero else "")
         if self.patches is not None:
             c, h, w, kh, kw = self.patches[:5]
-            order = ", tap-major" if self.taps_major else ""
+            order = (", tap-major" if self.taps_major
+                     else ", kernel rows in whole groups" if self.row_groups else "")
             x = f"[.., {h}, {w}, {c}]" if self.x_channels_last else f"[.., {c}, {h}, {w}]"
             out = f"[.., {self.n}]" if self.out_channels_last else f"[.., {self.n}, ..]"
             return (f"int conv ({kind} {self.a.buffer}{zero}) {x} x s8 "

@@ -571,15 +571,26 @@ class PackedInt8B:
     # channels padded to a multiple of 4 (aotc_qconv_pack_b): row (tap, ci) of the packing
     # is the constant's row ci * taps + tap, zero for ci >= c
     taps: int = 1
+    # > 0: a channels-first convolution's weight [n, c, kh, kw] (k = c * kh * row_taps)
+    # with each kernel row of row_taps taps padded to a multiple of 4
+    # (aotc_qconv_pack_b_rows): row (q, kx) of the packing is the constant's row
+    # q * row_taps + kx, zero for kx >= row_taps
+    row_taps: int = 0
 
     def rows(self) -> int:
-        """The rows packed: k, or taps times the channels padded to a multiple of 4."""
+        """The rows packed: k, taps times the channels padded to a multiple of 4, or k with
+        each kernel row padded to a multiple of 4."""
+        if self.row_taps:
+            return self.k // self.row_taps * -(-self.row_taps // 4) * 4
         if self.taps == 1:
             return self.k
         return self.taps * -(-(self.k // self.taps) // 4) * 4
 
     def source_rows(self) -> list[int | None]:
         """The constant's row of [k, n] that each packed row holds (None: a zero row)."""
+        if self.row_taps:
+            kw, kwp = self.row_taps, -(-self.row_taps // 4) * 4
+            return [r // kwp * kw + r % kwp if r % kwp < kw else None for r in range(self.rows())]
         if self.taps == 1:
             return list(range(self.k))
         c = self.k // self.taps

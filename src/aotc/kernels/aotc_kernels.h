@@ -393,9 +393,16 @@ void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
    place, and each tap's cp bytes are copied whole. With c_last, C is written channels last,
    [batch, oh, ow, N] (row-major [M, N]); B then packed by aotc_qconv_pack_b with
    taps = kh*kw (K = c*taps), which packs taps*cp rows, row (tap, ci) from the weight's row
-   ci * taps + tap (zero for ci >= c), as aotc_qgemm_packed_bytes(taps*cp, N) bytes. */
+   ci * taps + tap (zero for ci >= c), as aotc_qgemm_packed_bytes(taps*cp, N) bytes.
+   taps_major = 2 orders the columns by kernel rows padded to whole groups instead:
+   k = (ci * kh + ky) * kwp + kx, kwp = kw rounded up to a multiple of 4, zero weights for
+   kx >= kw (a group four neighbouring taps of one input row); B then packed by
+   aotc_qconv_pack_b_rows with that kw, which packs c*kh*kwp rows, row (q, kx) from the
+   weight's row q * kw + kx, as aotc_qgemm_packed_bytes(c*kh*kwp, N) bytes. */
 void aotc_qconv_pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k,
                        int64_t sb_n, void *packed);
+void aotc_qconv_pack_b_rows(int64_t K, int64_t N, int64_t kw, const int8_t *B, int64_t sb_k,
+                            int64_t sb_n, void *packed);
 void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry, int a_signed,
                     int32_t a_zero, const void *packed_b, int32_t *C, void *workspace,
                     const aotc_qgemm_epilogue *epilogue);

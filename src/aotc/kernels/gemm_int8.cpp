@@ -123,6 +123,10 @@ void pack_a(const uint8_t *A, int64_t lda, uint8_t flip, int64_t m0, int64_t row
 struct Patches {
     int64_t c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
     bool taps_major;    // columns k = (ky * kw + kx) * cp + ci, from a channels-last input
+    // columns k = (ci * kh + ky) * kwp + kx, kwp = kw rounded up to a multiple of 4 (zero
+    // weights for kx >= kw): a group is four neighbouring taps of one input row
+    bool row_groups;
+    int64_t kwp;
     bool x_last;        // that input is x itself ([b, h, w, c], c = cp), not a copy
     bool c_last;        // the output is written channels last, [b, oh, ow, N] (row-major)
     int64_t cp;         // taps_major: channels padded to a multiple of 4 (zero weights there)
@@ -133,7 +137,9 @@ Patches patches(const int64_t *g, bool a_signed, int32_t a_zero) {
     Patches p;
     p.c = g[0], p.h = g[1], p.w = g[2], p.kh = g[3], p.kw = g[4], p.oh = g[5], p.ow = g[6];
     p.sh = g[7], p.sw = g[8], p.ph = g[9], p.pw = g[10], p.dh = g[11], p.dw = g[12];
-    p.taps_major = g[13] != 0;
+    p.taps_major = g[13] == 1;
+    p.row_groups = g[13] == 2;
+    p.kwp = p.row_groups ? ceil_div(p.kw, 4) * 4 : p.kw;
     p.x_last = g[14] != 0;
     p.c_last = g[15] != 0;
     p.cp = ceil_div(p.c, 4) * 4;
@@ -224,11 +230,8 @@ inline void copy_run(uint8_t *v, const uint8_t *src, int64_t lo, int64_t hi, int
     std::memset(v + hi, p.pad, size_t(len - hi));
 }
 
-// The block's patches group-major (row r's group g at g * GS + 4 r): `groups` groups, those
-// past the taps zero.
-void pack_patches(const Patches &p, const uint8_t *x, int64_t m0, int64_t rows, int64_t groups,
-                  uint8_t *dst) {
-    Run runs[MB];
+// Runs of a block's rows along one output row each (at most MB of them).
+int64_t runs_of(const Patches &p, int64_t m0, int64_t rows, Run *runs) {
     int64_t n_runs = 0;
     for (int64_t r = 0; r < rows;) {
         const int64_t m = m0 + r, ox = m % p.ow, oy = (m / p.ow) % p.oh, b = m / (p.ow * p.oh);
@@ -236,6 +239,15 @@ void pack_patches(const Patches &p, const uint8_t *x, int64_t m0, int64_t rows, 
         runs[n_runs++] = Run{b, oy, ox, len, r};
         r += len;
     }
+    return n_runs;
+}
+
+// The block's patches group-major (row r's group g at g * GS + 4 r): `groups` groups, those
+// past the taps zero.
+void pack_patches(const Patches &p, const uint8_t *x, int64_t m0, int64_t rows, int64_t groups,
+                  uint8_t *dst) {
+    Run runs[MB];
+    const int64_t n_runs = runs_of(p, m0, rows, runs);
     std::vector<Span> spans(size_t(n_runs * p.kw));  // [run][kx]
     for (int64_t i = 0; i < n_runs; ++i)
         for (int64_t kx = 0; kx < p.kw; ++kx) {
@@ -278,6 +290,73 @@ void pack_patches(const Patches &p, const uint8_t *x, int64_t m0, int64_t rows, 
     for (; g < groups; ++g) std::memset(dst + g * GS, 0, size_t(4 * rows));
 }
 
+
+// Rows i0 .. i0 + n of a run in group (ci, ky, h) of the row-groups order: row i's four
+// bytes are taps kx = 4h .. 4h + 3 of input row `src` (the padding where iy is outside),
+// input columns ix = (ox0 + i) * sw - pw + kx * dw, the zero point outside [0, w).
+void row_group(const Patches &p, const uint8_t *src, int64_t ox0, int64_t h, int64_t i0,
+               int64_t n, uint8_t *out) {
+    for (int64_t i = i0; i < i0 + n; ++i)
+        for (int64_t t = 0; t < 4; ++t) {
+            const int64_t ix = (ox0 + i) * p.sw - p.pw + (4 * h + t) * p.dw;
+            out[4 * i + t] = src && ix >= 0 && ix < p.w ? src[ix] ^ p.flip : p.pad;
+        }
+}
+
+// The block's patches group-major in the row-groups order (Patches::row_groups): group
+// (ci * kh + ky) * kwp / 4 + h of row r at (that group) * GS + 4 r, groups past the
+// patches' zero. With AVX-512 and dw == 1, sw <= 4, sixteen rows of a group are one masked
+// load of the 64 input bytes from the first row's first tap (the zero point outside the
+// input), a dword permute that gives each 128-bit lane the bytes of its four rows, and a
+// byte shuffle that puts row s's taps t at 4 s + t (input byte sw * s + t of the lane's).
+void pack_row_groups(const Patches &p, const uint8_t *x, int64_t m0, int64_t rows,
+                     int64_t groups, uint8_t *dst) {
+    Run runs[MB];
+    const int64_t n_runs = runs_of(p, m0, rows, runs), halves = p.kwp / 4;
+#if defined(__AVX512BW__) && defined(__BMI2__)
+    const bool vector = p.dw == 1 && p.sw <= 4;
+    const int64_t sw = p.sw;
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, sw, sw + 1, sw + 2, sw + 3, 2 * sw,
+                                            2 * sw + 1, 2 * sw + 2, 2 * sw + 3, 3 * sw,
+                                            3 * sw + 1, 3 * sw + 2, 3 * sw + 3);
+    alignas(64) int8_t order[64];
+    for (int64_t q = 0; q < 64; ++q) order[q] = int8_t(sw * (q % 16 / 4) + q % 4);
+    const __m512i taps = _mm512_load_si512(order);
+    const __m512i pad = _mm512_set1_epi8(static_cast<char>(p.pad));
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(p.flip));
+#endif
+    int64_t g = 0;
+    for (int64_t ci = 0; ci < p.c; ++ci)
+        for (int64_t ky = 0; ky < p.kh; ++ky)
+            for (int64_t h = 0; h < halves; ++h, ++g) {
+                uint8_t *column = dst + g * GS;
+                for (int64_t k = 0; k < n_runs; ++k) {
+                    const Run &run = runs[k];
+                    const int64_t iy = run.oy * p.sh - p.ph + ky * p.dh;
+                    const uint8_t *src = iy >= 0 && iy < p.h
+                                             ? x + ((run.b * p.c + ci) * p.h + iy) * p.w
+                                             : nullptr;
+                    uint8_t *out = column + 4 * run.r0;
+                    int64_t i = 0;
+#if defined(__AVX512BW__) && defined(__BMI2__)
+                    for (; vector && src && i < run.len; i += 16) {
+                        const int64_t first = (run.ox0 + i) * sw - p.pw + 4 * h;
+                        const __mmask64 inside = bits(std::clamp<int64_t>(-first, 0, 64),
+                                                      std::clamp<int64_t>(p.w - first, 0, 64));
+                        const __m512i bytes = _mm512_xor_si512(
+                            _mm512_maskz_loadu_epi8(inside, src + first), flip);
+                        const __m512i v = _mm512_shuffle_epi8(
+                            _mm512_permutexvar_epi32(
+                                lanes, _mm512_mask_blend_epi8(inside, pad, bytes)), taps);
+                        _mm512_mask_storeu_epi8(out + 4 * i, bits(0, 4 * std::min<int64_t>(
+                                                                     16, run.len - i)), v);
+                    }
+#endif
+                    row_group(p, src, run.ox0, h, i, run.len - i, out);
+                }
+            }
+    for (; g < groups; ++g) std::memset(dst + g * GS, 0, size_t(4 * rows));
+}
 
 // d[j][i] = s[i][j] for an int32 matrix s of `rows` x `cols` (multiples of 16), rows of s
 // `sld` apart and of d `dld`: 16 x 16 blocks in registers on AVX-512.
@@ -687,15 +766,13 @@ void tile(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel, int6
 #endif
 }
 
-// B [K, N] (element (k, n) = B[k * sb_k + n * sb_n]) in the dot-product layout, then its
-// column sums; with taps > 1, a convolution's weight [N, c, kh, kw] (K = c * taps rows)
-// taken tap-major as its channels-last patches are: rows (tap, ci) for ci < cp, c padded to
-// a multiple of 4, row (tap, ci) read from row ci * taps + tap, zero for ci >= c.
-void pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k, int64_t sb_n,
-            void *packed) {
-    const int64_t c = K / taps, cp = taps > 1 ? ceil_div(c, 4) * 4 : c;
-    K = taps * cp;  // the rows packed
-    const int64_t groups = stored_groups(K), panels = ceil_div(N, NP);
+// `rows` rows of B [K, N] (element (k, n) = B[k * sb_k + n * sb_n]) in the dot-product
+// layout, then their column sums: packed row k is B's row source(k), a zero row where that
+// is negative.
+template <class Source>
+void pack_rows(int64_t rows, int64_t N, Source source, const int8_t *B, int64_t sb_k,
+               int64_t sb_n, void *packed) {
+    const int64_t groups = stored_groups(rows), panels = ceil_div(N, NP);
     int8_t *out = static_cast<int8_t *>(packed);
     std::memset(out, 0, size_t(panels * groups * NP * 4 + panels * NP * int64_t(sizeof(int32_t))));
     int32_t *colsum = reinterpret_cast<int32_t *>(out + panels * groups * NP * 4);
@@ -703,15 +780,27 @@ void pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k, i
         for (int64_t j = 0; j < NP && q * NP + j < N; ++j) {
             const int64_t n = q * NP + j;
             int32_t sum = 0;
-            for (int64_t k = 0; k < K; ++k) {
-                const int64_t ci = k % cp, tap = k / cp;
-                if (ci >= c) continue;  // a padding channel: zero
-                const int8_t v = B[(taps > 1 ? ci * taps + tap : k) * sb_k + n * sb_n];
+            for (int64_t k = 0; k < rows; ++k) {
+                const int64_t from = source(k);
+                if (from < 0) continue;  // a padding row: zero
+                const int8_t v = B[from * sb_k + n * sb_n];
                 out[((q * groups + k / 4) * NP + j) * 4 + k % 4] = v;
                 sum += v;
             }
             colsum[n] = sum;
         }
+}
+
+// B [K, N] packed; with taps > 1, a convolution's weight [N, c, kh, kw] (K = c * taps rows)
+// taken tap-major as its channels-last patches are: rows (tap, ci) for ci < cp, c padded to
+// a multiple of 4, row (tap, ci) read from row ci * taps + tap, zero for ci >= c.
+void pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int64_t sb_k, int64_t sb_n,
+            void *packed) {
+    const int64_t c = K / taps, cp = taps > 1 ? ceil_div(c, 4) * 4 : c;
+    pack_rows(taps * cp, N, [=](int64_t k) {
+        const int64_t ci = k % cp, tap = k / cp;
+        return ci >= c ? -1 : taps > 1 ? ci * taps + tap : k;
+    }, B, sb_k, sb_n, packed);
 }
 
 // Where C[m, n] goes: row-major at C + m * ld + n (a product's, or a convolution's output
@@ -903,6 +992,14 @@ void aotc_qconv_pack_b(int64_t K, int64_t N, int64_t taps, const int8_t *B, int6
     pack_b(K, N, taps, B, sb_k, sb_n, packed);
 }
 
+void aotc_qconv_pack_b_rows(int64_t K, int64_t N, int64_t kw, const int8_t *B, int64_t sb_k,
+                            int64_t sb_n, void *packed) {
+    const int64_t kwp = ceil_div(kw, 4) * 4;
+    pack_rows(K / kw * kwp, N, [=](int64_t k) {
+        return k % kwp < kw ? k / kwp * kw + k % kwp : -1;
+    }, B, sb_k, sb_n, packed);
+}
+
 void aotc_qgemm_s32(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, int a_signed,
                     int32_t a_zero, const void *packed_b, int32_t *C, int64_t ldc,
                     const aotc_qgemm_epilogue *epilogue) {
@@ -948,17 +1045,21 @@ void aotc_qconv_s32(int64_t M, int64_t N, const void *X, const int64_t *geometry
                 });
         return;
     }
-    product(M, N, p.c * p.kh * p.kw, a_signed != 0, a_zero, packed_b, out,
+    product(M, N, p.c * p.kh * p.kwp, a_signed != 0, a_zero, packed_b, out,
             [&p, x](int64_t m0, int64_t rows, int64_t groups, bool amx,
                     uint8_t *dst) -> Block {
+                const auto gather = [&](uint8_t *to) {
+                    if (p.row_groups) pack_row_groups(p, x, m0, rows, groups, to);
+                    else pack_patches(p, x, m0, rows, groups, to);
+                };
                 if (!amx) {  // gathered group-major
-                    pack_patches(p, x, m0, rows, groups, dst);
+                    gather(dst);
                     return Block{dst, Layout{4, GS}};
                 }
                 // AMX: the patches group-major, then turned row-major 16 x 16 groups at once
                 thread_local std::vector<uint8_t> scratch;
                 scratch.resize(size_t(GS * groups));
-                pack_patches(p, x, m0, rows, groups, scratch.data());
+                gather(scratch.data());
                 const Layout to{4 * groups, 4};
                 to_rows(scratch.data(), groups, dst, to.row);
                 return Block{dst, to};

@@ -257,6 +257,12 @@ def _packing(value: Any, path: str, numel: int, dtype) -> int:
                 raise _Bad(f"{path}.taps", f"a divisor of k ({f['k']})", taps)
             if taps > 1:  # its channels padded to a multiple of 4
                 rows = taps * -(-(f["k"] // taps) // 4) * 4
+            row_taps = _int(p.get("row_taps", 0), f"{path}.row_taps", 0, f["k"])
+            if row_taps:  # each kernel row of row_taps padded to a multiple of 4
+                if f["k"] % row_taps or taps > 1:
+                    raise _Bad(f"{path}.row_taps", f"a divisor of k ({f['k']}), without taps",
+                               row_taps)
+                rows = f["k"] // row_taps * -(-row_taps // 4) * 4
         panels = -(-f["n"] // 16)  # panels, then their int32 column sums
         return panels * _INT8_GROUPS[layout](rows) * 64 + panels * 64
     if stored == "bfloat16":  # whole pairs of rows, 2 bytes a value

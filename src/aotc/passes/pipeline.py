@@ -10,7 +10,8 @@ know what aotc does to a program.
                 the activations between quantized convolutions are laid out channels last
                 (scheduler/layout.py)
     prepack     weights only GEMMs read are stored in the kernel's panel layout for the
-                target ISA (scheduler/prepack.py)
+                target ISA (scheduler/prepack.py), after the order of channels-first int8
+                convolutions' patches is chosen for it (scheduler/layout.py: row_groups)
     group       the kernel sequence: row groups of reductions + their reader (scheduler/grouping.py)
     loops       each generated kernel's loop nest for the target: splits, tiles, vector lanes,
                 parallel loops, reduction strategy (scheduler/loops.py)
@@ -45,7 +46,7 @@ from ..package.weights import Weights, format_weights, pack_weights
 from ..scheduler.fusion import fuse_pointwise
 from ..scheduler.grouping import RowGroup, Scheduled, group_rows, kernel_members, local_buffers
 from ..scheduler.inplace import in_place_updates
-from ..scheduler.layout import channels_last
+from ..scheduler.layout import channels_last, row_groups
 from ..scheduler.loops import LoopPlan, format_loop_plan, plan_loops
 from ..scheduler.memory import MemoryPlan, plan_memory
 from ..scheduler.prepack import prepack_weights
@@ -122,7 +123,8 @@ def compile_program(ep, target: Target, opt_level: str = "-O3",
               format_program),
         Stage("dce", lambda: remove_dead_buffers(state["import"]), format_program),
         Stage("fuse", lambda: fuse_pointwise(channels_last(state["dce"])), format_program),
-        Stage("prepack", lambda: prepack_weights(state["fuse"], target, precision), format_program),
+        Stage("prepack", lambda: prepack_weights(row_groups(state["fuse"], target.vector_bytes),
+                                                 target, precision), format_program),
         Stage("group", lambda: group_rows(state["prepack"]), _schedule_dump),
         Stage("loops", lambda: plan_loops(state["prepack"], state["group"], target),
               format_loop_plan),

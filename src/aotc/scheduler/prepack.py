@@ -202,7 +202,7 @@ def _int8_packing(op: IntMatmul, target: Target) -> PackedInt8B | None:
     if any(v is None for v in values):
         return None
     k, n, offset, sb_k, sb_n = (int(v) for v in values if v is not None)
-    return PackedInt8B(k, n, offset, sb_k, sb_n, op.taps()) if k and n else None
+    return PackedInt8B(k, n, offset, sb_k, sb_n, op.taps(), op.row_taps()) if k and n else None
 
 
 def _int4_packing(op: WeightOnlyMatmul, data) -> PackedInt4 | None:

@@ -64,7 +64,9 @@ def _emit_pack_constant(code: CodeBuffer, program: Program) -> None:
             continue
         if isinstance(p, PackedInt8B):
             src = f"static_cast<const int8_t *>(src) + {p.offset}"
-            call = (f"aotc_qconv_pack_b({p.k}, {p.n}, {p.taps}, {src}, {p.sb_k}, {p.sb_n}, dst);"
+            call = (f"aotc_qconv_pack_b_rows({p.k}, {p.n}, {p.row_taps}, {src}, {p.sb_k}, "
+                    f"{p.sb_n}, dst);" if p.row_taps else
+                    f"aotc_qconv_pack_b({p.k}, {p.n}, {p.taps}, {src}, {p.sb_k}, {p.sb_n}, dst);"
                     if p.taps > 1 else
                     f"aotc_qgemm_pack_b({p.k}, {p.n}, {src}, {p.sb_k}, {p.sb_n}, dst);")
         else:

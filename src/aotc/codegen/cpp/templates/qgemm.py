@@ -39,8 +39,10 @@ def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]
         assert workspace is not None
         b = f"{pointer_of(op.b.buffer)} + {c_index(op.b.offset)}"
         sb_k, sb_n = (c_index(s) for s in op.b.strides)
-        taps = op.taps()
-        lines.append(f"aotc_qconv_pack_b({k}, {n}, {taps}, {b}, {sb_k}, {sb_n}, {workspace});"
+        taps, kw = op.taps(), op.row_taps()
+        lines.append(f"aotc_qconv_pack_b_rows({k}, {n}, {kw}, {b}, {sb_k}, {sb_n}, {workspace});"
+                     if kw else
+                     f"aotc_qconv_pack_b({k}, {n}, {taps}, {b}, {sb_k}, {sb_n}, {workspace});"
                      if taps > 1 else
                      f"aotc_qgemm_pack_b({k}, {n}, {b}, {sb_k}, {sb_n}, {workspace});")
         packed = workspace
@@ -51,8 +53,10 @@ def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]
                                          "aotc_qgemm_epilogue")
         c = "nullptr"
     if op.patches is not None:  # a convolution: its patches read from the input in place
-        names = "c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, taps_major, x_last, c_last"
-        geometry = ", ".join(str(g) for g in (*op.patches, int(op.taps_major),
+        names = ("c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, order (1 tap-major, 2 row "
+                 "groups), x_last, c_last")
+        order = 1 if op.taps_major else 2 if op.row_groups else 0
+        geometry = ", ".join(str(g) for g in (*op.patches, order,
                                                int(op.x_channels_last),
                                                int(op.out_channels_last)))
         # a tap-major convolution's channels-last copy of its input, after B's packing
