@@ -561,6 +561,18 @@ void tile_vnni(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel,
     }
 }
 
+// `quads` micro-tiles of 4 rows down a block (rows 4 apart in A and in the sums), in one
+// call. Called a micro-tile at a time (through tile's dispatch), 3136 x 256 x 64 took
+// 288 us on Zen 4 at one thread, 229 us so; 784 x 512 x 128 258 -> 226 us.
+template <int P>
+__attribute__((target("avx512f,avx512bw,avx512vnni")))
+void quads_vnni(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel,
+                int64_t pstride, int64_t quads, int32_t (*sums)[PG * NP]) {
+    for (int64_t q = 0; q < quads; ++q)
+        tile_vnni_rp<4, P>(a + 4 * q * at.row, at, groups, panel, pstride,
+                           *reinterpret_cast<Tile *>(sums[4 * q]));
+}
+
 // AVX-VNNI: the same vpdpbusd on 256-bit registers (Intel's client and recent server
 // cores, AMD Zen 5), for builds below AVX-512 or processors without avx512_vnni: a
 // panel's 16 columns as two halves of 8, one panel at a time.
@@ -766,6 +778,27 @@ void tile(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel, int6
 #endif
 }
 
+// The sums of a block's `rows` rows (micro-tiles of MR rows) with `panels` panels.
+void tiles(const uint8_t *a, Layout at, int64_t groups, const int8_t *panel, int64_t pstride,
+           int64_t panels, int64_t rows, int32_t (*sums)[PG * NP]) {
+    int64_t r0 = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (has_vnni()) {
+        const int64_t quads = rows / MR;
+        switch (panels) {
+            case 4: quads_vnni<4>(a, at, groups, panel, pstride, quads, sums); break;
+            case 3: quads_vnni<3>(a, at, groups, panel, pstride, quads, sums); break;
+            case 2: quads_vnni<2>(a, at, groups, panel, pstride, quads, sums); break;
+            default: quads_vnni<1>(a, at, groups, panel, pstride, quads, sums);
+        }
+        r0 = quads * MR;
+    }
+#endif
+    for (; r0 < rows; r0 += MR)
+        tile(a + r0 * at.row, at, groups, panel, pstride, panels,
+             std::min<int64_t>(MR, rows - r0), *reinterpret_cast<Tile *>(sums[r0]));
+}
+
 // `rows` rows of B [K, N] (element (k, n) = B[k * sb_k + n * sb_n]) in the dot-product
 // layout, then their column sums: packed row k is B's row source(k), a zero row where that
 // is negative.
@@ -960,12 +993,7 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
                 amx_block(ablock.data, ablock.at.row, rows, p.kgroups / KG, panel, pstride,
                           panels, sums);
             } else {
-                for (int64_t r0 = 0; r0 < rows; r0 += MR) {
-                    Tile &acc = *reinterpret_cast<Tile *>(sums[r0]);
-                    const int64_t n_rows = std::min<int64_t>(MR, rows - r0);
-                    tile(ablock.data + r0 * ablock.at.row, ablock.at, p.groups, panel, pstride,
-                         panels, n_rows, acc);
-                }
+                tiles(ablock.data, ablock.at, p.groups, panel, pstride, panels, rows, sums);
             }
             store(out, m0, rows, q0 * NP, cols, sums, zero, colsum);
         }
