@@ -949,18 +949,24 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
     const int32_t zero = a_signed ? a_zero + 128 : a_zero;
     const bool amx = M >= AMX_MIN_ROWS && has_amx();
     const bool parallel = M * N * std::max<int64_t>(K, 1) >= (int64_t(1) << 16);
-    // Blocks of rows as tall as each other (whole micro-tiles, at most MB), as many as a
-    // multiple of the team, so that a static share of the (block, strip) units gives the
-    // threads as many rows: 196 rows (a 14x14 convolution) as 64, 64, 64 and 4 gave one of
-    // two threads 128 of them, 784 (28x28) as 13 blocks split one block between the two.
-    // The AMX tiles keep blocks of MB rows, which they read whole.
-    int64_t n_blocks = ceil_div(M, MB);
+    // Blocks of rows as tall as each other to a micro-tile (whole micro-tiles, at most MB),
+    // as many as a multiple of the team, so that a static share of the (block, strip) units
+    // gives the threads as many rows: 196 rows (a 14x14 convolution) as 64, 64, 64 and 4
+    // gave one of two threads 128 of them, as 52, 52, 52 and 40 104; as 52, 48, 48, 48 it
+    // gets 100. 784 (28x28) as 13 blocks split one block between the two. The AMX tiles
+    // keep blocks of MB rows, which they read whole.
+    int64_t blocks = ceil_div(M, MB);
 #ifdef _OPENMP
     const int64_t team = parallel ? omp_get_max_threads() : 1;
-    if (team > 1 && n_blocks > 1) n_blocks = ceil_div(n_blocks, team) * team;
+    if (team > 1 && blocks > 1 && !amx) blocks = ceil_div(blocks, team) * team;
 #endif
-    const int64_t mb = amx ? MB : std::min(MB, ceil_div(ceil_div(M, n_blocks), MR) * MR);
-    const int64_t blocks = ceil_div(M, mb), strips = ceil_div(p.panels, PG);
+    const int64_t quads = ceil_div(M, MR);
+    blocks = std::min(blocks, quads);
+    // block blk's first row: its share of the micro-tiles, or MB rows a block for AMX
+    const auto first_row = [=](int64_t blk) {
+        return std::min(M, amx ? blk * MB : blk * quads / blocks * MR);
+    };
+    const int64_t strips = ceil_div(p.panels, PG);
     const int64_t units = blocks * strips;
     const int64_t pstride = p.kgroups * NP * 4;
     // AMX: the block's rows over the stored groups (whole tiles)
@@ -979,7 +985,7 @@ void product(int64_t M, int64_t N, int64_t K, bool a_signed, int32_t a_zero,
 #pragma omp for schedule(static)
         for (int64_t u = 0; u < units; ++u) {
             const int64_t blk = u / strips, q0 = (u % strips) * PG;
-            const int64_t m0 = blk * mb, rows = std::min(mb, M - m0);
+            const int64_t m0 = first_row(blk), rows = first_row(blk + 1) - m0;
             if (packed_block != blk) {  // consecutive units of a thread share the block
                 ablock = pack(m0, rows, packed_groups, amx, apack.data());
                 packed_block = blk;
