@@ -37,6 +37,17 @@ def emit_packing(code: CodeBuffer, program: Program) -> None:
     _emit_pack_constant(code, program)
 
 
+def int8_pack_call(k, n, taps, row_taps, b: str, sb_k, sb_n, dst: str) -> str:
+    """The call that packs B [k, n] (at `b`, strides sb_k, sb_n) for the int8 GEMM at `dst`:
+    kernel rows of row_taps padded to whole groups (aotc_qconv_pack_b_rows), tap-major over
+    taps > 1 (aotc_qconv_pack_b), or as it is (aotc_qgemm_pack_b)."""
+    if row_taps:
+        return f"aotc_qconv_pack_b_rows({k}, {n}, {row_taps}, {b}, {sb_k}, {sb_n}, {dst});"
+    if taps > 1:
+        return f"aotc_qconv_pack_b({k}, {n}, {taps}, {b}, {sb_k}, {sb_n}, {dst});"
+    return f"aotc_qgemm_pack_b({k}, {n}, {b}, {sb_k}, {sb_n}, {dst});"
+
+
 def _emit_pack_constant(code: CodeBuffer, program: Program) -> None:
     """`pack_constant(k, src, dst)` inside the anonymous namespace: the user's contiguous
     tensor of constant k packed as the package stores it; false for a constant stored as
@@ -63,12 +74,9 @@ def _emit_pack_constant(code: CodeBuffer, program: Program) -> None:
                 "      return true;"])
             continue
         if isinstance(p, PackedInt8B):
-            src = f"static_cast<const int8_t *>(src) + {p.offset}"
-            call = (f"aotc_qconv_pack_b_rows({p.k}, {p.n}, {p.row_taps}, {src}, {p.sb_k}, "
-                    f"{p.sb_n}, dst);" if p.row_taps else
-                    f"aotc_qconv_pack_b({p.k}, {p.n}, {p.taps}, {src}, {p.sb_k}, {p.sb_n}, dst);"
-                    if p.taps > 1 else
-                    f"aotc_qgemm_pack_b({p.k}, {p.n}, {src}, {p.sb_k}, {p.sb_n}, dst);")
+            call = int8_pack_call(p.k, p.n, p.taps, p.row_taps,
+                                  f"static_cast<const int8_t *>(src) + {p.offset}", p.sb_k,
+                                  p.sb_n, "dst")
         else:
             pack, out = (("aotc_sgemm_pack_b_bf16", "uint16_t") if p.dtype == "bfloat16"
                          else ("aotc_sgemm_pack_b", "float"))

@@ -21,6 +21,7 @@ from ....scheduler.access import merge_inner_axes
 from ..code import CodeBuffer
 from ..exprs import BodyEmitter, c_index
 from ..kernels import describe
+from ..packing import int8_pack_call
 from . import emits, emits_helpers, epilogue_simd
 from .gemm import epilogue_name, epilogue_table, unpack_table, unravel_row
 
@@ -39,12 +40,7 @@ def int_matmul_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]
         assert workspace is not None
         b = f"{pointer_of(op.b.buffer)} + {c_index(op.b.offset)}"
         sb_k, sb_n = (c_index(s) for s in op.b.strides)
-        taps, kw = op.taps(), op.row_taps()
-        lines.append(f"aotc_qconv_pack_b_rows({k}, {n}, {kw}, {b}, {sb_k}, {sb_n}, {workspace});"
-                     if kw else
-                     f"aotc_qconv_pack_b({k}, {n}, {taps}, {b}, {sb_k}, {sb_n}, {workspace});"
-                     if taps > 1 else
-                     f"aotc_qgemm_pack_b({k}, {n}, {b}, {sb_k}, {sb_n}, {workspace});")
+        lines.append(int8_pack_call(k, n, op.taps(), op.row_taps(), b, sb_k, sb_n, workspace))
         packed = workspace
     # the sums go to the buffer, or through the epilogue, which writes the buffer itself
     c, epilogue, setup = pointer_of(buf.name), "nullptr", []
