@@ -87,13 +87,15 @@ class VectorBody:
     """One statement per node (`const __m512 vN = ...;` or `__m512i`), each node once.
     Integer values (int32, uint8, int8) are held as 16 int32 lanes; buffers are named as
     the epilogue's table unpacks them (their own names). With `hoisted`, the values that
-    do not depend on the row go there (computed once for all the rows of a chunk)."""
+    do not depend on the row go there (computed once for all the rows of a chunk), the
+    constants named once for the chunk's four vectors (`constants`, shared by them)."""
 
     def __init__(self, sizes_of: dict, source: str, iv, lines_out: list[str],
-                 lanes: Lanes = Lanes(), hoisted: list[str] | None = None):
+                 lanes: Lanes = Lanes(), hoisted: list[str] | None = None,
+                 constants: dict[Node, str] | None = None):
         self.sizes_of, self.source, self.iv, self.lanes = sizes_of, source, iv, lanes
         self.names: dict[Node, str] = {}
-        self.lines, self.hoisted = lines_out, hoisted
+        self.lines, self.hoisted, self.constants = lines_out, hoisted, constants
 
     def value(self, e: Node) -> str:
         if e in self.names:
@@ -109,9 +111,15 @@ class VectorBody:
         return self._name(e, requantized)
 
     def _name(self, e: Node, text: str) -> str:
+        vt = "__m512" if e.dtype is DType.float32 else "__m512i"
+        if isinstance(e, Constant) and self.constants is not None and self.hoisted is not None:
+            if e not in self.constants:
+                self.constants[e] = f"k{len(self.constants)}"
+                self.hoisted.append(f"const {vt} {self.constants[e]} = {text};")
+            self.names[e] = self.constants[e]
+            return self.constants[e]
         name = f"v{len(self.names)}{self.lanes.suffix}"
         self.names[e] = name
-        vt = "__m512" if e.dtype is DType.float32 else "__m512i"
         lines = self.hoisted if self.hoisted is not None and self._row_free(e) else self.lines
         lines.append(f"const {vt} {name} = {text};")
         return name
@@ -274,12 +282,14 @@ def vector_rows(body: Node, out_dtype: DType, sizes, iv, sizes_of: dict, source:
     hoisted: list[str] = []
     rows: list[str] = []
     results = []
+    constants: dict[Node, str] = {}
     try:
         one = VectorBody(sizes_of, source, iv, step)
         result = one.value(body)
         for q in range(4):
             chunk = VectorBody(sizes_of, source, iv, rows,
-                               Lanes(f"j0 + {16 * q}", "__mmask16(0xFFFF)", f"_{q}"), hoisted)
+                               Lanes(f"j0 + {16 * q}", "__mmask16(0xFFFF)", f"_{q}"), hoisted,
+                               constants)
             results.append(chunk.value(body))
     except Unsupported:
         return None
