@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import sympy
 
 from .expr import IndirectLoad, Node, loads
-from .nodes import Operand, TakesEpilogue, Template
+from .nodes import Operand, TakesEpilogue, Template, int8_packed_rows
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,8 @@ class IntMatmul(TakesEpilogue, Template):
     def packed_rows(self) -> sympy.Expr:
         """B's rows as packed: k, a tap-major convolution's taps * channels(), or k with each
         kernel row of row_taps() padded to a multiple of 4."""
-        if self.taps() > 1:
-            return sympy.Integer(self.taps() * self.channels())
-        kw = self.row_taps()
-        if kw:
-            return sympy.sympify(self.k) / kw * (-(-kw // 4) * 4)
+        if self.taps() > 1 or self.row_taps():  # a convolution: static sizes
+            return sympy.Integer(int8_packed_rows(int(self.k), self.taps(), self.row_taps()))
         return sympy.sympify(self.k)
 
     def channels(self) -> int:

@@ -554,6 +554,17 @@ class PackedGemmB:
         return self.floats() * 4
 
 
+def int8_packed_rows(k: int, taps: int = 1, row_taps: int = 0) -> int:
+    """The rows of B [k, n] the int8 dot-product layout packs (PackedInt8B): k; with
+    taps > 1, taps times the channels (k / taps) padded to a multiple of 4; with row_taps,
+    k with each kernel row of row_taps padded to a multiple of 4."""
+    if row_taps:
+        return k // row_taps * -(-row_taps // 4) * 4
+    if taps == 1:
+        return k
+    return taps * -(-(k // taps) // 4) * 4
+
+
 @dataclass(frozen=True)
 class PackedInt8B:
     """An int8 constant stored as the B [k, n] of integer products in the dot-product layout
@@ -578,13 +589,7 @@ class PackedInt8B:
     row_taps: int = 0
 
     def rows(self) -> int:
-        """The rows packed: k, taps times the channels padded to a multiple of 4, or k with
-        each kernel row padded to a multiple of 4."""
-        if self.row_taps:
-            return self.k // self.row_taps * -(-self.row_taps // 4) * 4
-        if self.taps == 1:
-            return self.k
-        return self.taps * -(-(self.k // self.taps) // 4) * 4
+        return int8_packed_rows(self.k, self.taps, self.row_taps)
 
     def source_rows(self) -> list[int | None]:
         """The constant's row of [k, n] that each packed row holds (None: a zero row)."""
