@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -125,6 +126,31 @@ void prepacked_case(int64_t M, int64_t N, int64_t K) {
                   what + " runs the epilogue once per element");
 }
 
+// aotc_sgemm_act: the residual and the activation (clamp, hardswish) in the stores of C,
+// bit for bit what applying them after the plain product gives (a NaN bias column stays NaN)
+void act_case(int64_t M, int64_t N, int64_t K, int kind) {
+    const auto A = check::values(size_t(M * K), 12), B = check::values(size_t(K * N), 13);
+    auto bias = check::values(size_t(N), 14);
+    bias[size_t(N / 2)] = NAN;
+    auto res = check::values(size_t(M * N), 15);
+    for (float &r : res) r *= 4.0f;
+    std::vector<float> plain(size_t(M * N)), C(size_t(M * N));
+    aotc_sgemm_batched(1, M, N, K, A.data(), 0, K, 1, B.data(), 0, N, 1, plain.data(), 0, N,
+                       bias.data(), 0, 0, 1, 1.0f, 1.0f);
+    const aotc_gemm_activation act{kind, -0.5f, 0.75f, res.data()};
+    aotc_sgemm_act(1, M, N, K, A.data(), 0, K, 1, B.data(), 0, N, 1, C.data(), 0, N,
+                   bias.data(), 0, 0, 1, 1.0f, 1.0f, &act);
+    bool same = true;
+    for (size_t i = 0; i < C.size(); ++i) {
+        const float v = plain[i] + res[i];
+        const float want = kind == 2 ? v * std::min(std::max(v + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f)
+                                     : kind == 1 ? std::min(std::max(v, -0.5f), 0.75f) : v;
+        same = same && (std::isnan(want) ? std::isnan(C[i]) : C[i] == want);
+    }
+    check::expect(same, "sgemm_act " + std::to_string(M) + "x" + std::to_string(N) + "x" +
+                            std::to_string(K) + " kind " + std::to_string(kind));
+}
+
 inline float bf16(float x) {  // round to nearest even, as the packing does
     uint32_t u;
     std::memcpy(&u, &x, 4);
@@ -172,6 +198,11 @@ int main() {
         batched_case(9, 21, 17, false);
         prepacked_case(1, 10, 33);
         prepacked_case(37, 45, 600);
+        for (int kind = 0; kind < 3; ++kind) {
+            act_case(37, 45, 20, kind);  // packed tiles
+            act_case(5, 30, 9, kind);    // few rows
+            act_case(9, 70, 1100, kind); // K slices (split along K on 4 threads)
+        }
         bf16_case(7, 19, 33);
         bf16_case(20, 40, 515);
     }

@@ -24,8 +24,8 @@ EXPORTS: dict[str, frozenset[str]] = {
     # aotc::fft_c2c ... : aotc_kernels.h's inline wrappers by element type
     "fft": frozenset({f"aotc_fft_{k}_{t}" for k in ("c2c", "r2c", "c2r") for t in ("f32", "f64")}
                      | {f"aotc::fft_{k}" for k in ("c2c", "r2c", "c2r")}),
-    "gemm": frozenset({"aotc_sgemm", "aotc_sgemm_batched", "aotc_sgemm_fused",
-                       "aotc_sgemm_pack_b", "aotc_sgemm_packed_floats",
+    "gemm": frozenset({"aotc_sgemm", "aotc_sgemm_act", "aotc_sgemm_batched",
+                       "aotc_sgemm_fused", "aotc_sgemm_pack_b", "aotc_sgemm_packed_floats",
                        "aotc_sgemm_packed_layout", "aotc_sgemm_prepacked"}),
     "gemm_bf16": frozenset({"aotc_sgemm_pack_b_bf16", "aotc_sgemm_packed_bf16_elems",
                             "aotc_sgemm_prepacked_bf16"}),

@@ -44,6 +44,23 @@ void aotc_sgemm_fused(int64_t batch, int64_t M, int64_t N, int64_t K,
                       const float *bias, int64_t sbias_batch, int64_t sbias_m, int64_t sbias_n,
                       float alpha, float beta, const aotc_gemm_epilogue *epilogue);
 
+/* aotc_sgemm_batched with an activation fused into the stores of C (the convolutions' own,
+   kernels/conv_activation.h): each element becomes act(alpha*sum + beta*bias + residual),
+   residual NULL or laid out as C (same sc_batch and ldc, not aliasing C); kind 0 none, 1 the
+   clamp to [lo, hi] (a NaN stays NaN), 2 hardswish. The main path applies it in registers
+   before the store; the others on each finished block while it is in cache. */
+typedef struct {
+  int32_t kind;
+  float lo, hi;
+  const float *residual;
+} aotc_gemm_activation;
+void aotc_sgemm_act(int64_t batch, int64_t M, int64_t N, int64_t K,
+                    const float *A, int64_t sa_batch, int64_t sa_m, int64_t sa_k,
+                    const float *B, int64_t sb_batch, int64_t sb_k, int64_t sb_n,
+                    float *C, int64_t sc_batch, int64_t ldc,
+                    const float *bias, int64_t sbias_batch, int64_t sbias_m, int64_t sbias_n,
+                    float alpha, float beta, const aotc_gemm_activation *act);
+
 /* batch == 1 convenience */
 void aotc_sgemm(int64_t M, int64_t N, int64_t K,
                 const float *A, int64_t sa_m, int64_t sa_k,

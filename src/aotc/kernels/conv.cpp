@@ -9,12 +9,14 @@
 //     otherwise its per-channel kernel (the same phased input, one channel at a time, 4
 //     vectors of positions per tile); on other builds a direct loop per output plane,
 //     each row accumulated tap by tap over unit-stride spans that the compiler vectorizes;
-//   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images
-//     (the residual and clamp in a pass after it: in the GEMM's epilogue they wait on each
-//     block's stores to a large output, which measured slower);
+//   pointwise (1x1, stride 1, no padding): the GEMM reads x in place, batched over images,
+//     the residual and activation applied in its stores (aotc_sgemm_act: in registers, before
+//     the store; a pass after the GEMM, or a callback re-reading each finished tile, cost
+//     3-15% more on MobileNet's 1x1 layers);
 //   the rest: im2col of one (image, group) into the workspace, then the GEMM
-//     (weights [Cog, Cig*K] times columns [Cig*K, out positions]); for small output
-//     planes, the columns of all images side by side and one GEMM.
+//     (weights [Cog, Cig*K] times columns [Cig*K, out positions], the residual and
+//     activation in its stores); for small output planes, the columns of all images side
+//     by side and one GEMM (the residual and activation then in a pass after it).
 // Transposed convolution is the GEMM of the transposed weight with x into columns,
 // then col2im: each output channel gathers its columns (one thread per channel, so the
 // sum order, and the result, do not depend on the thread count).
@@ -363,14 +365,21 @@ bool forward(const Geometry &g, const float *x, const float *w, const float *bia
         return true;
     }
 #endif
+    // the residual and activation in the GEMM's stores (the residual laid out as y)
+    const auto act = [&](int64_t at) {
+        return aotc_gemm_activation{static_cast<int32_t>(g.act), g.lo, g.hi,
+                                    g.residual ? g.residual + at : nullptr};
+    };
     if (is_pointwise(g)) {  // y_n[Cog, P] = w[Cog, Cig] x_n[Cig, P] for every image at once
-        for (int64_t gr = 0; gr < g.groups; ++gr)
-            aotc_sgemm_batched(g.batch, g.cog, g.out_plane, kdim,
-                               w + gr * g.cog * kdim, 0, kdim, 1,
-                               x + gr * g.cig * g.in_plane, g.cin * g.in_plane, g.in_plane, 1,
-                               y + gr * g.cog * g.out_plane, g.cout * g.out_plane, g.out_plane,
-                               bias ? bias + gr * g.cog : nullptr, 0, 1, 0, 1.0f, 1.0f);
-        return false;
+        for (int64_t gr = 0; gr < g.groups; ++gr) {
+            const aotc_gemm_activation a = act(gr * g.cog * g.out_plane);
+            aotc_sgemm_act(g.batch, g.cog, g.out_plane, kdim,
+                           w + gr * g.cog * kdim, 0, kdim, 1,
+                           x + gr * g.cig * g.in_plane, g.cin * g.in_plane, g.in_plane, 1,
+                           y + gr * g.cog * g.out_plane, g.cout * g.out_plane, g.out_plane,
+                           bias ? bias + gr * g.cog : nullptr, 0, 1, 0, 1.0f, 1.0f, &a);
+        }
+        return true;
     }
     if (g.out_plane < kSmallPlane && g.batch > 1) {
         // col[Cig*taps, N*P] for every image, one GEMM into res[Cog, N*P], then each image's
@@ -394,12 +403,13 @@ bool forward(const Geometry &g, const float *x, const float *w, const float *bia
     for (int64_t n = 0; n < g.batch; ++n)
         for (int64_t gr = 0; gr < g.groups; ++gr) {
             im2col(g, x + (n * g.cin + gr * g.cig) * g.in_plane, ws, g.out_plane);
-            aotc_sgemm(g.cog, g.out_plane, kdim, w + gr * g.cog * kdim, kdim, 1,
-                       ws, g.out_plane, 1,
-                       y + (n * g.cout + gr * g.cog) * g.out_plane, g.out_plane,
-                       bias ? bias + gr * g.cog : nullptr, 1, 0, 1.0f, 1.0f);
+            const int64_t at = (n * g.cout + gr * g.cog) * g.out_plane;
+            const aotc_gemm_activation a = act(at);
+            aotc_sgemm_act(1, g.cog, g.out_plane, kdim, w + gr * g.cog * kdim, 0, kdim, 1,
+                           ws, 0, g.out_plane, 1, y + at, 0, g.out_plane,
+                           bias ? bias + gr * g.cog : nullptr, 0, 1, 0, 1.0f, 1.0f, &a);
         }
-    return false;
+    return true;
 }
 
 // The transposing store of a finished block of out^T (rows: image * P + position;

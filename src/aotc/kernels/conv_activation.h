@@ -1,6 +1,7 @@
 // The activation that conv.cpp's paths apply to finished results (aotc_conv_shape.clamped,
 // after the bias and the residual): none, a clamp to [lo, hi] (a fused ReLU, ReLU6 or
-// hardtanh; a NaN stays NaN), or hardswish. The vector form is in conv_direct.h.
+// hardtanh; a NaN stays NaN), or hardswish. The vector forms are in conv_direct.h and, for
+// aotc_sgemm_act's stores, gemm_microkernels.h.
 #ifndef AOTC_CONV_ACTIVATION_H
 #define AOTC_CONV_ACTIVATION_H
 

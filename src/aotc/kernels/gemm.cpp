@@ -73,11 +73,34 @@ struct Problem {
     const float *packed_b = nullptr;  // B already in the packed layout (shared by the batch)
     const aotc_gemm_epilogue *post = nullptr;  // applied to each finished block of C
     int64_t row_base = 0;  // output row of matrix 0's first row (a batch run one at a time)
+    // aotc_sgemm_act's activation of the finished sums, after the residual (laid out as C)
+    int act = aotc_conv_act::NONE;
+    float lo = 0.0f, hi = 0.0f;
+    const float *residual = nullptr;
 };
+
+// The residual and activation over a finished block (the paths whose stores do not apply
+// them: everything but the packed tiles of macro_kernel).
+void activate_block(const Problem &p, int64_t b, int64_t m0, int64_t n0, int64_t rows,
+                    int64_t cols) {
+    const int act = p.act;
+    const float lo = p.lo, hi = p.hi;
+    for (int64_t i = 0; i < rows; ++i) {
+        const int64_t at = b * p.sc_batch + (m0 + i) * p.ldc + n0;
+        float *__restrict c = p.C + at;
+        if (p.residual) {
+            const float *r = p.residual + at;
+            for (int64_t j = 0; j < cols; ++j) c[j] = aotc_conv_act::activate(c[j] + r[j], act, lo, hi);
+        } else {
+            for (int64_t j = 0; j < cols; ++j) c[j] = aotc_conv_act::activate(c[j], act, lo, hi);
+        }
+    }
+}
 
 // The fused epilogue over rows [m0, m0 + rows) x cols [n0, n0 + cols) of C_b, once they
 // hold their whole sum and bias.
 inline void finish(const Problem &p, int64_t b, int64_t m0, int64_t n0, int64_t rows, int64_t cols) {
+    if ((p.act || p.residual) && rows > 0 && cols > 0) activate_block(p, b, m0, n0, rows, cols);
     if (p.post && rows > 0 && cols > 0)
         p.post->fn(p.post->ctx, p.C + b * p.sc_batch + m0 * p.ldc + n0, p.ldc,
                    p.row_base + b * p.M + m0, n0, rows, cols);
@@ -110,7 +133,8 @@ void store_tile(const float *tile, int64_t mr, int64_t nr, float *c, int64_t ldc
             float v = e.alpha * tile[i * NR + j];
             if (e.accumulate) v += ci[j];
             else if (e.bias) v += e.beta * e.bias[i * e.sbm + j * e.sbn];
-            ci[j] = v;
+            if (e.res) v += e.res[i * ldc + j];
+            ci[j] = aotc_conv_act::activate(v, e.act, e.lo, e.hi);
         }
     }
 }
@@ -136,6 +160,7 @@ void macro_kernel(int64_t mc, int64_t nc, int64_t kc, const float *Ap, const flo
             const int64_t mr = std::min(MR, mc - ir);
             Epilogue e = block;
             if (e.bias) e.bias += ir * e.sbm + jr * e.sbn;
+            if (e.res) e.res += ir * ldc + jr;
             const float *a = Ap + ir * kc, *b = Bp + jr * kc;
             float *c = C + ir * ldc + jr;
             const int64_t first = ir / MR * lines_per_tile;
@@ -254,6 +279,10 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
                 Epilogue e{p.alpha, p.beta, pc > 0, nullptr, p.sbias_m, p.sbias_n};
                 if (pc == 0 && bias) e.bias = bias + ic * p.sbias_m + jc * p.sbias_n;
                 const bool last = pc + kc >= p.K;
+                if (last) {  // the residual and activation in the tiles' stores
+                    e.act = p.act, e.lo = p.lo, e.hi = p.hi;
+                    if (p.residual) e.res = p.residual + b * p.sc_batch + ic * p.ldc + jc;
+                }
                 macro_kernel(mc, nc, kc, a_resident ? Ap + pc * mcb : Ap, panels, C + ic * p.ldc + jc,
                              p.ldc, e, last ? p.post : nullptr, p.row_base + b * p.M + ic, jc);
             }
@@ -364,6 +393,7 @@ void run_shared_b(const Problem &p, float *packed, int tid, int nt) {
         q.row_base = b * p.M;
         q.A += b * p.sa_batch;
         q.C += b * p.sc_batch;
+        if (q.residual) q.residual += b * p.sc_batch;  // laid out as C
         if (q.bias) q.bias += b * p.sbias_batch;
         run_thread(q, tid, nt);
 #pragma omp barrier  // every thread is done with this B before the next is packed
@@ -427,6 +457,8 @@ void run_split_k(const Problem &p, float *partials, std::atomic<int64_t> &next, 
         q.alpha = 1.0f;
         q.beta = 0.0f;
         q.post = nullptr;
+        q.act = aotc_conv_act::NONE;  // partial sums: the reduction finishes them
+        q.residual = nullptr;
         gemm_range(q, 0, 0, p.M, 0, p.N);
     }
 #pragma omp barrier
@@ -524,6 +556,24 @@ extern "C" void aotc_sgemm_fused(int64_t batch, int64_t M, int64_t N, int64_t K,
     Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
               C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
     p.post = epilogue && epilogue->fn ? epilogue : nullptr;
+    if (K <= 0) return bias_only(p);
+    run(p);
+}
+
+extern "C" void aotc_sgemm_act(int64_t batch, int64_t M, int64_t N, int64_t K,
+                               const float *A, int64_t sa_batch, int64_t sa_m, int64_t sa_k,
+                               const float *B, int64_t sb_batch, int64_t sb_k, int64_t sb_n,
+                               float *C, int64_t sc_batch, int64_t ldc,
+                               const float *bias, int64_t sbias_batch, int64_t sbias_m,
+                               int64_t sbias_n, float alpha, float beta,
+                               const aotc_gemm_activation *act) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
+              C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
+    if (act) {
+        p.act = act->kind, p.lo = act->lo, p.hi = act->hi;
+        p.residual = act->residual;
+    }
     if (K <= 0) return bias_only(p);
     run(p);
 }

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "conv_activation.h"
+
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define AOTC_GEMM_AVX2 1
@@ -74,11 +76,16 @@ constexpr int64_t MC = 144;
 
 // What to do with a finished tile: C = alpha*acc + beta*bias on the first K
 // slice (bias may be null), C += alpha*acc on the following ones.
+// On the last K slice, `res` (laid out as C, at the tile origin) is added and the activation
+// `act` (conv_activation.h: none, the clamp to [lo, hi], hardswish) applied before the store.
 struct Epilogue {
     float alpha, beta;
     bool accumulate;
     const float *bias;  // at the tile origin
     int64_t sbm, sbn;
+    int act = aotc_conv_act::NONE;
+    float lo = 0.0f, hi = 0.0f;
+    const float *res = nullptr;
 };
 
 #if AOTC_GEMM_AVX2
@@ -138,12 +145,30 @@ accumulate_zmm(int64_t kc, const float *__restrict a, const float *__restrict b,
 // Applies the epilogue to an mr x nr tile (mr <= ROWS, nr <= 16*W) and stores
 // it into C; masked loads and stores leave the columns past nr untouched, so
 // edge tiles need no bounce buffer. The bias needs sbn of 0 or 1.
+// The activation of conv_activation.h on a vector (the masked forms with every lane: g++ 12
+// flags the plain ones' undefined operand); a NaN stays NaN.
+inline __m512 activate_zmm(__m512 r, int act, __m512 vlo, __m512 vhi) {
+    constexpr __mmask16 all = 0xFFFF;
+    if (act == aotc_conv_act::HARDSWISH) {
+        const __m512 six = _mm512_set1_ps(6.0f), z = _mm512_setzero_ps();
+        const __m512 t = _mm512_add_ps(r, _mm512_set1_ps(3.0f));
+        const __m512 u = _mm512_mask_min_ps(six, all, six, _mm512_mask_max_ps(z, all, z, t));
+        return _mm512_mul_ps(_mm512_mul_ps(r, u), _mm512_set1_ps(1.0f / 6.0f));
+    }
+    if (act == aotc_conv_act::CLAMP)
+        return _mm512_mask_min_ps(vhi, all, vhi, _mm512_mask_max_ps(vlo, all, vlo, r));
+    return r;
+}
+
 template <int ROWS, int W>
 __attribute__((always_inline)) inline void
 store_zmm(__m512 (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64_t nr, const Epilogue &e) {
     __mmask16 mask[W];
     for (int v = 0; v < W; ++v) mask[v] = lane_mask(nr, v);
     const __m512 va = _mm512_set1_ps(e.alpha), vb = _mm512_set1_ps(e.beta);
+    const int act = e.act;
+    const float *res = e.res;
+    const __m512 vlo = _mm512_set1_ps(e.lo), vhi = _mm512_set1_ps(e.hi);
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i) {
         if (i >= mr) break;
@@ -155,6 +180,8 @@ store_zmm(__m512 (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64_t nr,
             if (e.accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask[v], ci + 16 * v));
             else if (bi && e.sbn == 0) r = _mm512_add_ps(r, _mm512_set1_ps(e.beta * bi[0]));
             else if (bi) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask[v], bi + 16 * v), r);
+            if (res) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask[v], res + i * ldc + 16 * v));
+            if (act) r = activate_zmm(r, act, vlo, vhi);
             _mm512_mask_storeu_ps(ci + 16 * v, mask[v], r);
         }
     }
@@ -431,12 +458,25 @@ accumulate_ymm(int64_t kc, const float *__restrict a, const float *__restrict b,
 
 // Applies the epilogue to an mr x nr tile (mr <= ROWS, nr <= 8*W) and stores it into C;
 // masked loads and stores leave the columns past nr untouched. The bias needs sbn of 0 or 1.
+// The activation of conv_activation.h on a vector; a NaN stays NaN.
+inline __m256 activate_ymm(__m256 r, int act, __m256 vlo, __m256 vhi) {
+    if (act == aotc_conv_act::HARDSWISH) {
+        const __m256 six = _mm256_set1_ps(6.0f), z = _mm256_setzero_ps();
+        const __m256 u = _mm256_min_ps(six, _mm256_max_ps(z, _mm256_add_ps(r, _mm256_set1_ps(3.0f))));
+        return _mm256_mul_ps(_mm256_mul_ps(r, u), _mm256_set1_ps(1.0f / 6.0f));
+    }
+    return act == aotc_conv_act::CLAMP ? _mm256_min_ps(vhi, _mm256_max_ps(vlo, r)) : r;
+}
+
 template <int ROWS, int W>
 __attribute__((always_inline)) inline void
 store_ymm(__m256 (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64_t nr, const Epilogue &e) {
     __m256i mask[W];
     for (int v = 0; v < W; ++v) mask[v] = lane_mask8(nr, v);
     const __m256 va = _mm256_set1_ps(e.alpha), vb = _mm256_set1_ps(e.beta);
+    const int act = e.act;
+    const float *res = e.res;
+    const __m256 vlo = _mm256_set1_ps(e.lo), vhi = _mm256_set1_ps(e.hi);
 #pragma GCC unroll 12
     for (int i = 0; i < ROWS; ++i) {
         if (i >= mr) break;
@@ -448,6 +488,8 @@ store_ymm(__m256 (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64_t nr,
             if (e.accumulate) r = _mm256_add_ps(r, _mm256_maskload_ps(ci + 8 * v, mask[v]));
             else if (bi && e.sbn == 0) r = _mm256_add_ps(r, _mm256_set1_ps(e.beta * bi[0]));
             else if (bi) r = _mm256_fmadd_ps(vb, _mm256_maskload_ps(bi + 8 * v, mask[v]), r);
+            if (res) r = _mm256_add_ps(r, _mm256_maskload_ps(res + i * ldc + 8 * v, mask[v]));
+            if (act) r = activate_ymm(r, act, vlo, vhi);
             _mm256_maskstore_ps(ci + 8 * v, mask[v], r);
         }
     }

@@ -71,10 +71,23 @@ inline void store_n(float *p, float32x4_t v, int64_t n) {
 
 // Applies the epilogue to an mr x nr tile (mr <= ROWS, nr <= 4*W) and stores it into C,
 // leaving the columns past nr untouched. The bias needs sbn of 0 or 1.
+// The activation of conv_activation.h on a vector; a NaN stays NaN.
+inline float32x4_t activate_neon(float32x4_t r, int act, float32x4_t vlo, float32x4_t vhi) {
+    if (act == aotc_conv_act::HARDSWISH) {
+        const float32x4_t u = vminq_f32(vdupq_n_f32(6.0f),
+                                        vmaxq_f32(vdupq_n_f32(0.0f), vaddq_f32(r, vdupq_n_f32(3.0f))));
+        return vmulq_n_f32(vmulq_f32(r, u), 1.0f / 6.0f);
+    }
+    return act == aotc_conv_act::CLAMP ? vminq_f32(vhi, vmaxq_f32(vlo, r)) : r;
+}
+
 template <int ROWS, int W>
 __attribute__((always_inline)) inline void
 store_neon(float32x4_t (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64_t nr, const Epilogue &e) {
     const float32x4_t vb = vdupq_n_f32(e.beta);
+    const int act = e.act;
+    const float *res = e.res;
+    const float32x4_t vlo = vdupq_n_f32(e.lo), vhi = vdupq_n_f32(e.hi);
 #pragma GCC unroll 6
     for (int i = 0; i < ROWS; ++i) {
         if (i >= mr) break;
@@ -89,6 +102,11 @@ store_neon(float32x4_t (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64
             if (e.accumulate) r = vaddq_f32(r, full ? vld1q_f32(ci + 4 * v) : load_n(ci + 4 * v, n));
             else if (bi && e.sbn == 0) r = vaddq_f32(r, vdupq_n_f32(e.beta * bi[0]));
             else if (bi) r = vfmaq_f32(r, vb, full ? vld1q_f32(bi + 4 * v) : load_n(bi + 4 * v, n));
+            if (res) {
+                const float *ri = res + i * ldc + 4 * v;
+                r = vaddq_f32(r, full ? vld1q_f32(ri) : load_n(ri, n));
+            }
+            if (act) r = activate_neon(r, act, vlo, vhi);
             if (full) vst1q_f32(ci + 4 * v, r);
             else store_n(ci + 4 * v, r, n);
         }
