@@ -306,7 +306,10 @@ def test_portable_fallback(lib_portable, b_t):
 
 # Prepacked B: the kernel's own packer, then products that read only the packed panels.
 PACKED_SHAPES = [(1, 1, 1), (1, 33, 300), (3, 17, 7), (5, 64, 257), (12, 32, 256), (13, 31, 513),
-                 (40, 100, 1030), (64, 48, 300), (150, 70, 20)]
+                 (40, 100, 1030), (64, 48, 300), (150, 70, 20),
+                 # 17-24 columns in strips of 16 and 8 lanes (AVX-512): rows of a 1x1
+                 # convolution's 24 channels last, a row group's edges, two K slices
+                 (157, 24, 96), (29, 20, 600)]
 
 
 @pytest.mark.parametrize("M,N,K", PACKED_SHAPES)
@@ -431,7 +434,7 @@ def test_fused_epilogue_threaded(lib, threads):
 # register strips against a row-major view of B (up to one panel: 32 or 16 columns), whatever
 # the rows; 33 columns go to the packed tiles. K of 600 spans two K slices of the packed layout.
 NARROW_M = [1, 5, 13, 31, 256, 257]
-NARROW_N = [1, 2, 3, 4, 7, 16, 17, 32, 33]
+NARROW_N = [1, 2, 3, 4, 7, 16, 17, 24, 32, 33]
 NARROW_K = [1, 3, 10, 16, 33, 600]
 
 

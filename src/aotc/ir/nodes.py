@@ -238,6 +238,10 @@ class Conv(Template):
     # the weight (3x3, stride 1, dilation 1, one group, 2-D) is a constant stored as its
     # Winograd F(2x2, 3x3) transform (PackedConvWinograd): the kernel's Winograd path
     weight_winograd: bool = False
+    # x, or the output (and the residual), stored channels last [n, h, w, c]
+    # (scheduler/layout.py; aotc_conv_shape.layout for which convolutions may)
+    x_channels_last: bool = False
+    out_channels_last: bool = False
 
     def __post_init__(self) -> None:
         n = len(self.kernel)
@@ -273,9 +277,11 @@ class Conv(Template):
             # per channel in and out per 2x2 tile, ceil(ho/2) * ceil(wo/2) <= (ho+1)(wo+1)/4
             ho, wo = self.out_size
             return sympy.expand(16 * (self.in_channels + self.out_channels) * (ho + 1) * (wo + 1))
-        if self.weight_packed:  # each image's columns (none for 1x1), then its out^T
+        if self.weight_packed:  # each image's columns (none for 1x1), then its out^T (none
+            # where the output is channels last: out^T is the output itself)
             columns = 0 if pointwise else cig * taps * plane
-            return sympy.expand(4 * self.batch * (columns + plane * self.out_channels))
+            out_t = 0 if self.out_channels_last else plane * self.out_channels
+            return sympy.expand(4 * self.batch * (columns + out_t))
         if cig == 1 or pointwise:
             return sympy.Integer(0)
         one_image = sympy.expand(4 * cig * taps * plane)
@@ -293,7 +299,9 @@ class Conv(Template):
                 f"stride={self.stride} padding={self.padding} dilation={self.dilation}"
                 + (f" + {self.residual}" if self.residual else "") + self._clamp_text()
                 + (" weight=packed" if self.weight_packed else "")
-                + (" weight=winograd" if self.weight_winograd else ""))
+                + (" weight=winograd" if self.weight_winograd else "")
+                + (" x=channels_last" if self.x_channels_last else "")
+                + (" out=channels_last" if self.out_channels_last else ""))
 
     def _clamp_text(self) -> str:
         if self.hardswish:

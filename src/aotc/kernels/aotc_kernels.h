@@ -89,6 +89,13 @@ void aotc_sgemm_prepacked(int64_t batch, int64_t M, int64_t N, int64_t K,
                           const float *bias, int64_t sbias_batch, int64_t sbias_m,
                           int64_t sbias_n, float alpha, float beta,
                           const aotc_gemm_epilogue *epilogue);
+/* aotc_sgemm_prepacked with aotc_sgemm_act's residual and activation in the stores. */
+void aotc_sgemm_prepacked_act(int64_t batch, int64_t M, int64_t N, int64_t K,
+                              const float *A, int64_t sa_batch, int64_t sa_m, int64_t sa_k,
+                              const float *packed_b, float *C, int64_t sc_batch, int64_t ldc,
+                              const float *bias, int64_t sbias_batch, int64_t sbias_m,
+                              int64_t sbias_n, float alpha, float beta,
+                              const aotc_gemm_activation *act);
 
 /* bfloat16 prepacked weights (compile option precision="bf16"). B [K, N] rounded to
    bfloat16 (nearest even) in aotc_sgemm_packed_bf16_elems(K, N) uint16 values: K cut into
@@ -126,7 +133,8 @@ void aotc_sgemm_prepacked_bf16(int64_t batch, int64_t M, int64_t N, int64_t K,
      transposed:                                 Cog * prod(kernel) * prod(in_size)  (col2im)
      weight_packed (forward, groups 1):          batch * (Cin * prod(kernel) * P + P * Cout),
                                                  without the first term for 1x1, stride 1,
-                                                 pad 0 (P = prod(out_size))
+                                                 pad 0 (P = prod(out_size)), without the
+                                                 second where y is channels last
    With `weight_packed`, w is the packed B of aotc_sgemm_pack_b for K = Cin * prod(kernel),
    N = Cout (element (k, n) = w[n * K + k] of the [Cout, Cin, k...] weight); groups must be 1.
    With `weight_packed` 2, w is the Winograd F(2x2, 3x3) transform of the [Cout, Cin, 3, 3]
@@ -141,7 +149,16 @@ void aotc_sgemm_prepacked_bf16(int64_t batch, int64_t M, int64_t N, int64_t K,
    `clamped` then names the activation applied to it: 0 none; 1 the clamp to [clamp_min,
    clamp_max] (a fused ReLU, ReLU6 or hardtanh; an unbounded side is +-infinity); 2
    hardswish, r * min(max(r + 3, 0), 6) * (1/6) (clamp_min and clamp_max unused).
+   `layout` bit AOTC_CONV_X_LAST: x is stored channels last, [batch, spatial..., in_channels];
+   bit AOTC_CONV_Y_LAST: y (and the residual) are, [batch, spatial..., out_channels]. Only on
+   the builds with the vector kernels (AVX2, AVX-512, NEON), 2-D, forward, and for
+     x channels last: a depthwise convolution with one output channel per group, or a 1x1
+       stride-1 unpadded one with `weight_packed` 1;
+     y channels last: those, or any other with `weight_packed` 1 (its columns im2col'd from
+       a channels-first x; the workspace then has no room for out^T: batch * Cin*taps * P).
    Multi-threaded with OpenMP; results do not depend on the thread count. */
+#define AOTC_CONV_X_LAST 1
+#define AOTC_CONV_Y_LAST 2
 typedef struct {
   int64_t batch, in_channels, out_channels, groups;
   int64_t ndim; /* spatial dims, 1..3; the arrays below use their first ndim entries */
@@ -151,6 +168,7 @@ typedef struct {
   float clamp_min, clamp_max;
   const float *residual; /* an epilogue operand rather than a size: NULL for none */
   int64_t weight_packed;  /* 1: w is the GEMM's packed B; 2: its Winograd transform (above) */
+  int64_t layout;         /* AOTC_CONV_X_LAST | AOTC_CONV_Y_LAST, or 0: channels first */
 } aotc_conv_shape;
 
 int64_t aotc_sconv_workspace(const aotc_conv_shape *shape);

@@ -61,6 +61,7 @@ struct Geometry {
     int act;                // the fused activation (conv_activation.h)
     float lo, hi;           // its clamp
     const float *residual;  // added before the activation, or null
+    bool x_last, y_last;    // x, or y and the residual, stored channels last (aotc_kernels.h)
 };
 
 Geometry geometry(const aotc_conv_shape &sh) {
@@ -75,6 +76,8 @@ Geometry geometry(const aotc_conv_shape &sh) {
     g.residual = sh.residual;
     g.packed = sh.weight_packed == 1 && !sh.transposed;
     g.winograd = sh.weight_packed == 2 && !sh.transposed;
+    g.x_last = (sh.layout & AOTC_CONV_X_LAST) != 0;
+    g.y_last = (sh.layout & AOTC_CONV_Y_LAST) != 0;
     g.cig = sh.in_channels / sh.groups;
     g.cog = sh.out_channels / sh.groups;
     const int64_t lead = 3 - sh.ndim;
@@ -255,7 +258,8 @@ bool depthwise(const Geometry &g, const float *x, const float *w, const float *b
         const bool threaded = g.batch * g.cout * g.out_plane * g.taps >= kParallelMin;
         if (g.cog == 1) {
             aotc_conv_direct::depthwise_blocked(pl, g.batch, g.cin, x, w, bias, g.residual,
-                                                g.act, g.lo, g.hi, y, threaded);
+                                                g.act, g.lo, g.hi, y, threaded, g.x_last,
+                                                g.y_last);
             return true;
         }
         aotc_conv_direct::depthwise(pl, g.batch, g.cin, g.cog, x, w, bias, g.residual, g.act,
@@ -489,17 +493,25 @@ void packed_forward(const Geometry &g, const float *x, const float *w, const flo
     const int64_t kdim = g.cig * g.taps, plane = g.out_plane;
     const float *a = x;
     int64_t sa_batch = g.cin * g.in_plane;
+    // A's rows are positions: a channels-last x is read row-major in place
+    const int64_t sa_m = g.x_last ? g.cin : 1, sa_k = g.x_last ? 1 : plane;
     float *out_t = ws;
-    if (!is_pointwise(g)) {
+    if (!is_pointwise(g)) {  // (x channels first: aotc_kernels.h)
         for (int64_t n = 0; n < g.batch; ++n)
             im2col(g, x + n * g.cin * g.in_plane, ws + n * kdim * plane, plane);
         a = ws;
         sa_batch = kdim * plane;
         out_t = ws + g.batch * kdim * plane;
     }
+    if (g.y_last) {  // out^T is y itself: stored with the residual and activation
+        const aotc_gemm_activation act{static_cast<int32_t>(g.act), g.lo, g.hi, g.residual};
+        aotc_sgemm_prepacked_act(g.batch, plane, g.cout, kdim, a, sa_batch, sa_m, sa_k, w, y,
+                                 plane * g.cout, g.cout, bias, 0, 0, 1, 1.0f, 1.0f, &act);
+        return;
+    }
     const PackedStore st{&g, y};
     const aotc_gemm_epilogue epilogue{store_transposed, &st};
-    aotc_sgemm_prepacked(g.batch, plane, g.cout, kdim, a, sa_batch, 1, plane, w, out_t,
+    aotc_sgemm_prepacked(g.batch, plane, g.cout, kdim, a, sa_batch, sa_m, sa_k, w, out_t,
                          plane * g.cout, g.cout, bias, 0, 0, 1, 1.0f, 1.0f, &epilogue);
 }
 
@@ -570,7 +582,8 @@ namespace {
 int64_t workspace_size(const Geometry &g) {
     if (g.winograd) return aotc_winograd::workspace_floats(winograd_shape(g));
     if (g.packed)
-        return g.batch * ((is_pointwise(g) ? 0 : g.cig * g.taps) + g.cout) * g.out_plane;
+        return g.batch * ((is_pointwise(g) ? 0 : g.cig * g.taps) + (g.y_last ? 0 : g.cout)) *
+               g.out_plane;
     if (g.cig == 1 || is_pointwise(g)) return 0;
     if (g.out_plane < kSmallPlane && g.batch > 1)  // every image's columns, and the result
         return (g.cig * g.taps + g.cog) * g.batch * g.out_plane;

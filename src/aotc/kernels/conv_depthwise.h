@@ -141,15 +141,20 @@ inline void transpose(V (&r)[L]) {
 // transposed (L positions x L channels in registers) into a zero-padded channel-minor
 // scratch [rows][w + 2pw][L], every output position is then one vector of L channels (a
 // multiply-add per tap, any stride or dilation without phases), and the channel-minor
-// result is transposed back with the residual and clamp. The per-channel bookkeeping of
+// result is transposed back with the residual and clamp. A channels-last x or y skips
+// its transpose: a position's run of the block's channels is one load or store. The per-channel bookkeeping of
 // `depthwise` (a phased copy, row segments) is paid once per L channels. A block goes in
 // bands of output rows (about DWB_BAND positions each) so that its scratch stays in L2
 // (a whole 112x112 plane of 16 channels would be 1.6 MB in and out); the rows a band
 // shares with the next are transposed for each; threads share out the (image, block, band)
-// triples, each output summed by one of them in one order. Channels past the last full
+// triples (channels last: (image, band, block), a band's rows of all channels in about
+// DWB_LAST_BYTES), each output summed by one of them in one order. Channels past the last full
 // block are computed with zero weights and not stored.
 constexpr int DWB_OW = 8;  // output positions per register tile (fewer at a row's end)
 constexpr int64_t DWB_BAND = 2048;  // output positions per band (at least one row)
+// channels last: the input rows of a band, all channels, in about this many bytes (then
+// the channel blocks go inner: they read the rows' neighbouring lines)
+constexpr int64_t DWB_LAST_BYTES = 256 * 1024;
 
 // Output positions ow .. ow + B - 1 of one row (irow: its first input row in the scratch),
 // every tap, channel-minor into orow.
@@ -201,10 +206,21 @@ inline void dw_row(const DwRow &row, int64_t wo) {
 
 // Input rows [r0, r1) of the block's nc channel planes xb (L positions of the flat plane at
 // a time), transposed into the scratch, whose row 0 is padded row `first` (input row
-// first - ph).
+// first - ph). With x channels last (`last`: xb is the block's first channel at position 0,
+// `channels` apart), each position's nc channels are one load.
 inline void dw_rows_in(const Plan &pl, const float *xb, int64_t nc, int64_t r0, int64_t r1,
-                       int64_t first, int64_t wp, float *ib) {
+                       int64_t first, int64_t wp, float *ib, bool last, int64_t channels) {
     const int64_t in_plane = pl.h * pl.w, end = r1 * pl.w;
+    if (last) {
+        for (int64_t ih = r0; ih < r1; ++ih) {
+            const float *src = xb + ih * pl.w * channels;
+            float *dst = ib + ((ih + pl.ph - first) * wp + pl.pw) * L;
+            for (int64_t iw = 0; iw < pl.w; ++iw)
+                vstore(dst + iw * L, nc == L ? vload(src + iw * channels)
+                                             : vload_n(src + iw * channels, nc));
+        }
+        return;
+    }
     int64_t ih = r0, iw = 0;
     for (int64_t p0 = r0 * pl.w; p0 < end; p0 += L) {
         const int64_t cnt = std::min<int64_t>(L, end - p0);
@@ -223,9 +239,26 @@ inline void dw_rows_in(const Plan &pl, const float *xb, int64_t nc, int64_t r0, 
 
 // Output positions [p0, p1) of the block, channel-minor in ob from position p0 on (ob has
 // L positions of slack), back to its nc channel planes yb, with the residual and clamp.
+// With y channels last (`last`: yb and rb at the block's first channel of position 0,
+// `channels` apart), each position's nc channels are one store.
 inline void dw_rows_out(const Plan &pl, const float *ob, int64_t nc, int64_t p0, int64_t p1,
-                        const float *rb, int act, V vlo, V vhi, float *yb) {
+                        const float *rb, int act, V vlo, V vhi, float *yb, bool last,
+                        int64_t channels) {
     const int64_t out_plane = pl.ho * pl.wo;
+    if (last) {
+        for (int64_t p = p0; p < p1; ++p) {
+            V v = vload(ob + (p - p0) * L);
+            if (rb) {
+                const float *rs = rb + p * channels;
+                v = activate(vadd(v, nc == L ? vload(rs) : vload_n(rs, nc)), act, vlo, vhi);
+            }
+            if (nc == L)
+                vstore(yb + p * channels, v);
+            else
+                vstore_n(yb + p * channels, v, nc);
+        }
+        return;
+    }
     for (int64_t p = p0; p < p1; p += L) {
         const int64_t cnt = std::min<int64_t>(L, p1 - p);
         V r[L];
@@ -249,11 +282,17 @@ inline void dw_rows_out(const Plan &pl, const float *ob, int64_t nc, int64_t p0,
 
 inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, const float *x,
                               const float *w, const float *bias, const float *res, int act,
-                              float lo, float hi, float *y, bool threaded) {
+                              float lo, float hi, float *y, bool threaded, bool x_last,
+                              bool y_last) {
     const int64_t wp = pl.w + 2 * pl.pw;
     const int64_t in_plane = pl.h * pl.w, out_plane = pl.ho * pl.wo;
     const int64_t blocks = (channels + L - 1) / L;
-    const int64_t band = std::max<int64_t>(1, std::min(pl.ho, DWB_BAND / pl.wo));
+    // channels last: a band's input rows of every channel block in L2, the blocks inner
+    const bool last = x_last || y_last;
+    const int64_t row_bytes = pl.w * channels * int64_t(sizeof(float));
+    const int64_t fit = std::max<int64_t>(1, DWB_LAST_BYTES / row_bytes) - (pl.kh - 1) * pl.dh - 1;
+    const int64_t band = std::max<int64_t>(
+        1, std::min(pl.ho, last ? fit / pl.sh + 1 : DWB_BAND / pl.wo));
     const int64_t bands = (pl.ho + band - 1) / band;
     const int64_t band_rows = (band - 1) * pl.sh + (pl.kh - 1) * pl.dh + 1;  // padded rows read
     const V vlo = vset(lo), vhi = vset(hi);
@@ -275,10 +314,12 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
         int64_t block_in_wb = -1;  // the channel block whose weights wb holds
         alignas(64) float part[L];
         // a network's first depthwise layers have one or two blocks of channels, many bands
+        const int64_t outer = last ? bands : blocks, inner = last ? blocks : bands;
 #pragma omp for collapse(3) schedule(static)
         for (int64_t n = 0; n < batch; ++n)
-            for (int64_t cb = 0; cb < blocks; ++cb)
-                for (int64_t bi = 0; bi < bands; ++bi) {
+            for (int64_t u = 0; u < outer; ++u)
+                for (int64_t v = 0; v < inner; ++v) {
+                    const int64_t cb = last ? v : u, bi = last ? u : v;
                     const int64_t c0 = cb * L, nc = std::min<int64_t>(L, channels - c0);
                     if (cb != block_in_wb) {  // this thread's weights for the block
                         for (int64_t c = 0; c < L; ++c)
@@ -288,9 +329,14 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
                     }
                     for (int c = 0; c < L; ++c) part[c] = c < nc && bias ? bias[c0 + c] : 0.0f;
                     const V bv = vload(part);
-                    const float *xb = x + (n * channels + c0) * in_plane;
-                    float *yb = y + (n * channels + c0) * out_plane;
-                    const float *rb = res ? res + (n * channels + c0) * out_plane : nullptr;
+                    // the block's first channel at position 0 (of the planes, or of the
+                    // positions where channels last)
+                    const float *xb = x + (x_last ? n * in_plane * channels + c0
+                                                  : (n * channels + c0) * in_plane);
+                    const int64_t y_at = y_last ? n * out_plane * channels + c0
+                                                : (n * channels + c0) * out_plane;
+                    float *yb = y + y_at;
+                    const float *rb = res ? res + y_at : nullptr;
                     const int64_t oh0 = bi * band, oh1 = std::min(pl.ho, oh0 + band);
                     // padded rows [first, last) in, input rows [r0, r1) of them inside x
                     const int64_t first = oh0 * pl.sh;
@@ -302,7 +348,8 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
                             float *row = ib.get() + ((pr - first) * wp + pl.pw) * L;
                             std::fill(row, row + pl.w * L, 0.0f);
                         }
-                    if (r1 > r0) dw_rows_in(pl, xb, nc, r0, r1, first, wp, ib.get());
+                    if (r1 > r0)
+                        dw_rows_in(pl, xb, nc, r0, r1, first, wp, ib.get(), x_last, channels);
                     for (int64_t oh = oh0; oh < oh1; ++oh) {
                         const DwRow row{pl, wp, ib.get() + (oh - oh0) * pl.sh * wp * L,
                                         wb.data(), bv, vlo, vhi, act_here,
@@ -310,7 +357,7 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
                         dw_row(row, pl.wo);
                     }
                     dw_rows_out(pl, ob.get(), nc, oh0 * pl.wo, oh1 * pl.wo, rb, act, vlo, vhi,
-                                yb);
+                                yb, y_last, channels);
                 }
     }
 }

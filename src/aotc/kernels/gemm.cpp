@@ -520,6 +520,12 @@ void run(const Problem &p) {
     run_thread(p, 0, 1);
 }
 
+void with_activation(Problem &p, const aotc_gemm_activation *act) {
+    if (!act) return;
+    p.act = act->kind, p.lo = act->lo, p.hi = act->hi;
+    p.residual = act->residual;
+}
+
 // C = beta*bias (or 0): the empty sum of K == 0.
 void bias_only(const Problem &p) {
     for (int64_t b = 0; b < p.batch; ++b)
@@ -570,10 +576,7 @@ extern "C" void aotc_sgemm_act(int64_t batch, int64_t M, int64_t N, int64_t K,
     if (batch <= 0 || M <= 0 || N <= 0) return;
     Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
               C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
-    if (act) {
-        p.act = act->kind, p.lo = act->lo, p.hi = act->hi;
-        p.residual = act->residual;
-    }
+    with_activation(p, act);
     if (K <= 0) return bias_only(p);
     run(p);
 }
@@ -616,6 +619,22 @@ extern "C" void aotc_sgemm_prepacked(int64_t batch, int64_t M, int64_t N, int64_
               C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
     p.packed_b = packed_b;
     p.post = epilogue && epilogue->fn ? epilogue : nullptr;
+    if (K <= 0) return bias_only(p);
+    run(p);
+}
+
+extern "C" void aotc_sgemm_prepacked_act(int64_t batch, int64_t M, int64_t N, int64_t K,
+                                         const float *A, int64_t sa_batch, int64_t sa_m,
+                                         int64_t sa_k, const float *packed_b, float *C,
+                                         int64_t sc_batch, int64_t ldc, const float *bias,
+                                         int64_t sbias_batch, int64_t sbias_m, int64_t sbias_n,
+                                         float alpha, float beta,
+                                         const aotc_gemm_activation *act) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, nullptr, 0, 0, 0,
+              C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
+    p.packed_b = packed_b;
+    with_activation(p, act);
     if (K <= 0) return bias_only(p);
     run(p);
 }

@@ -198,7 +198,8 @@ void narrow_dot_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64
 // Rows [m0, m1) of C_b[:, n0:n0 + cols] over the K slice [pc, pc + kc) (B's rows of it:
 // panel, ldb apart), in groups of RMAX rows, then 8, 4, 2, 1; the first slice stores
 // alpha*sum + beta*bias, the next ones add to C, the last one finishes each group.
-// W = 0: the 8-lane strips of AVX-512 (axpy_rows8), for up to 8 columns.
+// W = 0: the 8-lane strips of AVX-512 (axpy_rows8), for up to 8 columns; W = 3: 16 lanes
+// and 8 (axpy_rows24), for 17 to 24.
 template <int RMAX, int W>
 void strip_rows(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t cols,
                 int64_t pc, int64_t kc, const float *panel, int64_t ldb) {
@@ -213,6 +214,8 @@ void strip_rows(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
 #if AOTC_GEMM_AVX512
         if constexpr (W == 0)
             axpy_rows8<R>(kc, A + m * p.sa_m, p.sa_m, p.sa_k, panel, ldb, C + m * p.ldc, p.ldc, cols, e);
+        else if constexpr (W == 3)
+            axpy_rows24<R>(kc, A + m * p.sa_m, p.sa_m, p.sa_k, panel, ldb, C + m * p.ldc, p.ldc, cols, e);
         else
 #endif
             axpy_rows<R, W>(kc, A + m * p.sa_m, p.sa_m, p.sa_k, panel, ldb, C + m * p.ldc, p.ldc, cols, e);
@@ -246,6 +249,7 @@ void strip_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0
 #if AOTC_GEMM_AVX512
         if (cols <= 8) strip_rows<MR, 0>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
         else if (cols <= 16) strip_rows<MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
+        else if (cols <= 24) strip_rows<MR, 3>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
         else strip_rows<MR, 2>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);
 #else
         if (cols <= 8) strip_rows<2 * MR, 1>(p, b, m0, m1, n0, cols, pc, kc, panel, ldb);

@@ -1,4 +1,4 @@
-"""Channels-last activations between quantized convolutions.
+"""Channels-last activations between convolutions.
 
 A quantized convolution's integer product (IntMatmul with patches, lowering/quantize.py)
 reads its input a whole run of channels per tap, from a channels-last copy it makes of the
@@ -20,6 +20,17 @@ a kernel that reads it in place, so that a chain ending in an output stays chann
 one loop (or as its convolution's epilogue). The choice changes where values lie, never
 which values are computed.
 
+Float32 convolutions take part where the target builds the convolution kernel's vector
+paths (Target.vector_convs): a 1x1 stride-1 one and a depthwise one (one channel per group)
+read and write channels last, and a one-group convolution of an image's few channels (a
+network's stem) writes channels last from its columns (kernels/aotc_kernels.h:
+aotc_conv_shape.layout). A MobileNet then runs channels last from its stem to its pooled
+head: the depthwise kernel skips the transposes of its channel blocks in and out, the 1x1
+convolutions store their rows with the residual and activation in the GEMM's tiles. A
+convolution whose residual is added by its kernel is chosen with that residual or not at
+all. 3x3 convolutions on the Winograd path and wider ones on the direct kernel stay
+channels first, and so does whatever reads from them.
+
 The order of the patches of the convolutions that still read their input channels first is
 chosen here too, for the target (row_groups).
 """
@@ -32,9 +43,15 @@ import sympy
 
 from ..ir.expr import IndirectLoad, Load, Node, loads, substitute_index, transform
 from ..ir.integer import IntMatmul
-from ..ir.nodes import Buffer, Pointwise, Program, Reduction, Template
+from ..ir.nodes import Buffer, Conv, Pointwise, Program, Reduction, Template
 from ..ir.queries import held_buffers, reads_of
 from ..ir.symbols import index_vars
+from ..target import Target
+from .prepack import winograd
+
+# the most input channels of a one-group convolution that writes channels last from its
+# columns (im2col'd from a channels-first input): an image's channels, a network's stem
+STEM_CHANNELS = 4
 
 _N, _C, _H, _W = index_vars(4)
 # a chosen buffer's own index variables: the channel (i1) is now its last axis, h and w
@@ -42,10 +59,45 @@ _N, _C, _H, _W = index_vars(4)
 _RENAME = {_C: _W, _H: _C, _W: _H}
 
 
-def _starts(buf: Buffer) -> bool:
-    """A convolution's integer product: its sums are row-major anyway."""
+def _static(x) -> int | None:
+    x = sympy.sympify(x)
+    return int(x) if x.is_Integer else None
+
+
+def _conv_kind(buf: Buffer, packable: set[str]) -> str | None:
+    """How a float32 convolution meets channels-last activations (the module's docstring):
+    "pointwise" and "depthwise" read and write them, "stem" writes them; None: neither.
+    Pointwise and stem convolutions need their weight packed (`packable`)."""
     op = buf.op
-    return isinstance(op, IntMatmul) and op.patches is not None and len(buf.sizes) == 4
+    if not isinstance(op, Conv) or op.transposed or len(op.kernel) != 2:
+        return None
+    cin, cout = _static(op.in_channels), _static(op.out_channels)
+    if cin is None or cout is None:
+        return None
+    if op.groups > 1 and op.groups == cin == cout:
+        return "depthwise"
+    if op.groups != 1 or op.weight not in packable:
+        return None
+    if op.kernel == (1, 1) and op.stride == (1, 1) and op.padding == (0, 0):
+        return "pointwise"
+    return "stem" if cin <= STEM_CHANNELS and not winograd(op, cin, cout) else None
+
+
+def _packable(program: Program, readers: dict[str, list[Buffer]]) -> set[str]:
+    """The constants that convolutions alone read, as their weight only, and nothing reads
+    outside a kernel: prepack stores a float32 one packed for them."""
+    held = held_buffers(program)
+    return {c.buffer for c in program.constants if c.buffer not in held and all(
+        isinstance(r.op, Conv) and c.buffer == r.op.weight
+        and c.buffer not in (r.op.x, r.op.bias, r.op.residual) for r in readers[c.buffer])}
+
+
+def _starts(buf: Buffer, kinds: dict[str, str]) -> bool:
+    """A convolution's integer product (its sums are row-major anyway), or a float32
+    convolution that writes channels last."""
+    op = buf.op
+    return (isinstance(op, IntMatmul) and op.patches is not None and len(buf.sizes) == 4
+            or buf.name in kinds)
 
 
 def _follows(buf: Buffer, chosen: set[str]) -> bool:
@@ -72,11 +124,12 @@ def _single_positions(buf: Buffer) -> bool:
     return all(sympy.sympify(s) == 1 for s in buf.sizes[2:])
 
 
-def _reads_along(reader: Buffer, buf: Buffer) -> bool:
+def _reads_along(reader: Buffer, buf: Buffer, chosen: set[str], kinds: dict[str, str]) -> bool:
     """Whether `reader` can read `buf` stored channels last: a loop body whose loads of it
-    are rewritten (none data-dependent), a tap-major convolution reading it as its input, or
-    any kernel where the planes are single positions (it reads memory that lies alike: a
-    pooled head's input to a linear)."""
+    are rewritten (none data-dependent), a tap-major convolution reading it as its input, a
+    float32 pointwise or depthwise convolution reading it as its input, a convolution adding
+    it as its residual into its own channels-last output, or any kernel where the planes are
+    single positions (it reads memory that lies alike: a pooled head's input to a linear)."""
     name = buf.name
     op = reader.op
     if isinstance(op, (Pointwise, Reduction)):
@@ -84,8 +137,21 @@ def _reads_along(reader: Buffer, buf: Buffer) -> bool:
                        for ld in loads(op.body))
     if _single_positions(buf):
         return True
+    if isinstance(op, Conv):
+        if name in (op.weight, op.bias):
+            return False
+        return ((name != op.x or kinds.get(reader.name) in ("pointwise", "depthwise"))
+                and (name != op.residual or reader.name in chosen))
     return (isinstance(op, IntMatmul) and op.patches is not None and op.taps_major
             and op.a.buffer == name and name not in (op.b.buffer, op.a_zero_buffer))
+
+
+def _residual_follows(buf: Buffer, program: Program, chosen: set[str]) -> bool:
+    """A convolution's residual lies as its output does: chosen with it (or single
+    positions, which lie alike)."""
+    op = buf.op
+    return (not isinstance(op, Conv) or op.residual is None or op.residual in chosen
+            or _single_positions(program.buffers[op.residual]))
 
 
 def _permuted(body: Node, chosen: set[str]) -> Node:
@@ -98,30 +164,42 @@ def _permuted(body: Node, chosen: set[str]) -> Node:
     return transform(body, leaf)
 
 
-def channels_last(program: Program) -> Program:
-    """Store the activations of quantized convolution chains channels last (see above).
-    Returns a new program (the one given is left as it was)."""
+def channels_last(program: Program, target: Target) -> Program:
+    """Store the activations of convolution chains channels last (see above). Returns a new
+    program (the one given is left as it was)."""
     held = held_buffers(program)
-    chosen: set[str] = set()
-    for buf in program.computed():
-        if buf.name not in held and (_starts(buf) or _follows(buf, chosen)):
-            chosen.add(buf.name)
     readers: dict[str, list[Buffer]] = defaultdict(list)
     for buf in program.computed():
         for name in reads_of(buf):
             readers[name].append(buf)
-    chosen = {n for n in chosen
-              if all(_reads_along(r, program.buffers[n]) for r in readers[n])}
-    # channels last pays only on the way to a chosen buffer, a kernel that reads it in place
-    # (a convolution) or a pooled head (single positions: both layouts alike): the chain
-    # into an output stays channels first (fusion runs it as one loop, or as the epilogue
-    # of the convolution that starts it)
+    kinds: dict[str, str] = {}
+    if target.vector_convs:
+        packable = _packable(program, readers)
+        kinds = {buf.name: kind for buf in program.computed()
+                 if (kind := _conv_kind(buf, packable)) is not None}
+    chosen: set[str] = set()
+    for buf in program.computed():
+        if buf.name not in held and (_starts(buf, kinds) or _follows(buf, chosen)):
+            chosen.add(buf.name)
+    # every reader must read a chosen buffer channels last, and a convolution's residual lie
+    # as its output; channels last pays only on the way to a chosen buffer, a kernel that
+    # reads it in place (a convolution), in a float32 network a reduction (a pooled head
+    # sums each channel down its column; quantized networks keep their measured choice) or
+    # single positions (both layouts alike): the chain into an output stays
+    # channels first (fusion runs it as one loop, or as the epilogue of the convolution that
+    # starts it). Dropping one buffer can drop others (a convolution's residual, its
+    # input's last consumer): until none changes.
+    consumers = (Template,) if any(isinstance(b.op, IntMatmul) for b in program.computed()) \
+        else (Template, Reduction)
     while True:
-        idle = {n for n in chosen if not _single_positions(program.buffers[n]) and not any(
-            r.name in chosen or isinstance(r.op, Template) for r in readers[n])}
-        if not idle:
+        drop = {n for n in chosen
+                if not all(_reads_along(r, program.buffers[n], chosen, kinds) for r in readers[n])
+                or not _residual_follows(program.buffers[n], program, chosen)
+                or not _single_positions(program.buffers[n]) and not any(
+                    r.name in chosen or isinstance(r.op, consumers) for r in readers[n])}
+        if not drop:
             break
-        chosen -= idle
+        chosen -= drop
     if not chosen:
         return program
     program = program.with_own_buffers()
@@ -137,6 +215,9 @@ def channels_last(program: Program) -> Program:
         elif isinstance(op, IntMatmul) and op.patches is not None:
             buf.op = replace(op, x_channels_last=op.taps_major and op.a.buffer in chosen,
                              out_channels_last=mine)
+        elif isinstance(op, Conv) and buf.name in kinds:
+            reads_last = kinds[buf.name] in ("pointwise", "depthwise") and op.x in chosen
+            buf.op = replace(op, x_channels_last=reads_last, out_channels_last=mine)
         if mine:
             n, c, h, w = buf.sizes
             buf.sizes = (n, h, w, c)

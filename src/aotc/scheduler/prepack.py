@@ -161,7 +161,7 @@ WINOGRAD_MIN_CHANNELS = 32
 WINOGRAD_MIN_TILES = 16
 
 
-def _winograd(op: Conv, cin: int | None, cout: int | None) -> bool:
+def winograd(op: Conv, cin: int | None, cout: int | None) -> bool:
     """Whether the convolution takes the kernel's Winograd path: forward, 2-D, 3x3, stride 1,
     dilation 1, one group, static channels, WINOGRAD_MIN_CHANNELS of them in and out, and
     an output plane of WINOGRAD_MIN_TILES tiles or more (or of sizes known at run time)."""
@@ -174,15 +174,22 @@ def _winograd(op: Conv, cin: int | None, cout: int | None) -> bool:
 
 
 def _conv_packing(op: Conv, target: Target) -> PackedGemmB | PackedConvWinograd | None:
-    """How the convolution reads its weight packed: as its Winograd transform (_winograd),
+    """How the convolution reads its weight packed: as its Winograd transform (winograd),
     or as the GEMM's B (element (k, n) at n*K + k of the [Cout, Cin, k...] weight) when the
     kernel's packed GEMM path pays: forward, one group, more than one input channel (not
     the depthwise path), static channels, an output plane of fewer than SMALL_PLANE
     positions (larger ones take the direct kernel) and no fewer weight rows K than
     positions (below that, a 1x1 or strided 1x1 convolution moves more output through the
-    transposing store than weight through the packing it saves)."""
+    transposing store than weight through the packing it saves); and always where the
+    convolution reads or writes channels-last activations (scheduler/layout.py: the kernel
+    reads those with the weight packed, one group)."""
     cin, cout = _static(op.in_channels), _static(op.out_channels)
-    if _winograd(op, cin, cout):
+    if op.x_channels_last or op.out_channels_last:
+        if op.groups != 1 or cin is None or cout is None:
+            return None  # depthwise: read as it is
+        k = cin * math.prod(op.kernel)
+        return PackedGemmB(k, cout, 0, 1, k, target.gemm_nr, target.gemm_kc)
+    if winograd(op, cin, cout):
         assert cin is not None and cout is not None
         return PackedConvWinograd(cout, cin, target.gemm_nr, target.gemm_kc)
     plane = _static(sympy.Mul(*op.out_size))

@@ -30,7 +30,8 @@ def _level(isa: str, arch: str, features: frozenset[str]) -> Target:
     # no bf16 GEMM: kernels/gemm_bf16.cpp has only x86's vdpbf16ps kernel
     return Target(device="cpu", arch=arch, isa=isa, architecture=ARCHITECTURE, machines=MACHINES,
                   features=features, compiler=COMPILER, compiler_env=COMPILER_ENV,
-                  arch_flags=(f"-march={arch}",), vector_bytes=16, gemm_nr=NR, gemm_kc=KC,
+                  arch_flags=(f"-march={arch}",), vector_bytes=16, vector_convs=True,
+                  gemm_nr=NR, gemm_kc=KC,
                   bf16_feature=None, int8_dot_features=frozenset(),  # no sdot path yet
                   tune_isas=(isa,), loops=LOOPS)
 

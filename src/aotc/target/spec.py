@@ -33,6 +33,9 @@ class Target:
     compiler_env: str  # the environment variable that names another compiler
     arch_flags: tuple[str, ...]  # the compiler flags that select the level
     vector_bytes: int  # width of the level's SIMD registers
+    # the convolution kernel's vector paths (kernels/conv_direct.h, conv_depthwise.h) are
+    # built: they read and write channels-last activations (scheduler/layout.py)
+    vector_convs: bool
     gemm_nr: int  # GEMM micro-kernel panel width: the layout of prepacked weights
     gemm_kc: int  # GEMM slice depth of that layout
     bf16_feature: str | None  # the CPU feature bf16 GEMMs need; None: the level has none

@@ -31,7 +31,8 @@ def _level(isa: str, arch: str, features: frozenset[str], vector_bytes: int, nr:
            bf16: str | None, tune: tuple[str, ...]) -> Target:
     return Target(device="cpu", arch=arch, isa=isa, architecture=ARCHITECTURE, machines=MACHINES,
                   features=features, compiler=COMPILER, compiler_env=COMPILER_ENV,
-                  arch_flags=(f"-march={arch}",), vector_bytes=vector_bytes, gemm_nr=nr,
+                  arch_flags=(f"-march={arch}",), vector_bytes=vector_bytes,
+                  vector_convs=vector_bytes >= 32, gemm_nr=nr,  # AVX2 and AVX-512
                   gemm_kc=KC, bf16_feature=bf16, int8_dot_features=INT8_DOT_FEATURES,
                   tune_isas=tune, loops=LOOPS)
 

@@ -35,8 +35,12 @@ def conv_call(buf: Buffer, pointer_of, workspace: str | None) -> list[str]:
     activation = "2" if op.hardswish else "1" if clamped else "0"  # aotc_conv_shape.clamped
     fields += [activation, lo if clamped else "0.0f", hi if clamped else "0.0f"]
     fields.append(pointer_of(op.residual) if op.residual else "nullptr")
-    if op.weight_packed or op.weight_winograd:  # the GEMM's B, or the Winograd transform
-        fields.append("2" if op.weight_winograd else "1")
+    layout = [name for name, on in (("AOTC_CONV_X_LAST", op.x_channels_last),
+                                    ("AOTC_CONV_Y_LAST", op.out_channels_last)) if on]
+    if op.weight_packed or op.weight_winograd or layout:  # the GEMM's B, the Winograd transform
+        fields.append("2" if op.weight_winograd else "1" if op.weight_packed else "0")
+    if layout:  # channels-last activations (scheduler/layout.py)
+        fields.append(" | ".join(layout))
     bias = pointer_of(op.bias) if op.bias else "nullptr"
     ws = f"reinterpret_cast<float *>({workspace})" if workspace else "nullptr"
     return [
