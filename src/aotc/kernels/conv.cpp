@@ -5,7 +5,9 @@
 //     the blocked direct kernel of conv_direct.h over a phased, zero-padded input copy;
 //   depthwise (one input channel per group): on AVX-512 and AVX2 builds, 1-D and 2-D ones
 //     take conv_depthwise.h: with one output channel per group, its channel-blocked kernel
-//     (a vector of channels per output position, the planes transposed in and out);
+//     (a vector of channels per output position, the planes transposed in and out, or
+//     read and written in place where channels last; at a stride above 1 with both
+//     channels last, its kernel without copies);
 //     otherwise its per-channel kernel (the same phased input, one channel at a time, 4
 //     vectors of positions per tile); on other builds a direct loop per output plane,
 //     each row accumulated tap by tap over unit-stride spans that the compiler vectorizes;
@@ -256,6 +258,11 @@ bool depthwise(const Geometry &g, const float *x, const float *w, const float *b
         const aotc_conv_direct::Plan pl =
             aotc_conv_direct::plan(1, 1, g.in + 1, g.out + 1, g.k + 1, g.s + 1, g.p + 1, g.d + 1);
         const bool threaded = g.batch * g.cout * g.out_plane * g.taps >= kParallelMin;
+        if (g.cog == 1 && g.x_last && g.y_last && pl.sh > 1 && pl.sw > 1) {
+            aotc_conv_direct::depthwise_last(pl, g.batch, g.cin, x, w, bias, g.residual, g.act,
+                                             g.lo, g.hi, y, threaded);
+            return true;
+        }
         if (g.cog == 1) {
             aotc_conv_direct::depthwise_blocked(pl, g.batch, g.cin, x, w, bias, g.residual,
                                                 g.act, g.lo, g.hi, y, threaded, g.x_last,
