@@ -1,5 +1,6 @@
 """aotc_sconv with channels-last activations (aotc_conv_shape.layout): a depthwise convolution
-(the channel-blocked kernel), a 1x1 one and a strided 3x3 stem with a packed weight, with x,
+(the channel-blocked kernel, and with both channels last the kernel without copies: rows of
+several tiles with edges at both ends, and rows shorter than a tile), a 1x1 one and a strided 3x3 stem with a packed weight, with x,
 y or both channels last, against the same convolution channels first, on each vector build
 this CPU can run: the same values bit for bit (the same sums in the same order), with the
 residual and every activation, edges of a channel block, batches and 2 threads, and nothing
@@ -100,7 +101,8 @@ ACTS = [0, 1, 2]  # none, the clamp, hardswish
 
 @pytest.mark.parametrize("act", ACTS)
 @pytest.mark.parametrize("channels,hw,k,s", [(16, 9, 3, 1), (37, 12, 3, 2), (40, 7, 5, 1),
-                                             (8, 20, 3, 2), (96, 15, 5, 2)])
+                                             (8, 20, 3, 2), (96, 15, 5, 2), (24, 33, 3, 1),
+                                             (20, 27, 5, 1)])
 def test_depthwise(lib, channels, hw, k, s, act):
     for n, residual in ((1, False), (2, True)):
         case(lib, n=n, cin=channels, cout=channels, hw=hw, k=k, s=s, p=k // 2,

@@ -6,8 +6,9 @@
 //   depthwise (one input channel per group): on AVX-512 and AVX2 builds, 1-D and 2-D ones
 //     take conv_depthwise.h: with one output channel per group, its channel-blocked kernel
 //     (a vector of channels per output position, the planes transposed in and out, or
-//     read and written in place where channels last; at a stride above 1 with both
-//     channels last, its kernel without copies);
+//     read and written in place where channels last; with both channels last, at a
+//     stride above 1 or with a square 3x3 or 5x5 kernel at stride 1 or 2, its kernel
+//     without copies);
 //     otherwise its per-channel kernel (the same phased input, one channel at a time, 4
 //     vectors of positions per tile); on other builds a direct loop per output plane,
 //     each row accumulated tap by tap over unit-stride spans that the compiler vectorizes;
@@ -258,7 +259,8 @@ bool depthwise(const Geometry &g, const float *x, const float *w, const float *b
         const aotc_conv_direct::Plan pl =
             aotc_conv_direct::plan(1, 1, g.in + 1, g.out + 1, g.k + 1, g.s + 1, g.p + 1, g.d + 1);
         const bool threaded = g.batch * g.cout * g.out_plane * g.taps >= kParallelMin;
-        if (g.cog == 1 && g.x_last && g.y_last && pl.sh > 1 && pl.sw > 1) {
+        if (g.cog == 1 && g.x_last && g.y_last &&
+            ((pl.sh > 1 && pl.sw > 1) || aotc_conv_direct::dwl_fixed(pl))) {
             aotc_conv_direct::depthwise_last(pl, g.batch, g.cin, x, w, bias, g.residual, g.act,
                                              g.lo, g.hi, y, threaded);
             return true;

@@ -358,14 +358,18 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
     }
 }
 
-// Depthwise with multiplier 1, stride above 1, x and y channels last: no copies. Threads
-// share out the output rows; along a row, DWL_P positions at a time, each vector of L
-// channels sums its taps straight from x (taps outside it skipped), the weights read as
-// [tap][channel] (wt, transposed once per call) a vector per tap for all DWL_P positions,
-// then the bias, residual and activation, and one store per position. Against the blocked
-// kernel (its copies of a band's rows, a pass per channel block), one thread: 96 channels of
-// 112x112 at stride 2 344-471 -> 265-388 us, 144 of 56x56 125 -> 103-111 (MobileNetV2
-// 8.51 -> 8.03 ms); at stride 1 slower (144 of 56x56: 297 -> 367 us), which keeps the other.
+// Depthwise with multiplier 1, x and y channels last, at a stride above 1 or with a kernel
+// of dwl_tile_fixed (below): no copies. Threads share out the output rows; along a row, a
+// tile of positions at a time, each vector of L channels sums its taps straight from x
+// (taps outside it skipped), the weights read as [tap][channel] (wt, transposed once per
+// call) a vector per tap for all the tile's positions, then the bias, residual and
+// activation, and one store per position. Against the blocked kernel (its copies of a
+// band's rows, a pass per channel block), one thread: 96 channels of 112x112 at stride 2
+// 344-471 -> 265-388 us with the general tiles (dwl_tile), 253 -> 182 with the fixed ones;
+// at stride 1 the fixed tiles, which load each input column once for all the taps and
+// positions that read it: 144 of 56x56 234 -> 172 us, 32 of 112x112 214 -> 146, 960 of
+// 7x7 33 -> 20, 240 of 28x28 with a 5x5 kernel 214 -> 115 (the general tiles at stride 1
+// were slower than the blocked kernel: 297 -> 367 us).
 constexpr int DWL_P = 4;
 
 // P positions from ow; INSIDE: every tap of every one lies inside the row (no checks)
@@ -407,6 +411,117 @@ inline void dwl_tile(const Plan &pl, int64_t channels, const float *xn, const fl
     }
 }
 
+// P positions from ow (np of them stored: all but at a row's end) of a K x K kernel at
+// stride S, dilation 1: each input column that a kernel row of the tile reads is loaded once
+// and serves every position and tap that reads it, (P - 1) S + K loads a row instead of
+// P K. EDGE: some columns lie outside x (skipped: zero padding), or np < P.
+template <int P, int K, int S, bool EDGE>
+inline void dwl_tile_fixed(const Plan &pl, int64_t channels, const float *xn, const float *wt,
+                           const float *bias, const float *rrow, int act, V vlo, V vhi,
+                           float *yrow, int64_t oh, int64_t ow, int np) {
+    constexpr int COLS = (P - 1) * S + K;
+    const int64_t iw0 = ow * S - pl.pw;  // the tile's first input column
+    for (int64_t c = 0; c < channels; c += L) {
+        const int64_t nc = std::min<int64_t>(L, channels - c);
+        const bool full = nc == L;
+        V acc[P];
+        const V b = bias ? (full ? vload(bias + c) : vload_n(bias + c, nc)) : vzero();
+#pragma GCC unroll 16
+        for (int j = 0; j < P; ++j) acc[j] = b;
+        for (int ky = 0; ky < K; ++ky) {
+            const int64_t ih = oh * pl.sh - pl.ph + ky;
+            if (ih < 0 || ih >= pl.h) continue;
+            const float *xr = xn + ih * pl.w * channels + c;
+            V wv[K];
+#pragma GCC unroll 16
+            for (int kx = 0; kx < K; ++kx) {
+                const float *wp = wt + (ky * K + kx) * channels + c;
+                wv[kx] = full ? vload(wp) : vload_n(wp, nc);
+            }
+#pragma GCC unroll 64
+            for (int q = 0; q < COLS; ++q) {
+                const int64_t iw = iw0 + q;
+                if (EDGE && (iw < 0 || iw >= pl.w)) continue;
+                const float *src = xr + iw * channels;
+                const V xv = full ? vload(src) : vload_n(src, nc);
+#pragma GCC unroll 16
+                for (int j = 0; j < P; ++j) {
+                    const int kx = q - j * S;
+                    if (kx >= 0 && kx < K) acc[j] = vfma(wv[kx], xv, acc[j]);
+                }
+            }
+        }
+#pragma GCC unroll 16
+        for (int j = 0; j < P; ++j) {
+            if (EDGE && j >= np) break;
+            V v = acc[j];
+            const int64_t at = (ow + j) * channels + c;
+            if (rrow) v = vadd(v, full ? vload(rrow + at) : vload_n(rrow + at, nc));
+            v = activate(v, act, vlo, vhi);
+            if (full)
+                vstore(yrow + at, v);
+            else
+                vstore_n(yrow + at, v, nc);
+        }
+    }
+}
+
+// One output row of dwl_tile_fixed's tiles.
+template <int P, int K, int S>
+inline void dwl_row_fixed(const Plan &pl, int64_t channels, const float *xn, const float *wt,
+                          const float *bias, const float *rrow, int act, V vlo, V vhi,
+                          float *yrow, int64_t oh) {
+    for (int64_t ow = 0; ow < pl.wo; ow += P) {
+        const int np = static_cast<int>(std::min<int64_t>(P, pl.wo - ow));
+        if (np == P && ow * S - pl.pw >= 0 && (ow + P - 1) * S - pl.pw + K <= pl.w)
+            dwl_tile_fixed<P, K, S, false>(pl, channels, xn, wt, bias, rrow, act, vlo, vhi, yrow,
+                                           oh, ow, P);
+        else
+            dwl_tile_fixed<P, K, S, true>(pl, channels, xn, wt, bias, rrow, act, vlo, vhi, yrow,
+                                          oh, ow, np);
+    }
+}
+
+// One output row of dwl_tile's tiles (any kernel, stride, dilation).
+inline void dwl_row(const Plan &pl, int64_t channels, const float *xn, const float *wt,
+                    const float *bias, const float *rrow, int act, V vlo, V vhi, float *yrow,
+                    int64_t oh) {
+    int64_t ow = 0;
+    for (; ow + DWL_P <= pl.wo; ow += DWL_P) {
+        const bool inside = ow * pl.sw - pl.pw >= 0 &&
+            (ow + DWL_P - 1) * pl.sw - pl.pw + (pl.kw - 1) * pl.dw < pl.w;
+        if (inside)
+            dwl_tile<DWL_P, true>(pl, channels, xn, wt, bias, rrow, act, vlo, vhi, yrow, oh, ow);
+        else
+            dwl_tile<DWL_P, false>(pl, channels, xn, wt, bias, rrow, act, vlo, vhi, yrow, oh, ow);
+    }
+    for (; ow < pl.wo; ++ow)
+        dwl_tile<1, false>(pl, channels, xn, wt, bias, rrow, act, vlo, vhi, yrow, oh, ow);
+}
+
+using DwlRow = void (*)(const Plan &, int64_t, const float *, const float *, const float *,
+                        const float *, int, V, V, float *, int64_t);
+
+// Positions a tile of dwl_tile_fixed at stride 1 and 2. One thread, 3x3 (5x5) kernels, the
+// input as if just written: at stride 1, P = 10 against 6: 144 channels of 56x56 172 against
+// 189 us, 240 of 28x28 (5x5) 115 against 137; at stride 2, P = 4 against 6: 96 of 112x112
+// 182 against 193.
+constexpr int DWL_P1 = 10, DWL_P2 = 4;
+
+// Whether dwl_tile_fixed takes the plan: a square 3x3 or 5x5 kernel at stride 1 or 2 along
+// both axes, no dilation.
+inline bool dwl_fixed(const Plan &pl) {
+    return pl.kh == pl.kw && (pl.kh == 3 || pl.kh == 5) && pl.sh == pl.sw &&
+           (pl.sh == 1 || pl.sh == 2) && pl.dh == 1 && pl.dw == 1;
+}
+
+// The row kernel for this plan: the fixed tiles where dwl_fixed, the general ones otherwise.
+inline DwlRow dwl_row_for(const Plan &pl) {
+    if (!dwl_fixed(pl)) return dwl_row;
+    if (pl.kh == 3) return pl.sh == 1 ? dwl_row_fixed<DWL_P1, 3, 1> : dwl_row_fixed<DWL_P2, 3, 2>;
+    return pl.sh == 1 ? dwl_row_fixed<DWL_P1, 5, 1> : dwl_row_fixed<DWL_P2, 5, 2>;
+}
+
 inline void depthwise_last(const Plan &pl, int64_t batch, int64_t channels, const float *x,
                            const float *w, const float *bias, const float *res, int act,
                            float lo, float hi, float *y, bool threaded) {
@@ -415,27 +530,13 @@ inline void depthwise_last(const Plan &pl, int64_t batch, int64_t channels, cons
         for (int64_t t = 0; t < pl.taps; ++t) wt[t * channels + c] = w[c * pl.taps + t];
     const V vlo = vset(lo), vhi = vset(hi);
     const int64_t in_plane = pl.h * pl.w, out_plane = pl.ho * pl.wo;
+    const DwlRow row_kernel = dwl_row_for(pl);
 #pragma omp parallel for collapse(2) schedule(static) if (threaded)
     for (int64_t n = 0; n < batch; ++n)
         for (int64_t oh = 0; oh < pl.ho; ++oh) {
-            const float *xn = x + n * in_plane * channels;
             const int64_t row = (n * out_plane + oh * pl.wo) * channels;
-            float *yrow = y + row;
-            const float *rrow = res ? res + row : nullptr;
-            int64_t ow = 0;
-            for (; ow + DWL_P <= pl.wo; ow += DWL_P) {
-                const bool inside = ow * pl.sw - pl.pw >= 0 &&
-                    (ow + DWL_P - 1) * pl.sw - pl.pw + (pl.kw - 1) * pl.dw < pl.w;
-                if (inside)
-                    dwl_tile<DWL_P, true>(pl, channels, xn, wt.data(), bias, rrow, act, vlo, vhi,
-                                          yrow, oh, ow);
-                else
-                    dwl_tile<DWL_P, false>(pl, channels, xn, wt.data(), bias, rrow, act, vlo,
-                                           vhi, yrow, oh, ow);
-            }
-            for (; ow < pl.wo; ++ow)
-                dwl_tile<1, false>(pl, channels, xn, wt.data(), bias, rrow, act, vlo, vhi, yrow,
-                                   oh, ow);
+            row_kernel(pl, channels, x + n * in_plane * channels, wt.data(), bias,
+                       res ? res + row : nullptr, act, vlo, vhi, y + row, oh);
         }
 }
 
