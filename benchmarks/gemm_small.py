@@ -33,7 +33,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = "src/aotc/kernels"
-SOURCES = ["gemm.cpp", "gemm_microkernels.h", "gemm_packing.h", "gemm_unpacked.h", "aotc_kernels.h"]
+SOURCES = ["gemm.cpp", "gemm_microkernels.h", "gemm_panels.h", "gemm_packing.h", "gemm_unpacked.h",
+           "aotc_kernels.h"]
 MARCH_FEATURES = {"x86-64-v4": {"avx512f", "avx512bw", "avx512vl", "avx512dq", "fma"},
                   "x86-64-v3": {"avx2", "fma", "bmi2"}}
 # (B prepacked, M, N, K): the two GEMMs of ReadmeModel at batch 256 first

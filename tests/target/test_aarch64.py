@@ -40,7 +40,7 @@ def test_the_cross_compiler_and_its_flags():
 
 
 def test_panel_layout_is_the_neon_micro_kernels():
-    text = (KERNELS / "gemm_microkernels.h").read_text()
+    text = (KERNELS / "gemm_panels.h").read_text()
     start = text.index("#elif AOTC_GEMM_NEON")
     neon = text[start:text.index("#else", start)]
     nr = int(re.search(r"NR = (\d+);", neon).group(1))

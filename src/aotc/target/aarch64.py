@@ -11,7 +11,7 @@ MACHINES = frozenset({"aarch64", "arm64"})
 # Debian or Ubuntu arm64 machine; its own variable, so that $CXX keeps naming the host's
 COMPILER, COMPILER_ENV = "aarch64-linux-gnu-g++", "AOTC_CXX_AARCH64"
 
-# NR/KC of the NEON micro-kernels (kernels/gemm_microkernels.h under __ARM_NEON): 6x16
+# NR/KC of the NEON micro-kernels (kernels/gemm_panels.h under __ARM_NEON): 6x16
 # tiles at every level, so a prepacked weight has AVX2's layout.
 NR, KC = 16, 512
 

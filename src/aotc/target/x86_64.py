@@ -13,7 +13,7 @@ BF16_FEATURE = "avx512_bf16"  # vdpbf16ps (kernels/gemm_bf16.cpp), as /proc/cpui
 INT8_DOT_FEATURES = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 
 # The slice depth of every build and the panel width by level (AVX-512: 32, AVX2 and
-# portable: 16): NR/KC of kernels/gemm_microkernels.h, which picks them by __AVX512F__.
+# portable: 16): NR/KC of kernels/gemm_panels.h, which picks them by __AVX512F__.
 KC = 512
 NR_AVX512 = 32
 NR_OTHER = 16
