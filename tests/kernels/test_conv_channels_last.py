@@ -119,8 +119,13 @@ def test_pointwise_packed(lib, cin, cout, hw, act):
 
 @pytest.mark.parametrize("act", ACTS)
 def test_stem_into_channels_last(lib, act):
+    # the stem kernel (conv_stem.h): tiles inside a row and at both its ends, strides 1, 2
+    # and 3, output channels in one vector, two (the second partial) and a whole panel
     case(lib, n=2, cin=3, cout=32, hw=23, k=3, s=2, p=1, groups=1, act=act, residual=False)
     case(lib, n=1, cin=3, cout=16, hw=16, k=3, s=2, p=1, groups=1, act=act, residual=True)
+    case(lib, n=1, cin=1, cout=8, hw=37, k=3, s=1, p=1, groups=1, act=act, residual=True)
+    case(lib, n=2, cin=4, cout=24, hw=61, k=5, s=2, p=2, groups=1, act=act, residual=False)
+    case(lib, n=1, cin=3, cout=20, hw=40, k=7, s=3, p=3, groups=1, act=act, residual=True)
 
 
 def test_threads(lib):

@@ -27,7 +27,9 @@
 // convolutions whose output planes are small, where the weights dominate the memory
 // traffic): per image out^T[P, Cout] = columns^T[P, K] w^T[K, Cout], the columns read as a
 // strided A (x itself for 1x1), the GEMM's epilogue storing each finished block transposed
-// into y with the residual and clamp.
+// into y with the residual and clamp. A stem into channels-last activations (a channels-first
+// x, y channels last, the weight one panel of the packed layout) takes conv_stem.h instead:
+// the taps' inputs broadcast against the weight's rows, no columns.
 // A 3x3 weight prepacked as its Winograd F(2x2, 3x3) transform (stride 1, dilation 1, one
 // group, 2-D; scheduler/prepack.py picks them): conv_winograd.h, 16 matrix products per
 // image in place of 9 taps per output.
@@ -37,7 +39,9 @@
 #include "conv_activation.h"
 #include "conv_depthwise.h"
 #include "conv_direct.h"
+#include "conv_stem.h"
 #include "conv_winograd.h"
+#include "gemm_panels.h"
 
 #include <algorithm>
 #include <vector>
@@ -497,9 +501,32 @@ void store_transposed(const void *ctx, float *c, int64_t ldc, int64_t row, int64
 #endif
 }
 
+// Whether conv_stem.h computes the convolution: a channels-first x into a channels-last y,
+// 2-D, one group, the packed weight one panel and one slice.
+bool stem_into_last(const Geometry &g) {
+#ifdef AOTC_CONV_DIRECT
+    return g.y_last && !g.x_last && !is_pointwise(g) && g.groups == 1 && g.in[0] == 1 &&
+           g.k[0] == 1 && g.out[0] == 1 && aotc_conv_stem::fits(g.cout, aotc_gemm::NR) &&
+           g.cig * g.taps <= aotc_gemm::KC;
+#else
+    (void)g;
+    return false;
+#endif
+}
+
 void packed_forward(const Geometry &g, const float *x, const float *w, const float *bias,
                     float *y, float *ws) {
     const int64_t kdim = g.cig * g.taps, plane = g.out_plane;
+#ifdef AOTC_CONV_DIRECT
+    if (stem_into_last(g)) {
+        const aotc_conv_direct::Plan pl =
+            aotc_conv_direct::plan(g.cin, g.cout, g.in + 1, g.out + 1, g.k + 1, g.s + 1, g.p + 1,
+                                   g.d + 1);
+        aotc_conv_stem::run(pl, g.batch, g.cin, g.cout, aotc_gemm::NR, x, w, bias, g.residual,
+                            g.act, g.lo, g.hi, y, g.batch * g.cout * plane * kdim >= kParallelMin);
+        return;
+    }
+#endif
     const float *a = x;
     int64_t sa_batch = g.cin * g.in_plane;
     // A's rows are positions: a channels-last x is read row-major in place
@@ -591,8 +618,9 @@ namespace {
 int64_t workspace_size(const Geometry &g) {
     if (g.winograd) return aotc_winograd::workspace_floats(winograd_shape(g));
     if (g.packed)
-        return g.batch * ((is_pointwise(g) ? 0 : g.cig * g.taps) + (g.y_last ? 0 : g.cout)) *
-               g.out_plane;
+        return stem_into_last(g) ? 0
+            : g.batch * ((is_pointwise(g) ? 0 : g.cig * g.taps) + (g.y_last ? 0 : g.cout)) *
+                  g.out_plane;
     if (g.cig == 1 || is_pointwise(g)) return 0;
     if (g.out_plane < kSmallPlane && g.batch > 1)  // every image's columns, and the result
         return (g.cig * g.taps + g.cog) * g.batch * g.out_plane;
