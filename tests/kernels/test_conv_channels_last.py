@@ -1,10 +1,10 @@
 """aotc_sconv with channels-last activations (aotc_conv_shape.layout): a depthwise convolution
 (the channel-blocked kernel, and with both channels last the kernel without copies: rows of
-several tiles with edges at both ends, and rows shorter than a tile), a 1x1 one and a strided 3x3 stem with a packed weight, with x,
-y or both channels last, against the same convolution channels first, on each vector build
-this CPU can run: the same values bit for bit (the same sums in the same order), with the
-residual and every activation, edges of a channel block, batches and 2 threads, and nothing
-outside y written."""
+several tiles with edges at both ends, and rows shorter than a tile), a 1x1 one and stems
+(conv_stem.h) with a packed weight, with x, y or both channels last, against the same
+convolution channels first, on each vector build this CPU can run: the same values bit for
+bit (the same sums in the same order), with the residual and every activation, edges of a
+channel block, batches and 2 threads, and nothing outside y written."""
 from __future__ import annotations
 
 import ctypes

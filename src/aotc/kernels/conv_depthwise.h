@@ -141,15 +141,15 @@ inline void transpose(V (&r)[L]) {
 // transposed (L positions x L channels in registers) into a zero-padded channel-minor
 // scratch [rows][w + 2pw][L], every output position is then one vector of L channels (a
 // multiply-add per tap, any stride or dilation without phases), and the channel-minor
-// result is transposed back with the residual and clamp. A channels-last x or y skips
-// its transpose: a position's run of the block's channels is one load or store. The per-channel bookkeeping of
-// `depthwise` (a phased copy, row segments) is paid once per L channels. A block goes in
-// bands of output rows (about DWB_BAND positions each) so that its scratch stays in L2
-// (a whole 112x112 plane of 16 channels would be 1.6 MB in and out); the rows a band
-// shares with the next are transposed for each; threads share out the (image, block, band)
-// triples (channels last: (image, band, block)), each output summed by one of them in one
-// order. Channels past the last full
-// block are computed with zero weights and not stored.
+// result is transposed back with the residual and clamp. A channels-last x or y skips its
+// transpose: a position's run of the block's channels is one load or store. The
+// per-channel bookkeeping of `depthwise` (a phased copy, row segments) is paid once per L
+// channels. A block goes in bands of output rows (about DWB_BAND positions each) so that
+// its scratch stays in L2 (a whole 112x112 plane of 16 channels would be 1.6 MB in and
+// out); the rows a band shares with the next are transposed for each; threads share out
+// the (image, block, band) triples (channels last: (image, band, block)), each output
+// summed by one of them in one order. Channels past the last full block are computed with
+// zero weights and not stored.
 constexpr int DWB_OW = 8;  // output positions per register tile (fewer at a row's end)
 constexpr int64_t DWB_BAND = 2048;  // output positions per band (at least one row)
 
@@ -372,6 +372,26 @@ inline void depthwise_blocked(const Plan &pl, int64_t batch, int64_t channels, c
 // were slower than the blocked kernel: 297 -> 367 us).
 constexpr int DWL_P = 4;
 
+// The first np of a tile's P sums (positions ow + j, channels c .. c + nc - 1 of a row whose
+// positions are `channels` apart), with the residual and the activation, one store each.
+template <int P>
+inline void dwl_store(const V (&acc)[P], int np, const float *rrow, float *yrow, int64_t ow,
+                      int64_t channels, int64_t c, int64_t nc, int act, V vlo, V vhi) {
+    const bool full = nc == L;
+#pragma GCC unroll 16
+    for (int j = 0; j < P; ++j) {
+        if (j >= np) break;
+        V v = acc[j];
+        const int64_t at = (ow + j) * channels + c;
+        if (rrow) v = vadd(v, full ? vload(rrow + at) : vload_n(rrow + at, nc));
+        v = activate(v, act, vlo, vhi);
+        if (full)
+            vstore(yrow + at, v);
+        else
+            vstore_n(yrow + at, v, nc);
+    }
+}
+
 // P positions from ow; INSIDE: every tap of every one lies inside the row (no checks)
 template <int P, bool INSIDE>
 inline void dwl_tile(const Plan &pl, int64_t channels, const float *xn, const float *wt,
@@ -398,16 +418,7 @@ inline void dwl_tile(const Plan &pl, int64_t channels, const float *xn, const fl
                 }
             }
         }
-        for (int j = 0; j < P; ++j) {
-            V v = acc[j];
-            const int64_t at = (ow + j) * channels + c;
-            if (rrow) v = vadd(v, full ? vload(rrow + at) : vload_n(rrow + at, nc));
-            v = activate(v, act, vlo, vhi);
-            if (full)
-                vstore(yrow + at, v);
-            else
-                vstore_n(yrow + at, v, nc);
-        }
+        dwl_store<P>(acc, P, rrow, yrow, ow, channels, c, nc, act, vlo, vhi);
     }
 }
 
@@ -451,18 +462,7 @@ inline void dwl_tile_fixed(const Plan &pl, int64_t channels, const float *xn, co
                 }
             }
         }
-#pragma GCC unroll 16
-        for (int j = 0; j < P; ++j) {
-            if (EDGE && j >= np) break;
-            V v = acc[j];
-            const int64_t at = (ow + j) * channels + c;
-            if (rrow) v = vadd(v, full ? vload(rrow + at) : vload_n(rrow + at, nc));
-            v = activate(v, act, vlo, vhi);
-            if (full)
-                vstore(yrow + at, v);
-            else
-                vstore_n(yrow + at, v, nc);
-        }
+        dwl_store<P>(acc, EDGE ? np : P, rrow, yrow, ow, channels, c, nc, act, vlo, vhi);
     }
 }
 

@@ -536,6 +536,23 @@ void bias_only(const Problem &p) {
     for (int64_t b = 0; b < p.batch; ++b) finish(p, b, 0, 0, p.M, p.N);
 }
 
+// Every entry point's product: B as given or prepacked (packed_b), finished by the epilogue
+// callback or the residual and activation (or neither).
+void product(int64_t batch, int64_t M, int64_t N, int64_t K, const float *A, int64_t sa_batch,
+             int64_t sa_m, int64_t sa_k, const float *B, int64_t sb_batch, int64_t sb_k,
+             int64_t sb_n, const float *packed_b, float *C, int64_t sc_batch, int64_t ldc,
+             const float *bias, int64_t sbias_batch, int64_t sbias_m, int64_t sbias_n,
+             float alpha, float beta, const aotc_gemm_epilogue *epilogue,
+             const aotc_gemm_activation *act) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
+              C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
+    p.packed_b = packed_b;
+    p.post = epilogue && epilogue->fn ? epilogue : nullptr;
+    with_activation(p, act);
+    if (K <= 0) return bias_only(p);
+    run(p);
+}
 }  // namespace
 
 extern "C" void aotc_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t K,
@@ -544,11 +561,8 @@ extern "C" void aotc_sgemm_batched(int64_t batch, int64_t M, int64_t N, int64_t 
                                    float *C, int64_t sc_batch, int64_t ldc,
                                    const float *bias, int64_t sbias_batch, int64_t sbias_m,
                                    int64_t sbias_n, float alpha, float beta) {
-    if (batch <= 0 || M <= 0 || N <= 0) return;
-    const Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
-                    C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
-    if (K <= 0) return bias_only(p);
-    run(p);
+    product(batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n, nullptr, C,
+            sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta, nullptr, nullptr);
 }
 
 extern "C" void aotc_sgemm_fused(int64_t batch, int64_t M, int64_t N, int64_t K,
@@ -558,12 +572,8 @@ extern "C" void aotc_sgemm_fused(int64_t batch, int64_t M, int64_t N, int64_t K,
                                  const float *bias, int64_t sbias_batch, int64_t sbias_m,
                                  int64_t sbias_n, float alpha, float beta,
                                  const aotc_gemm_epilogue *epilogue) {
-    if (batch <= 0 || M <= 0 || N <= 0) return;
-    Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
-              C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
-    p.post = epilogue && epilogue->fn ? epilogue : nullptr;
-    if (K <= 0) return bias_only(p);
-    run(p);
+    product(batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n, nullptr, C,
+            sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta, epilogue, nullptr);
 }
 
 extern "C" void aotc_sgemm_act(int64_t batch, int64_t M, int64_t N, int64_t K,
@@ -573,12 +583,8 @@ extern "C" void aotc_sgemm_act(int64_t batch, int64_t M, int64_t N, int64_t K,
                                const float *bias, int64_t sbias_batch, int64_t sbias_m,
                                int64_t sbias_n, float alpha, float beta,
                                const aotc_gemm_activation *act) {
-    if (batch <= 0 || M <= 0 || N <= 0) return;
-    Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n,
-              C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
-    with_activation(p, act);
-    if (K <= 0) return bias_only(p);
-    run(p);
+    product(batch, M, N, K, A, sa_batch, sa_m, sa_k, B, sb_batch, sb_k, sb_n, nullptr, C,
+            sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta, nullptr, act);
 }
 
 extern "C" void aotc_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t sa_m,
@@ -614,13 +620,8 @@ extern "C" void aotc_sgemm_prepacked(int64_t batch, int64_t M, int64_t N, int64_
                                      int64_t sbias_batch, int64_t sbias_m, int64_t sbias_n,
                                      float alpha, float beta,
                                      const aotc_gemm_epilogue *epilogue) {
-    if (batch <= 0 || M <= 0 || N <= 0) return;
-    Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, nullptr, 0, 0, 0,
-              C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
-    p.packed_b = packed_b;
-    p.post = epilogue && epilogue->fn ? epilogue : nullptr;
-    if (K <= 0) return bias_only(p);
-    run(p);
+    product(batch, M, N, K, A, sa_batch, sa_m, sa_k, nullptr, 0, 0, 0, packed_b, C, sc_batch,
+            ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta, epilogue, nullptr);
 }
 
 extern "C" void aotc_sgemm_prepacked_act(int64_t batch, int64_t M, int64_t N, int64_t K,
@@ -630,11 +631,6 @@ extern "C" void aotc_sgemm_prepacked_act(int64_t batch, int64_t M, int64_t N, in
                                          int64_t sbias_batch, int64_t sbias_m, int64_t sbias_n,
                                          float alpha, float beta,
                                          const aotc_gemm_activation *act) {
-    if (batch <= 0 || M <= 0 || N <= 0) return;
-    Problem p{batch, M, N, K, A, sa_batch, sa_m, sa_k, nullptr, 0, 0, 0,
-              C, sc_batch, ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta};
-    p.packed_b = packed_b;
-    with_activation(p, act);
-    if (K <= 0) return bias_only(p);
-    run(p);
+    product(batch, M, N, K, A, sa_batch, sa_m, sa_k, nullptr, 0, 0, 0, packed_b, C, sc_batch,
+            ldc, bias, sbias_batch, sbias_m, sbias_n, alpha, beta, nullptr, act);
 }

@@ -69,8 +69,6 @@ inline void store_n(float *p, float32x4_t v, int64_t n) {
     std::memcpy(p, t, sizeof(float) * size_t(n));
 }
 
-// Applies the epilogue to an mr x nr tile (mr <= ROWS, nr <= 4*W) and stores it into C,
-// leaving the columns past nr untouched. The bias needs sbn of 0 or 1.
 // The activation of conv_activation.h on a vector; a NaN stays NaN.
 inline float32x4_t activate_neon(float32x4_t r, int act, float32x4_t vlo, float32x4_t vhi) {
     if (act == aotc_conv_act::HARDSWISH) {
@@ -81,6 +79,9 @@ inline float32x4_t activate_neon(float32x4_t r, int act, float32x4_t vlo, float3
     return act == aotc_conv_act::CLAMP ? vminq_f32(vhi, vmaxq_f32(vlo, r)) : r;
 }
 
+// Applies the epilogue to an mr x nr tile (mr <= ROWS, nr <= 4*W) and stores it into C,
+// leaving the columns past nr untouched. The bias needs sbn of 0 or 1; the residual and
+// activation apply on the last K slice.
 template <int ROWS, int W>
 __attribute__((always_inline)) inline void
 store_neon(float32x4_t (&acc)[ROWS][W], float *c, int64_t ldc, int64_t mr, int64_t nr, const Epilogue &e) {

@@ -23,8 +23,8 @@ which values are computed.
 Float32 convolutions take part where the target builds the convolution kernel's vector
 paths (Target.vector_convs): a 1x1 stride-1 one and a depthwise one (one channel per group)
 read and write channels last, and a one-group convolution of an image's few channels (a
-network's stem) writes channels last from its columns (kernels/aotc_kernels.h:
-aotc_conv_shape.layout). A MobileNet then runs channels last from its stem to its pooled
+network's stem) writes channels last from its channels-first input (kernels/aotc_kernels.h:
+aotc_conv_shape.layout; kernels/conv_stem.h). A MobileNet then runs channels last from its stem to its pooled
 head: the depthwise kernel skips the transposes of its channel blocks in and out, the 1x1
 convolutions store their rows with the residual and activation in the GEMM's tiles. A
 convolution whose residual is added by its kernel is chosen with that residual or not at
@@ -49,8 +49,8 @@ from ..ir.symbols import index_vars
 from ..target import Target
 from .prepack import winograd
 
-# the most input channels of a one-group convolution that writes channels last from its
-# columns (im2col'd from a channels-first input): an image's channels, a network's stem
+# the most input channels of a one-group convolution that writes channels last from a
+# channels-first input: an image's channels, a network's stem
 STEM_CHANNELS = 4
 
 _N, _C, _H, _W = index_vars(4)
@@ -193,8 +193,8 @@ def channels_last(program: Program, target: Target) -> Program:
     # measured choice) or single positions (both layouts alike): the chain into an output
     # stays channels first (fusion runs it as one loop, or as the epilogue of the
     # convolution that starts it). A max or average pool over windows is no such end:
-    # DenseNet-121's 7x7 stem would otherwise write channels last for its max pool alone,
-    # from columns, at 2.9 ms a call against the direct kernel's 2.4. Dropping one buffer
+    # DenseNet-121's 7x7 stem (64 output channels) would otherwise write channels last for
+    # its max pool alone, from columns, at 2.9 ms a call against the direct kernel's 2.4. Dropping one buffer
     # can drop others (a convolution's residual, its input's last consumer): until none
     # changes.
     pooled_heads = not any(isinstance(b.op, IntMatmul) for b in program.computed())
