@@ -522,8 +522,8 @@ void packed_forward(const Geometry &g, const float *x, const float *w, const flo
         const aotc_conv_direct::Plan pl =
             aotc_conv_direct::plan(g.cin, g.cout, g.in + 1, g.out + 1, g.k + 1, g.s + 1, g.p + 1,
                                    g.d + 1);
-        aotc_conv_stem::run(pl, g.batch, g.cin, g.cout, aotc_gemm::NR, x, w, bias, g.residual,
-                            g.act, g.lo, g.hi, y, g.batch * g.cout * plane * kdim >= kParallelMin);
+        aotc_conv_stem::run(pl, g.batch, aotc_gemm::NR, x, w, bias, g.residual, g.act, g.lo,
+                            g.hi, y, g.batch * g.cout * plane * kdim >= kParallelMin);
         return;
     }
 #endif

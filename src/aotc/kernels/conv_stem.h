@@ -30,8 +30,8 @@ constexpr int kAccumulators = 12;
 #endif
 
 struct Stem {
-    const Plan *pl;
-    int64_t cin, cout, nr;   // input channels, output channels, the panel's width
+    const Plan *pl;          // its cig and cog: the input and output channels
+    int64_t nr;              // the panel's width
     const float *w, *bias;   // w: the packed panel, row k at w + k * nr
     int act;
     V vlo, vhi;
@@ -51,7 +51,7 @@ inline void tile(const Stem &s, const float *xn, const float *rrow, float *yrow,
     for (int j = 0; j < P; ++j)
 #pragma GCC unroll 4
         for (int v = 0; v < W; ++v) acc[j][v] = vzero();
-    for (int64_t ci = 0; ci < s.cin; ++ci)
+    for (int64_t ci = 0; ci < pl.cig; ++ci)
         for (int64_t ky = 0; ky < pl.kh; ++ky) {
             const int64_t ih = oh * pl.sh - pl.ph + ky * pl.dh;
             if (ih < 0 || ih >= pl.h) continue;
@@ -77,8 +77,8 @@ inline void tile(const Stem &s, const float *xn, const float *rrow, float *yrow,
         if (EDGE && j >= np) break;
 #pragma GCC unroll 4
         for (int v = 0; v < W; ++v) {
-            const int64_t c = v * L, nc = std::min<int64_t>(L, s.cout - c);
-            const int64_t at = (ow + j) * s.cout + c;
+            const int64_t c = v * L, nc = std::min<int64_t>(L, pl.cog - c);
+            const int64_t at = (ow + j) * pl.cog + c;
             V r = acc[j][v];
             if (s.bias) r = vadd(r, nc == L ? vload(s.bias + c) : vload_n(s.bias + c, nc));
             if (rrow) r = vadd(r, nc == L ? vload(rrow + at) : vload_n(rrow + at, nc));
@@ -127,12 +127,13 @@ inline bool fits(int64_t cout, int64_t nr) { return cout <= nr && cout <= 4 * L;
 
 // y = conv(x, w) + bias (+ residual, then the activation) for every image, threads sharing
 // out the output rows.
-inline void run(const Plan &pl, int64_t batch, int64_t cin, int64_t cout, int64_t nr,
-                const float *x, const float *w, const float *bias, const float *residual,
-                int act, float lo, float hi, float *y, bool threaded) {
-    const Stem s{&pl, cin, cout, nr, w, bias, act, vset(lo), vset(hi)};
-    const int64_t vectors = (cout + L - 1) / L, in_image = cin * pl.h * pl.w;
-    const int64_t out_row = pl.wo * cout, out_image = pl.ho * out_row;
+// pl: the plan of conv_direct.h for cig input and cog output channels.
+inline void run(const Plan &pl, int64_t batch, int64_t nr, const float *x, const float *w,
+                const float *bias, const float *residual, int act, float lo, float hi, float *y,
+                bool threaded) {
+    const Stem s{&pl, nr, w, bias, act, vset(lo), vset(hi)};
+    const int64_t vectors = (pl.cog + L - 1) / L, in_image = pl.cig * pl.h * pl.w;
+    const int64_t out_row = pl.wo * pl.cog, out_image = pl.ho * out_row;
 #pragma omp parallel for collapse(2) schedule(static) if (threaded)
     for (int64_t n = 0; n < batch; ++n)
         for (int64_t oh = 0; oh < pl.ho; ++oh) {
