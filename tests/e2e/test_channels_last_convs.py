@@ -28,6 +28,16 @@ def convs(ep, isa: str) -> list[Conv]:
     return [b.op for b in program.computed() if isinstance(b.op, Conv)]
 
 
+def checked_convs(compile_model, module: nn.Module, shape, isa: str, seed: int) -> list[Conv]:
+    """The convolutions compiled for `isa`, once the compiled module matched eager on a
+    random input of `shape`."""
+    torch.manual_seed(seed)
+    x = torch.randn(shape)
+    ep, model = compile_model(module, (x,), options={"isa": isa})
+    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
+    return convs(ep, isa)
+
+
 def randomize(model: nn.Module) -> nn.Module:
     g = torch.Generator().manual_seed(3)
     for m in model.modules():
@@ -78,11 +88,7 @@ class Net(nn.Module):
 
 @pytest.mark.parametrize("isa", vector_isas())
 def test_mobilenet_runs_channels_last_and_matches_eager(compile_model, isa):
-    torch.manual_seed(0)
-    x = torch.randn(2, 3, 33, 31)
-    ep, model = compile_model(Net(), (x,), options={"isa": isa})
-    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
-    ops = convs(ep, isa)
+    ops = checked_convs(compile_model, Net(), (2, 3, 33, 31), isa, seed=0)
     stem, rest = ops[0], ops[1:]
     assert stem.out_channels_last and not stem.x_channels_last
     # every later convolution reads and writes channels last: depthwise, 1x1, the
@@ -104,11 +110,8 @@ def test_dynamic_batch_and_size(compile_model, isa):
 
 
 def test_sse2_build_stays_channels_first(compile_model):
-    torch.manual_seed(2)
-    x = torch.randn(1, 3, 20, 20)
-    ep, model = compile_model(Net(), (x,), options={"isa": "sse2"})
-    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
-    assert not any(op.x_channels_last or op.out_channels_last for op in convs(ep, "sse2"))
+    ops = checked_convs(compile_model, Net(), (1, 3, 20, 20), "sse2", seed=2)
+    assert not any(op.x_channels_last or op.out_channels_last for op in ops)
 
 
 class Mixed(nn.Module):
@@ -180,10 +183,6 @@ def test_densenet_stays_channels_first(compile_model, isa):
     # channels last would pay nowhere: the stem would write it for its max pool alone (from
     # columns, slower than the direct kernel), the 1x1 convolutions would store their
     # products transposed for the Winograd ones, the transition for its window pool
-    torch.manual_seed(4)
-    x = torch.randn(2, 3, 64, 60)
-    ep, model = compile_model(Dense(), (x,), options={"isa": isa})
-    torch.testing.assert_close(model(x), ep.module()(x), rtol=1e-4, atol=1e-4)
-    ops = convs(ep, isa)
+    ops = checked_convs(compile_model, Dense(), (2, 3, 64, 60), isa, seed=4)
     assert sum(op.weight_winograd for op in ops) == 3
     assert not any(op.x_channels_last or op.out_channels_last for op in ops)
