@@ -5,6 +5,7 @@ daemons and the workers they started), never other Ray processes on the machine.
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -26,10 +27,45 @@ def use_token() -> None:
     os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
 
 
+def _ephemeral_ports() -> tuple[int, int]:
+    """The range the kernel draws ports from for bind(0) and connect()."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on, between Ray's worker ports (10002-19999 unless told) and
+    the ephemeral range: a port the kernel hands out for bind(0) could be taken again by one
+    of the dozens of ports Ray's own processes bind before the server binds this one
+    (Serve's proxy once failed to bind so). Each pytest-xdist worker draws from its own
+    slice, so two test processes never draw the same port either."""
+    low = min(_ephemeral_ports()[0], 32768)
+    first, slices = 20000, 8
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    width = (low - first) // slices
+    if width < 16:  # a machine whose ephemeral range starts low: the kernel's choice
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    start = first + (int(worker) % slices if worker.isdigit() else 0) * width
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for port in rng.sample(range(start, start + width), width):
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free port in {start}-{start + width - 1}")
 
 
 def session_processes(sids: set[int]) -> list[int]:
