@@ -96,15 +96,16 @@ def cmd_compile(args) -> int:
 
 
 def cmd_prepare(args) -> int:
-    """Build the shipped kernels for this machine (or the target named) now, so no model
-    compile pays for it."""
-    from aotc.cxx.compiler import build_kernels
+    """Build the shipped kernels and the models' precompiled prelude for this machine (or
+    the target named) now, so no model compile pays for them."""
+    from aotc.cxx.compiler import build_kernels, build_prelude
     from aotc.options import Options
 
     start = time.perf_counter()
     target = Options.parse({"target": args.target, "isa": args.isa}).compile_target()
     objects = build_kernels(target)
-    print(f"aotc kernels for {target.arch} ({target.architecture}) ready in "
+    prelude = "the precompiled prelude" if build_prelude(target) else "no precompiled prelude"
+    print(f"aotc kernels for {target.arch} ({target.architecture}) and {prelude} ready in "
           f"{time.perf_counter() - start:.2f} s: {', '.join(o.name for o in objects)}")
     return 0
 
@@ -161,7 +162,8 @@ def add_build_commands(sub) -> None:
                    "(x86_64, aarch64: its baseline) or a level (avx2, neon-dotprod...)")
     p.add_argument("--option", action="append", type=parse_option, metavar="KEY=VALUE")
     p.set_defaults(fn=cmd_compile)
-    p = sub.add_parser("prepare", help="build the shipped kernels for this machine ahead of time")
+    p = sub.add_parser("prepare", help="build the shipped kernels and the models' precompiled "
+                       "prelude for this machine ahead of time")
     p.add_argument("--target", default="host", help="host (default), x86_64 or aarch64")
     p.add_argument("--isa", default="host", help="host (default), avx512, avx2, sse2, "
                    "neon-dotprod or neon")

@@ -22,6 +22,7 @@ from ..target import Target
 from ..target.host import cache_dir
 from . import prebuilt
 from .kernel_set import needed_sources
+from .prelude import prelude_flags
 from .toolchain import INCLUDE_DIR, KERNELS_DIR, compiler, compiler_version, cxx_flags
 
 
@@ -122,10 +123,20 @@ def build_kernels(target: Target, sources: list[Path] | None = None,
     return run_in_parallel(kernel_jobs(target, sources, root))
 
 
+def build_prelude(target: Target, opt_level: str = "-O3") -> bool:
+    """The models' precompiled prelude (prelude.py) for `target`, built now unless there;
+    whether it is there."""
+    cxx = compiler(target)
+    headers = b"".join(p.read_bytes() for p in kernel_headers())
+    return bool(prelude_flags(cxx, compiler_version(cxx), cxx_flags(target, opt_level),
+                              include_flags(), headers, build_now=True))
+
+
 def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Path, bool]:
     """(path of the model's shared library, whether it came from the cache). The library
     links the kernel objects its source needs (kernel_set.needed_sources); those and the
-    model's own object compile in parallel."""
+    model's own object compile in parallel, the model's with the precompiled prelude
+    (prelude.py) where it is built."""
     cxx = compiler(target)
     sources = needed_sources(source, kernel_sources())
     headers = b"".join(p.read_bytes() for p in kernel_headers())
@@ -149,7 +160,8 @@ def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Pa
     tmp = _atomic_output(so)
     try:
         def model_object() -> Path:
-            _run([cxx, *flags, *include_flags(), "-c", str(cpp), "-o", str(tmp_obj)],
+            prelude = prelude_flags(cxx, compiler_version(cxx), flags, include_flags(), headers)
+            _run([cxx, *flags, *include_flags(), *prelude, "-c", str(cpp), "-o", str(tmp_obj)],
                  out_dir / f"{key}.log", "compiling the generated model")
             return tmp_obj
 

@@ -1,0 +1,74 @@
+"""The models' precompiled prelude: kernels/aotc_model_prelude.h (the headers every generated
+model includes first) compiled once per compiler, flags and header contents into a GCC
+precompiled header, which each model's compile then includes first (`-include`); the
+model's own includes of the same headers are then no-ops behind their guards. A small
+model's compile went from 0.8 to 0.2 s, with the same object code.
+
+The precompiled header is large (about 60 MB for AVX-512) and takes about 2 s to build, so
+a cache builds it at its second model compile with those flags, not its first (a one-off
+compile stays as fast as without it); `aotc prepare` builds it ahead of time. Where it
+cannot be used (another compiler's, damaged, flags that differ), g++ reads the header text
+beside it instead: the prelude changes how long a compile takes, never what it produces.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..target.host import cache_dir
+from .toolchain import KERNELS_DIR
+
+PRELUDE = "aotc_model_prelude.h"
+
+
+def _folder(cxx: str, version: str, flags: list[str], includes: list[str],
+            headers: bytes) -> Path:
+    h = hashlib.sha256()
+    for part in (cxx, version, " ".join(flags), " ".join(includes)):
+        h.update(part.encode() + b"\0")
+    h.update(headers)
+    return cache_dir() / "prelude" / h.hexdigest()[:24]
+
+
+def _build(folder: Path, cxx: str, flags: list[str], includes: list[str]) -> bool:
+    """The precompiled header into `folder`, written whole then renamed (processes building
+    it at once each write their own); whether it is there."""
+    gch = folder / f"{PRELUDE}.gch"
+    tmp = folder / f"{PRELUDE}.{os.getpid()}.tmp.gch"
+    cmd = [cxx, *flags, *includes, "-x", "c++-header", str(folder / PRELUDE), "-o", str(tmp)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        (folder / "build.log").write_text(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+        if proc.returncode == 0:
+            os.replace(tmp, gch)
+    except (OSError, subprocess.TimeoutExpired):
+        pass  # the models compile without it, and report what fails in their own logs
+    finally:
+        tmp.unlink(missing_ok=True)
+    return gch.exists()
+
+
+def prelude_flags(cxx: str, version: str, flags: list[str], includes: list[str],
+                  headers: bytes, build_now: bool = False) -> list[str]:
+    """The flags that include the precompiled prelude first, for a compile with `cxx`
+    (`version`), `flags` and `includes` of headers whose contents are `headers`; [] while it
+    is not built. It is built here when `build_now`, or when a compile asked for it before."""
+    folder = _folder(cxx, version, flags, includes, headers)
+    text = folder / PRELUDE
+    if not (folder / f"{PRELUDE}.gch").exists():
+        wanted = folder / "wanted"
+        if not (build_now or wanted.exists()):
+            folder.mkdir(parents=True, exist_ok=True)
+            wanted.touch()
+            return []
+        folder.mkdir(parents=True, exist_ok=True)
+        if not text.exists():  # what g++ reads where the precompiled form does not fit
+            tmp = folder / f"{PRELUDE}.{os.getpid()}.tmp"
+            shutil.copyfile(KERNELS_DIR / PRELUDE, tmp)
+            os.replace(tmp, text)
+        if not _build(folder, cxx, flags, includes):
+            return []
+    return ["-include", str(text)]
