@@ -1,6 +1,7 @@
 """The models' precompiled prelude (cxx/prelude.py): built at a cache's second model compile
 with a set of flags, not its first; included first by every later one; the same object
-code with it as without; a damaged one costs time, never a wrong or failed build."""
+code with it as without; a damaged one costs time, never a wrong or failed build; builds
+of it at once never hand g++ a half-written one."""
 from __future__ import annotations
 
 import subprocess
@@ -84,9 +85,48 @@ def test_the_same_object_code_with_and_without_it(cache, tmp_path):
 
 
 def test_a_damaged_prelude_costs_time_not_the_build(cache, tmp_path):
+    x = torch.randn(3, 10)
     assert cxx_compiler.build_prelude(host_target())
     (gch,) = cache.glob(f"prelude/*/{PRELUDE}.gch")
-    gch.write_bytes(b"not a precompiled header")
-    _compile(Scaled(5.0), torch.randn(3, 10), tmp_path / "d.pt2")
-    (log,) = _model_logs(cache).values()
-    assert "-include" in log
+    whole = gch.read_bytes()
+    gch.write_bytes(b"not a precompiled header")  # g++ skips it for the text beside it
+    _compile(Scaled(5.0), x, tmp_path / "d.pt2")
+    assert all("-include" in text for text in _model_logs(cache).values())
+    assert gch.exists()
+    gch.write_bytes(whole[:len(whole) // 2])  # g++ stops at it: built without, and it goes
+    _compile(Scaled(6.0), x, tmp_path / "e.pt2")
+    assert not gch.exists()
+    _compile(Scaled(8.0), x, tmp_path / "f.pt2")  # the next compile builds it again
+    assert gch.exists() and gch.read_bytes() != whole[:len(whole) // 2]
+
+
+def test_threads_building_it_at_once_each_get_a_working_model(cache, tmp_path):
+    """Four builds that each find it wanted and missing build it together: each writes its
+    own file, the first one published stays, no g++ reads a half-written or replaced one."""
+    import threading
+
+    from aotc.cxx.compiler import build_model
+    from aotc.passes.pipeline import compile_program
+
+    x = torch.randn(4, 10)
+    _compile(ReadmeModel(), x, tmp_path / "first.pt2")  # marks it wanted
+    source = compile_program(torch.export.export(Scaled(7.0), (x,)), host_target(),
+                             build=False).source
+    libraries, errors = [], []
+
+    def build(i):
+        try:
+            libraries.append(build_model(source + f"// {i}\n", host_target())[0].read_bytes())
+        except Exception as e:  # noqa: BLE001 (asserted below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=build, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(libraries) == 4
+    assert all(b"aotc_abi_version" in lib for lib in libraries)
+    (folder,) = cache.glob("prelude/*")
+    assert sorted(p.name for p in folder.iterdir()) == [
+        PRELUDE, f"{PRELUDE}.gch", "build.log", "wanted"]

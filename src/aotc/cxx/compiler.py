@@ -22,7 +22,7 @@ from ..target import Target
 from ..target.host import cache_dir
 from . import prebuilt
 from .kernel_set import needed_sources
-from .prelude import prelude_flags
+from .prelude import discard_prelude, prelude_flags
 from .toolchain import INCLUDE_DIR, KERNELS_DIR, compiler, compiler_version, cxx_flags
 
 
@@ -161,8 +161,17 @@ def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Pa
     try:
         def model_object() -> Path:
             prelude = prelude_flags(cxx, compiler_version(cxx), flags, include_flags(), headers)
-            _run([cxx, *flags, *include_flags(), *prelude, "-c", str(cpp), "-o", str(tmp_obj)],
-                 out_dir / f"{key}.log", "compiling the generated model")
+            cmd = [cxx, *flags, *include_flags(), "-c", str(cpp), "-o", str(tmp_obj)]
+            log = out_dir / f"{key}.log"
+            try:
+                _run([*cmd, *prelude], log, "compiling the generated model")
+            except BuildError:
+                if not prelude:
+                    raise
+                # a precompiled header damaged on disk can crash g++: without it, and if
+                # that builds, it goes, for the next compile to build it again
+                _run(cmd, log, "compiling the generated model")
+                discard_prelude(prelude)
             return tmp_obj
 
         *objects, _ = run_in_parallel([*(partial(_build_kernel, s, obj, target)

@@ -8,7 +8,8 @@ The precompiled header is large (about 60 MB for AVX-512) and takes about 2 s to
 a cache builds it at its second model compile with those flags, not its first (a one-off
 compile stays as fast as without it); `aotc prepare` builds it ahead of time. Where it
 cannot be used (another compiler's, damaged, flags that differ), g++ reads the header text
-beside it instead: the prelude changes how long a compile takes, never what it produces.
+beside it instead; where g++ stops at it (cut short), compiler.build_model compiles without
+it and removes it. The prelude changes how long a compile takes, never what it produces.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ..target.host import cache_dir
@@ -33,17 +35,39 @@ def _folder(cxx: str, version: str, flags: list[str], includes: list[str],
     return cache_dir() / "prelude" / h.hexdigest()[:24]
 
 
+def _unique(folder: Path, suffix: str) -> Path:
+    """A new file of its own in `folder` (threads of one process build at once too)."""
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=suffix)
+    os.close(fd)
+    return Path(tmp)
+
+
+def _publish(tmp: Path, final: Path) -> None:
+    """`tmp` as `final` unless that exists: once there, a file is never replaced, since a g++
+    may be between checking the precompiled header and loading it."""
+    try:
+        os.link(tmp, final)
+    except FileExistsError:
+        pass
+    except OSError:  # a file system without hard links
+        if not final.exists():
+            os.replace(tmp, final)
+
+
 def _build(folder: Path, cxx: str, flags: list[str], includes: list[str]) -> bool:
-    """The precompiled header into `folder`, written whole then renamed (processes building
-    it at once each write their own); whether it is there."""
+    """The precompiled header into `folder`, written whole under a name of its own, then
+    published (processes and threads building it at once each write their own; the first
+    published stays); whether it is there."""
     gch = folder / f"{PRELUDE}.gch"
-    tmp = folder / f"{PRELUDE}.{os.getpid()}.tmp.gch"
+    tmp = _unique(folder, ".gch")
     cmd = [cxx, *flags, *includes, "-x", "c++-header", str(folder / PRELUDE), "-o", str(tmp)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        (folder / "build.log").write_text(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+        log = _unique(folder, ".log")
+        log.write_text(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+        os.replace(log, folder / "build.log")
         if proc.returncode == 0:
-            os.replace(tmp, gch)
+            _publish(tmp, gch)
     except (OSError, subprocess.TimeoutExpired):
         pass  # the models compile without it, and report what fails in their own logs
     finally:
@@ -66,9 +90,21 @@ def prelude_flags(cxx: str, version: str, flags: list[str], includes: list[str],
             return []
         folder.mkdir(parents=True, exist_ok=True)
         if not text.exists():  # what g++ reads where the precompiled form does not fit
-            tmp = folder / f"{PRELUDE}.{os.getpid()}.tmp"
-            shutil.copyfile(KERNELS_DIR / PRELUDE, tmp)
-            os.replace(tmp, text)
+            tmp = _unique(folder, ".h")
+            try:
+                shutil.copyfile(KERNELS_DIR / PRELUDE, tmp)
+                _publish(tmp, text)
+            finally:
+                tmp.unlink(missing_ok=True)
         if not _build(folder, cxx, flags, includes):
             return []
     return ["-include", str(text)]
+
+
+def discard_prelude(flags: list[str]) -> None:
+    """Remove the precompiled header that `flags` (prelude_flags') include: a model that
+    failed to compile with it compiled without it. A g++ reading it keeps its open file; the
+    next compile builds it again."""
+    text = Path(flags[-1])
+    (text.parent / "wanted").touch()
+    Path(f"{text}.gch").unlink(missing_ok=True)
