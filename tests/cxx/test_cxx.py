@@ -9,6 +9,7 @@ from aotc.cxx.compiler import build_model
 from aotc.passes.pipeline import compile_program
 from aotc.target import host_target, target_for
 from aotc.target.host import missing_features
+from builds_at_once import libraries_built_at_once
 from models import ReadmeModel
 
 
@@ -30,27 +31,13 @@ def test_same_program_twice_reuses_the_library(exported):
 def test_concurrent_builds_of_one_model_each_get_the_whole_library(exported):
     """Builds of the same model at once (processes sharing the cache) each rewrite its
     source: a compiler must never read it half written, or its library lacks the model."""
-    import threading
     import uuid
 
     source = compile_program(exported, host_target(), build=False).source
-    libraries, errors = [], []
-
-    def build(text):
-        try:
-            so, _ = build_model(text, host_target())
-            libraries.append(so.read_bytes())
-        except Exception as e:  # noqa: BLE001 (asserted below)
-            errors.append(e)
-
+    libraries = []
     for _ in range(3):  # a new source each round: a model nobody has built yet
-        text = source + f"// {uuid.uuid4()}\n"
-        threads = [threading.Thread(target=build, args=(text,)) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    assert not errors and len(libraries) == 12
+        libraries += libraries_built_at_once([source + f"// {uuid.uuid4()}\n"] * 4)
+    assert len(libraries) == 12
     assert all(b"aotc_abi_version" in lib for lib in libraries)
 
 

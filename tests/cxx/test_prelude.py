@@ -15,6 +15,7 @@ from aotc.cxx.compiler import include_flags, kernel_headers
 from aotc.cxx.prelude import PRELUDE, prelude_flags
 from aotc.cxx.toolchain import compiler, compiler_version, cxx_flags
 from aotc.target import host_target
+from builds_at_once import libraries_built_at_once
 from models import ReadmeModel
 
 
@@ -103,30 +104,14 @@ def test_a_damaged_prelude_costs_time_not_the_build(cache, tmp_path):
 def test_threads_building_it_at_once_each_get_a_working_model(cache, tmp_path):
     """Four builds that each find it wanted and missing build it together: each writes its
     own file, the first one published stays, no g++ reads a half-written or replaced one."""
-    import threading
-
-    from aotc.cxx.compiler import build_model
     from aotc.passes.pipeline import compile_program
 
     x = torch.randn(4, 10)
     _compile(ReadmeModel(), x, tmp_path / "first.pt2")  # marks it wanted
     source = compile_program(torch.export.export(Scaled(7.0), (x,)), host_target(),
                              build=False).source
-    libraries, errors = [], []
-
-    def build(i):
-        try:
-            libraries.append(build_model(source + f"// {i}\n", host_target())[0].read_bytes())
-        except Exception as e:  # noqa: BLE001 (asserted below)
-            errors.append(e)
-
-    threads = [threading.Thread(target=build, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and len(libraries) == 4
-    assert all(b"aotc_abi_version" in lib for lib in libraries)
+    libraries = libraries_built_at_once([source + f"// {i}\n" for i in range(4)])
+    assert len(libraries) == 4 and all(b"aotc_abi_version" in lib for lib in libraries)
     (folder,) = cache.glob("prelude/*")
     assert sorted(p.name for p in folder.iterdir()) == [
         PRELUDE, f"{PRELUDE}.gch", "build.log", "wanted"]
