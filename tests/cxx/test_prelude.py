@@ -115,3 +115,19 @@ def test_threads_building_it_at_once_each_get_a_working_model(cache, tmp_path):
     (folder,) = cache.glob("prelude/*")
     assert sorted(p.name for p in folder.iterdir()) == [
         PRELUDE, f"{PRELUDE}.gch", "build.log", "wanted"]
+
+
+def test_a_compiler_that_cannot_build_it_is_asked_once(cache, tmp_path, monkeypatch):
+    target = host_target()
+    cxx, flags = compiler(target), cxx_flags(target)
+    headers = b"".join(p.read_bytes() for p in kernel_headers())
+    broken = [*flags, "-DAOTC_NO_SUCH_FLAG", "-fno-such-option"]  # g++ rejects the option
+    assert prelude_flags(cxx, compiler_version(cxx), broken, include_flags(), headers,
+                         build_now=True) == []
+    (folder,) = cache.glob("prelude/*")
+    assert (folder / "failed").exists() and "no-such-option" in (folder / "build.log").read_text()
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a))
+    assert prelude_flags(cxx, compiler_version(cxx), broken, include_flags(), headers,
+                         build_now=True) == []
+    assert calls == []

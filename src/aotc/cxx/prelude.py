@@ -9,7 +9,8 @@ a cache builds it at its second model compile with those flags, not its first (a
 compile stays as fast as without it); `aotc prepare` builds it ahead of time. Where it
 cannot be used (another compiler's, damaged, flags that differ), g++ reads the header text
 beside it instead; where g++ stops at it (cut short), compiler.build_model compiles without
-it and removes it. The prelude changes how long a compile takes, never what it produces.
+it and removes it; a compiler that cannot build it is not asked again (the cache folder's
+build.log says why). The prelude changes how long a compile takes, never what it produces.
 """
 from __future__ import annotations
 
@@ -72,6 +73,8 @@ def _build(folder: Path, cxx: str, flags: list[str], includes: list[str]) -> boo
         pass  # the models compile without it, and report what fails in their own logs
     finally:
         tmp.unlink(missing_ok=True)
+    if not gch.exists():  # a compiler that cannot build it is not asked again (build.log)
+        (folder / "failed").touch()
     return gch.exists()
 
 
@@ -82,6 +85,8 @@ def prelude_flags(cxx: str, version: str, flags: list[str], includes: list[str],
     is not built. It is built here when `build_now`, or when a compile asked for it before."""
     folder = _folder(cxx, version, flags, includes, headers)
     text = folder / PRELUDE
+    if (folder / "failed").exists():
+        return []
     if not (folder / f"{PRELUDE}.gch").exists():
         wanted = folder / "wanted"
         if not (build_now or wanted.exists()):
