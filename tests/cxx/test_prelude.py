@@ -11,7 +11,7 @@ import torch
 
 import aotc
 from aotc.cxx import compiler as cxx_compiler
-from aotc.cxx.compiler import include_flags, kernel_headers
+from aotc.cxx.compiler import include_flags, kernel_headers_contents
 from aotc.cxx.prelude import PRELUDE, prelude_flags
 from aotc.cxx.toolchain import compiler, compiler_version, cxx_flags
 from aotc.target import host_target
@@ -73,7 +73,7 @@ def test_the_same_object_code_with_and_without_it(cache, tmp_path):
     (cpp,) = (cache / "models").glob("*.cpp")  # the generated model, as compiled
     target = host_target()
     cxx, flags = compiler(target), cxx_flags(target)
-    headers = b"".join(p.read_bytes() for p in kernel_headers())
+    headers = kernel_headers_contents()
     prelude = prelude_flags(cxx, compiler_version(cxx), flags, include_flags(), headers,
                             build_now=True)
     assert prelude
@@ -120,7 +120,7 @@ def test_threads_building_it_at_once_each_get_a_working_model(cache, tmp_path):
 def test_a_compiler_that_cannot_build_it_is_asked_once(cache, tmp_path, monkeypatch):
     target = host_target()
     cxx, flags = compiler(target), cxx_flags(target)
-    headers = b"".join(p.read_bytes() for p in kernel_headers())
+    headers = kernel_headers_contents()
     broken = [*flags, "-DAOTC_NO_SUCH_FLAG", "-fno-such-option"]  # g++ rejects the option
     assert prelude_flags(cxx, compiler_version(cxx), broken, include_flags(), headers,
                          build_now=True) == []

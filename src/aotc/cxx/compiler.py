@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -23,7 +22,7 @@ from ..target.host import cache_dir
 from . import prebuilt
 from .kernel_set import needed_sources
 from .prelude import discard_prelude, prelude_flags
-from .toolchain import INCLUDE_DIR, KERNELS_DIR, compiler, compiler_version, cxx_flags
+from .toolchain import INCLUDE_DIR, KERNELS_DIR, compiler, compiler_version, cxx_flags, output_beside
 
 
 def _digest(*parts: str | bytes) -> str:
@@ -46,12 +45,6 @@ def _run(cmd: list[str], log: Path, what: str) -> None:
         raise BuildError(f"{what} failed (exit {proc.returncode}): {first.strip()}", str(log))
 
 
-def _atomic_output(final: Path):
-    fd, tmp = tempfile.mkstemp(dir=final.parent, suffix=final.suffix)
-    os.close(fd)
-    return Path(tmp)
-
-
 def include_flags() -> list[str]:
     """The -I flags every aotc translation unit compiles with."""
     return ["-I", str(KERNELS_DIR), "-I", str(INCLUDE_DIR)]
@@ -67,6 +60,11 @@ def kernel_headers() -> list[Path]:
     runtime = KERNELS_DIR.parent / "runtime_cpp"
     return sorted(KERNELS_DIR.glob("*.h")) + [INCLUDE_DIR / "aotc_abi.h", runtime / "crc32.h",
                                               runtime / "crc32.cpp"]
+
+
+def kernel_headers_contents() -> bytes:
+    """The bytes of kernel_headers(), in order: part of every build key."""
+    return b"".join(p.read_bytes() for p in kernel_headers())
 
 
 def _kernel_object(src: Path, target: Target, headers: bytes, root: Path | None = None) -> Path:
@@ -87,7 +85,7 @@ def _build_kernel(src: Path, obj: Path, target: Target) -> Path:
     if not obj.exists():
         cxx = compiler(target)
         obj.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _atomic_output(obj)
+        tmp = output_beside(obj)
         try:
             _run([cxx, *cxx_flags(target), *include_flags(), "-c", str(src), "-o", str(tmp)],
                  obj.with_suffix(".log"), f"compiling kernel {src.name}")
@@ -111,7 +109,7 @@ def kernel_jobs(target: Target, sources: list[Path] | None = None,
                 root: Path | None = None) -> list:
     """One zero-argument build (returning the object's path) per shipped kernel source
     (all of them by default) for `target`, into `root` (by default: _kernel_object's)."""
-    headers = b"".join(p.read_bytes() for p in kernel_headers())
+    headers = kernel_headers_contents()
     return [partial(_build_kernel, src, _kernel_object(src, target, headers, root), target)
             for src in (kernel_sources() if sources is None else sources)]
 
@@ -127,7 +125,7 @@ def build_prelude(target: Target, opt_level: str = "-O3") -> bool:
     """The models' precompiled prelude (prelude.py) for `target`, built now unless there;
     whether it is there."""
     cxx = compiler(target)
-    headers = b"".join(p.read_bytes() for p in kernel_headers())
+    headers = kernel_headers_contents()
     return bool(prelude_flags(cxx, compiler_version(cxx), cxx_flags(target, opt_level),
                               include_flags(), headers, build_now=True))
 
@@ -139,7 +137,7 @@ def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Pa
     (prelude.py) where it is built."""
     cxx = compiler(target)
     sources = needed_sources(source, kernel_sources())
-    headers = b"".join(p.read_bytes() for p in kernel_headers())
+    headers = kernel_headers_contents()
     kernels = [(s, _kernel_object(s, target, headers)) for s in sources]
     flags = cxx_flags(target, opt_level)
     key = _digest(source, " ".join(flags), cxx, compiler_version(cxx),
@@ -153,11 +151,11 @@ def build_model(source: str, target: Target, opt_level: str = "-O3") -> tuple[Pa
     # written whole, then renamed: another process building the same model at the same time
     # rewrites this file, and its compiler must never read it half written (it would link a
     # library without the model's code)
-    tmp_cpp = _atomic_output(cpp)
+    tmp_cpp = output_beside(cpp)
     tmp_cpp.write_text(source)
     os.replace(tmp_cpp, cpp)
-    tmp_obj = _atomic_output(out_dir / f"{key}.o")
-    tmp = _atomic_output(so)
+    tmp_obj = output_beside(out_dir / f"{key}.o")
+    tmp = output_beside(so)
     try:
         def model_object() -> Path:
             prelude = prelude_flags(cxx, compiler_version(cxx), flags, include_flags(), headers)

@@ -18,11 +18,10 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from ..target.host import cache_dir
-from .toolchain import KERNELS_DIR
+from .toolchain import KERNELS_DIR, output_beside
 
 PRELUDE = "aotc_model_prelude.h"
 
@@ -34,13 +33,6 @@ def _folder(cxx: str, version: str, flags: list[str], includes: list[str],
         h.update(part.encode() + b"\0")
     h.update(headers)
     return cache_dir() / "prelude" / h.hexdigest()[:24]
-
-
-def _unique(folder: Path, suffix: str) -> Path:
-    """A new file of its own in `folder` (threads of one process build at once too)."""
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=suffix)
-    os.close(fd)
-    return Path(tmp)
 
 
 def _publish(tmp: Path, final: Path) -> None:
@@ -60,11 +52,11 @@ def _build(folder: Path, cxx: str, flags: list[str], includes: list[str]) -> boo
     published (processes and threads building it at once each write their own; the first
     published stays); whether it is there."""
     gch = folder / f"{PRELUDE}.gch"
-    tmp = _unique(folder, ".gch")
+    tmp = output_beside(gch)
     cmd = [cxx, *flags, *includes, "-x", "c++-header", str(folder / PRELUDE), "-o", str(tmp)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        log = _unique(folder, ".log")
+        log = output_beside(folder / "build.log")
         log.write_text(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
         os.replace(log, folder / "build.log")
         if proc.returncode == 0:
@@ -95,7 +87,7 @@ def prelude_flags(cxx: str, version: str, flags: list[str], includes: list[str],
             return []
         folder.mkdir(parents=True, exist_ok=True)
         if not text.exists():  # what g++ reads where the precompiled form does not fit
-            tmp = _unique(folder, ".h")
+            tmp = output_beside(text)
             try:
                 shutil.copyfile(KERNELS_DIR / PRELUDE, tmp)
                 _publish(tmp, text)

@@ -1,11 +1,13 @@
 """The C++ toolchain: which compiler and which flags build code for a target, where the
-shipped kernel sources and public headers are. What a target is: target/."""
+shipped kernel sources and public headers are, and how a build writes its outputs. What a
+target is: target/."""
 from __future__ import annotations
 
 import functools
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ..errors import BuildError
@@ -14,6 +16,15 @@ from ..target import Target
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 # the public C headers (the ABI that model.so exports), shipped for C/C++ users too
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include" / "aotc"
+
+
+def output_beside(final: Path) -> Path:
+    """A new empty file of its own beside `final` (its suffix too), to be written whole and
+    then renamed to `final`: processes and threads building the same output at once never
+    read one another's half-written file."""
+    fd, tmp = tempfile.mkstemp(dir=final.parent, suffix=final.suffix)
+    os.close(fd)
+    return Path(tmp)
 
 
 def compiler(target: Target) -> str:
