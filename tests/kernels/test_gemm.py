@@ -309,7 +309,12 @@ PACKED_SHAPES = [(1, 1, 1), (1, 33, 300), (3, 17, 7), (5, 64, 257), (12, 32, 256
                  (40, 100, 1030), (64, 48, 300), (150, 70, 20),
                  # 17-24 columns in strips of 16 and 8 lanes (AVX-512): rows of a 1x1
                  # convolution's 24 channels last, a row group's edges, two K slices
-                 (157, 24, 96), (29, 20, 600)]
+                 (157, 24, 96), (29, 20, 600),
+                 # row tiles (AVX-512): up to 160 columns or K up to 16, chunks of 6 vectors
+                 # and a last one of 1-5 (a partial vector), leftover rows of 4, 2 and 1, two
+                 # K slices
+                 (100, 200, 16), (49, 160, 960), (30, 144, 8), (25, 28, 5), (8, 40, 64),
+                 (7, 96, 300), (61, 81, 33), (11, 30, 40), (23, 18, 12)]
 
 
 @pytest.mark.parametrize("M,N,K", PACKED_SHAPES)

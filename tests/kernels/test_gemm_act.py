@@ -11,7 +11,7 @@ import shutil
 
 import numpy as np
 import pytest
-from test_gemm import SENTINEL, _Threads, builds  # noqa: F401  (the fixture)
+from test_gemm import SENTINEL, _Threads, aligned_floats, builds  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not available")
 
@@ -30,6 +30,9 @@ def lib(request, builds):  # noqa: F811
     lib.aotc_sgemm_act.restype = None
     lib.aotc_sgemm_act.argtypes = [i64] * 4 + [ptr, i64, i64, i64] * 2 + [ptr, i64, i64] + \
         [ptr, i64, i64, i64, f32, f32, ctypes.POINTER(Activation)]
+    lib.aotc_sgemm_prepacked_act.restype = None
+    lib.aotc_sgemm_prepacked_act.argtypes = [i64] * 4 + [ptr, i64, i64, i64] + \
+        [ptr, ptr, i64, i64] + [ptr, i64, i64, i64, f32, f32, ctypes.POINTER(Activation)]
     return lib
 
 
@@ -70,6 +73,61 @@ def run_act(lib, batch, M, N, K, kind, *, residual=True, b_t=False, shared_b=Tru
     want[inside] = activated(plain[inside] + (res[inside] if residual else 0), kind, lo, hi)
     np.testing.assert_array_equal(got, want)  # NaN where want is NaN, SENTINEL outside C
     assert np.isnan(got[inside]).any() == (M > 0 and N > 0)
+
+
+def run_act_prepacked(lib, batch, M, N, K, kind, *, residual=True, alpha=1.0, beta=1.0, seed=0):
+    """aotc_sgemm_prepacked_act against aotc_sgemm_prepacked and the activation after it: the
+    same sums (one path for both), a channels-last 1x1 convolution's call."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal(batch * M * K).astype(np.float32)
+    B = rng.standard_normal(K * N).astype(np.float32)
+    packed = aligned_floats(lib.aotc_sgemm_packed_floats(K, N))
+    lib.aotc_sgemm_pack_b(K, N, B.ctypes.data, N, 1, packed.ctypes.data)
+    bias = rng.standard_normal(N).astype(np.float32)
+    bias[N // 2] = np.nan
+    ldc, sc_batch = N + 3, M * (N + 3) + 5
+    res = (4 * rng.standard_normal(batch * sc_batch + 7)).astype(np.float32)
+    args = (batch, M, N, K, A.ctypes.data, M * K, K, 1, packed.ctypes.data)
+    plain = np.full(batch * sc_batch + 7, SENTINEL, np.float32)
+    lib.aotc_sgemm_prepacked(*args, plain.ctypes.data, sc_batch, ldc, bias.ctypes.data, 0, 0, 1,
+                             alpha, beta, None)
+    got = np.full_like(plain, SENTINEL)
+    act = Activation(kind, -0.5, 0.75, res.ctypes.data if residual else None)
+    lib.aotc_sgemm_prepacked_act(*args, got.ctypes.data, sc_batch, ldc, bias.ctypes.data, 0, 0,
+                                 1, alpha, beta, ctypes.byref(act))
+    inside = np.zeros(plain.shape, bool)
+    for b in range(batch):
+        for m in range(M):
+            inside[b * sc_batch + m * ldc:b * sc_batch + m * ldc + N] = True
+    want = plain.copy()
+    want[inside] = activated(plain[inside] + (res[inside] if residual else 0), kind, -0.5, 0.75)
+    np.testing.assert_array_equal(got, want)
+    ref = (A.reshape(batch, M, K).astype(np.float64) @ B.reshape(K, N)) * alpha + beta * bias
+    for b in range(batch):
+        rows = plain[b * sc_batch:b * sc_batch + M * ldc].reshape(M, ldc)[:, :N]
+        np.testing.assert_allclose(rows, ref[b], rtol=1e-4, atol=1e-4 * np.sqrt(K))
+
+
+# prepacked products of few columns or a short K (the row tiles on AVX-512: chunks of 6
+# vectors and a partial last one, leftover rows, two K slices) and the packed tiles
+PREPACKED_SHAPES = [(150, 96, 16), (37, 144, 24), (50, 40, 600), (13, 100, 9), (61, 160, 33),
+                    (7, 200, 5), (30, 300, 64)]
+
+
+@pytest.mark.parametrize("kind", [NONE, CLAMP, HARDSWISH])
+@pytest.mark.parametrize("M,N,K", PREPACKED_SHAPES)
+def test_prepacked_activation_in_the_stores(lib, M, N, K, kind):
+    run_act_prepacked(lib, 1, M, N, K, kind, seed=M)
+    run_act_prepacked(lib, 2, M, N, K, kind, residual=False, seed=K)
+    run_act_prepacked(lib, 1, M, N, K, kind, alpha=0.5, beta=-2.0, seed=N)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_prepacked_activation_with_threads(lib, threads):
+    with _Threads(threads):
+        run_act_prepacked(lib, 1, 400, 96, 16, CLAMP)    # rows split between the threads
+        run_act_prepacked(lib, 1, 49, 160, 960, HARDSWISH)  # few rows: columns may be split
+        run_act_prepacked(lib, 3, 37, 33, 70, CLAMP)
 
 
 # packed tiles and their edges, few rows read in place, narrow C (dot products and strips),

@@ -14,7 +14,8 @@
 // For small M, all of A is packed once and B is packed in narrow chunks; with
 // AVX-512, up to 32 rows skip packing altogether (dot products against a
 // transposed weight, register strips of a row-major B).
-// A prepacked B skips its packing (and, with few rows, is read front to back).
+// A prepacked B skips its packing (and, with few rows, is read front to back); on AVX-512,
+// with 25-160 columns or K up to 16, it takes row tiles over A read in place instead.
 // A narrow C (up to one NR-wide panel, any rows; AVX2 and AVX-512) skips the tiles: dot
 // products per row for 1-4 columns, register strips of rows of A read in place against
 // B's rows otherwise (a prepacked panel is a row-major block). These paths that skip
@@ -229,6 +230,7 @@ void gemm_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
 #endif
 #if AOTC_GEMM_AVX512
     const int64_t rows = m1 - m0;
+    if (use_row_tiles(p)) return row_tiles_range(p, b, m0, m1, n0, n1);
     if (p.packed_b) {  // the in-place paths below read B unpacked
     } else if (rows <= FEW_ROWS && p.sa_k == 1 && p.sb_k == 1 && p.K >= DOT_MIN_K_PER_ROW * rows) {
         dot_rows_range(p, b, m0, m1, n0, n1);
