@@ -433,6 +433,7 @@ def test_fused_epilogue_threaded(lib, threads):
         run_fused(lib, 3, 250, 33, 70)
         run_fused(lib, 2, 64, 200, 513, b_t=True, prepacked=True)
         run_fused(lib, 1, 7, 999, 64)
+        run_fused(lib, 2, 196, 128, 300, prepacked=True)  # row tiles, blocks to the callback
 
 
 # Narrow C (few columns) and short K: dot products against a few columns of B (up to 4),

@@ -109,7 +109,9 @@ void axpy_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
 // calls: 112x112 16 -> 96 560 -> 376 us, 14x14 384 -> 64 132 -> 99, 7x7 960 -> 160
 // 169 -> 141, 56x56 64 -> 64 345 -> 294; in the models (the fastest tenth of 200 calls, four
 // rounds): MobileNetV2's 16 -> 96 at 112x112 559 -> 494 us, the whole call of MobileNetV3
-// -4.3%, MobileNetV2 -1.8%, EfficientNet-B0 -0.7%, ResNet-18 -1.2%. With 24 columns or fewer
+// -3.5%, MobileNetV2 -2.5%, EfficientNet-B0 -2.2%; with the transposing store of a
+// channels-first convolution, DenseNet-121's 1x1 convolutions on 14x14 planes (K 256 to
+// 1024, 128 columns) 6-7% each, the whole call -1.9%. With 24 columns or fewer
 // the strips (16 and 8 lanes) stay faster: 96 -> 24 at 56x56 138 us against 174.
 constexpr int64_t ROWT_BLOCK = 24;
 
@@ -195,14 +197,16 @@ void row_tiles(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n, i
     if (m < m1) one(std::integral_constant<int, 1>{}, m);
 }
 
-// Whether the row tiles take this product (AVX-512, a prepacked B, no callback epilogue).
+// Whether the row tiles take this product (AVX-512, a prepacked B).
 inline bool use_row_tiles(const Problem &p) {
-    if (!p.packed_b || p.post || (p.bias && p.sbias_n != 0 && p.sbias_n != 1)) return false;
+    if (!p.packed_b || (p.bias && p.sbias_n != 0 && p.sbias_n != 1)) return false;
     return p.N > 24 && (p.K <= 16 || p.N <= 160);
 }
 
 // C_b[m0:m1, n0:n1] by row tiles: blocks of ROWT_BLOCK rows, each across every column chunk
-// (6 vectors, R = 4; the last chunk 1-5 vectors with as many rows as 24 accumulators allow).
+// (6 vectors, R = 4; the last chunk 1-5 vectors with as many rows as 24 accumulators allow),
+// then handed to the epilogue callback while in L1 (a channels-first convolution's
+// transposing store).
 void row_tiles_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const int64_t kcb = k_slice(p.K);
     for (int64_t mb = m0; mb < m1; mb += ROWT_BLOCK) {
@@ -222,6 +226,9 @@ void row_tiles_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_
                 default: break;
             }
         }
+        if (p.post)
+            p.post->fn(p.post->ctx, p.C + b * p.sc_batch + mb * p.ldc + n0, p.ldc,
+                       p.row_base + b * p.M + mb, n0, me - mb, n1 - n0);
     }
 }
 #endif
