@@ -184,5 +184,28 @@ def test_densenet_stays_channels_first(compile_model, isa):
     # columns, slower than the direct kernel), the 1x1 convolutions would store their
     # products transposed for the Winograd ones, the transition for its window pool
     ops = checked_convs(compile_model, Dense(), (2, 3, 64, 60), isa, seed=4)
-    assert sum(op.weight_winograd for op in ops) == 3
+    # the 3x3s on 16x15 planes; the last one's 8x7 plane is 16 tiles, with 32 output
+    # channels too thin for Winograd (prepack.WINOGRAD_FEW_TILES_MIN_COUT): the packed GEMM
+    assert sum(op.weight_winograd for op in ops) == 2
+    assert [op.weight_packed for op in ops if op.kernel == (3, 3)] == [False, False, True]
     assert not any(op.x_channels_last or op.out_channels_last for op in ops)
+
+
+class ThreeByThree(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+@pytest.mark.parametrize("isa", vector_isas())
+@pytest.mark.parametrize("hw,cout,winograd", [((7, 7), 32, False), ((8, 8), 64, True),
+                                              ((9, 9), 32, True), ((6, 6), 64, False)])
+def test_winograd_on_small_planes(compile_model, isa, hw, cout, winograd):
+    # 16 tiles of 2x2 (7x7, 8x8) take Winograd with 64 output channels or more, 25 (9x9)
+    # with any, 9 (6x6) never; the others take the packed GEMM
+    (op,) = checked_convs(compile_model, ThreeByThree(48, cout), (1, 48, *hw), isa, seed=5)
+    assert op.weight_winograd == winograd
+    assert op.weight_packed != winograd

@@ -159,18 +159,28 @@ def _packing_of(op: Gemm, target: Target) -> PackedGemmB | None:
 # weight, 16/9 the size of the weight, is read for too little work: the GEMM path is as fast)
 WINOGRAD_MIN_CHANNELS = 32
 WINOGRAD_MIN_TILES = 16
+# With WINOGRAD_MIN_TILES tiles exactly (a 7x7 or 8x8 plane), Winograd also needs this many
+# output channels: its 16 products of 16 tile rows are too thin for the GEMM's tiles with
+# few columns. One thread, Zen 4: DenseNet-121's 128 -> 32 at 7x7 75 us by Winograd, 58 by
+# the packed GEMM; ResNet-18's 512 -> 512 at 7x7 1530 us by Winograd, 2310 by the GEMM.
+WINOGRAD_FEW_TILES_MIN_COUT = 64
 
 
 def winograd(op: Conv, cin: int | None, cout: int | None) -> bool:
     """Whether the convolution takes the kernel's Winograd path: forward, 2-D, 3x3, stride 1,
     dilation 1, one group, static channels, WINOGRAD_MIN_CHANNELS of them in and out, and
-    an output plane of WINOGRAD_MIN_TILES tiles or more (or of sizes known at run time)."""
+    an output plane of WINOGRAD_MIN_TILES tiles or more (or of sizes known at run time),
+    WINOGRAD_FEW_TILES_MIN_COUT output channels where it has no more."""
     if (op.transposed or op.groups != 1 or op.kernel != (3, 3) or op.stride != (1, 1)
             or op.dilation != (1, 1) or cin is None or cout is None
             or min(cin, cout) < WINOGRAD_MIN_CHANNELS):
         return False
     ho, wo = (_static(s) for s in op.out_size)
-    return ho is None or wo is None or -(-ho // 2) * -(-wo // 2) >= WINOGRAD_MIN_TILES
+    if ho is None or wo is None:
+        return True
+    tiles = -(-ho // 2) * -(-wo // 2)
+    return tiles > WINOGRAD_MIN_TILES or (tiles == WINOGRAD_MIN_TILES
+                                          and cout >= WINOGRAD_FEW_TILES_MIN_COUT)
 
 
 def _conv_packing(op: Conv, target: Target) -> PackedGemmB | PackedConvWinograd | None:
