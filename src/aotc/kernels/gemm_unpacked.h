@@ -1,6 +1,7 @@
 // The GEMM paths that skip packing for gemm.cpp: few rows of C on AVX-512, row tiles over a
-// prepacked B on AVX-512, a narrow C on AVX2 and AVX-512 (B read in place, or one panel of it). Included by gemm.cpp after its
-// Problem, finish and scratch, in the same unnamed namespace.
+// prepacked B on AVX-512, a narrow C on AVX2 and AVX-512 (B read in place, or one panel of
+// it). Included by gemm.cpp after its Problem, finish and scratch, in the same unnamed
+// namespace.
 #ifndef AOTC_GEMM_UNPACKED_H
 #define AOTC_GEMM_UNPACKED_H
 
@@ -111,8 +112,8 @@ void axpy_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
 // rounds): MobileNetV2's 16 -> 96 at 112x112 559 -> 494 us, the whole call of MobileNetV3
 // -3.5%, MobileNetV2 -2.5%, EfficientNet-B0 -2.2%; with the transposing store of a
 // channels-first convolution, DenseNet-121's 1x1 convolutions on 14x14 planes (K 256 to
-// 1024, 128 columns) 6-7% each, the whole call -1.9%. With 24 columns or fewer
-// the strips (16 and 8 lanes) stay faster: 96 -> 24 at 56x56 138 us against 174.
+// 1024, 128 columns) 6-7% each, the whole call -1.9%. With 24 columns or fewer the strips
+// (16 and 8 lanes) stay faster: 96 -> 24 at 56x56 138 us against 174.
 constexpr int64_t ROWT_BLOCK = 24;
 
 // R x W vectors of C from rows of A (sa_m apart, from this K slice's first column) and the
@@ -138,7 +139,8 @@ row_tile(const Problem &p, const float *a, const float *const (&b)[W], int64_t k
             for (int v = 0; v < W; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
         }
     }
-    if (e.accumulate || e.alpha != 1.0f || e.beta != 1.0f || (e.bias && (e.sbm != 0 || e.sbn != 1)))
+    const bool column_bias = !e.bias || (e.sbm == 0 && e.sbn == 1);
+    if (e.accumulate || e.alpha != 1.0f || e.beta != 1.0f || !column_bias)
         return store_zmm<R, W>(acc, c, p.ldc, R, cols, e);
     // alpha and beta 1, a bias per column (or none): store_zmm's values (1 * sum is the sum,
     // fma(1, bias, sum) the sum plus the bias) with the bias read once for all R rows
@@ -155,7 +157,8 @@ row_tile(const Problem &p, const float *a, const float *const (&b)[W], int64_t k
 #pragma GCC unroll 8
         for (int v = 0; v < W; ++v) {
             __m512 r = e.bias ? _mm512_add_ps(acc[i][v], bias[v]) : acc[i][v];
-            if (e.res) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask[v], e.res + i * p.ldc + 16 * v));
+            if (e.res)
+                r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask[v], e.res + i * p.ldc + 16 * v));
             if (e.act) r = activate_zmm(r, e.act, vlo, vhi);
             _mm512_mask_storeu_ps(c + i * p.ldc + 16 * v, mask[v], r);
         }
