@@ -155,7 +155,7 @@ def _packing_of(op: Gemm, target: Target) -> PackedGemmB | None:
 
 # Winograd F(2x2, 3x3) takes 3x3 convolutions with at least this many input and output
 # channels (on fewer its transforms cost about what the multiplies it saves do) and at least
-# WINOGRAD_MIN_TILES 2x2 tiles of output (on fewer, a ResNet's 7x7 planes, the transformed
+# WINOGRAD_MIN_TILES 2x2 tiles of output (on fewer, planes of 6x6 and smaller, the transformed
 # weight, 16/9 the size of the weight, is read for too little work: the GEMM path is as fast)
 WINOGRAD_MIN_CHANNELS = 32
 WINOGRAD_MIN_TILES = 16
