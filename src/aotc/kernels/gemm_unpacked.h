@@ -5,7 +5,26 @@
 #ifndef AOTC_GEMM_UNPACKED_H
 #define AOTC_GEMM_UNPACKED_H
 
+#include <cstdint>
+#include <type_traits>
+
 namespace {
+
+// Rows [m0, m1) in groups for fn(std::integral_constant<int, R>, m): RMAX rows at a time,
+// then one group each of 8, 4, 2 and 1 rows (those below RMAX) for the rest.
+template <int RMAX, typename F>
+__attribute__((always_inline)) inline void row_groups(int64_t m0, int64_t m1, F &&fn) {
+    int64_t m = m0;
+    for (; m + RMAX <= m1; m += RMAX) fn(std::integral_constant<int, RMAX>{}, m);
+    if constexpr (RMAX > 8)
+        if (m + 8 <= m1) fn(std::integral_constant<int, 8>{}, m), m += 8;
+    if constexpr (RMAX > 4)
+        if (m + 4 <= m1) fn(std::integral_constant<int, 4>{}, m), m += 4;
+    if constexpr (RMAX > 2)
+        if (m + 2 <= m1) fn(std::integral_constant<int, 2>{}, m), m += 2;
+    if constexpr (RMAX > 1)
+        if (m < m1) fn(std::integral_constant<int, 1>{}, m);
+}
 
 #if AOTC_GEMM_AVX512
 // With few rows (up to FEW_ROWS per thread), each element of B is used only
@@ -190,14 +209,7 @@ void row_tiles(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n, i
         e.res = res ? res + m * p.ldc : nullptr;
         row_tile<RR, W>(p, A + m * p.sa_m, panel, kc, cols, e, C + m * p.ldc);
     };
-    int64_t m = m0;
-    for (; m + R <= m1; m += R) one(std::integral_constant<int, R>{}, m);
-    if constexpr (R > 8)
-        if (m + 8 <= m1) one(std::integral_constant<int, 8>{}, m), m += 8;
-    if constexpr (R > 4)
-        if (m + 4 <= m1) one(std::integral_constant<int, 4>{}, m), m += 4;
-    if (m + 2 <= m1) one(std::integral_constant<int, 2>{}, m), m += 2;
-    if (m < m1) one(std::integral_constant<int, 1>{}, m);
+    row_groups<R>(m0, m1, one);
 }
 
 // Whether the row tiles take this product (AVX-512, a prepacked B).
@@ -291,17 +303,9 @@ void dot_group(const Problem &p, int64_t b, int64_t m, int64_t n0, int64_t cols,
 template <int NC>
 void dot_rows_narrow(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t cols,
                      const float *Bt, int64_t ldbt) {
-    constexpr int RMAX = DOT_LANES / NC;
-    int64_t m = m0;
-    for (; m + RMAX <= m1; m += RMAX) dot_group<RMAX, NC>(p, b, m, n0, cols, Bt, ldbt);
-    if constexpr (RMAX > 8)
-        if (m + 8 <= m1) dot_group<8, NC>(p, b, m, n0, cols, Bt, ldbt), m += 8;
-    if constexpr (RMAX > 4)
-        if (m + 4 <= m1) dot_group<4, NC>(p, b, m, n0, cols, Bt, ldbt), m += 4;
-    if constexpr (RMAX > 2)
-        if (m + 2 <= m1) dot_group<2, NC>(p, b, m, n0, cols, Bt, ldbt), m += 2;
-    if constexpr (RMAX > 1)
-        if (m < m1) dot_group<1, NC>(p, b, m, n0, cols, Bt, ldbt);
+    row_groups<DOT_LANES / NC>(m0, m1, [&](auto rows_tag, int64_t m) __attribute__((always_inline)) {
+        dot_group<decltype(rows_tag)::value, NC>(p, b, m, n0, cols, Bt, ldbt);
+    });
 }
 
 // C_b[m0:m1, n0:n1] for n1 - n0 <= 4 and sa_k == 1.
@@ -359,13 +363,7 @@ void strip_rows(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
             axpy_rows<R, W>(kc, A + m * p.sa_m, p.sa_m, p.sa_k, panel, ldb, C + m * p.ldc, p.ldc, cols, e);
         if (last) finish(p, b, m, n0, R, cols);
     };
-    int64_t m = m0;
-    for (; m + RMAX <= m1; m += RMAX) group(std::integral_constant<int, RMAX>{}, m);
-    if constexpr (RMAX > 8)
-        if (m + 8 <= m1) group(std::integral_constant<int, 8>{}, m), m += 8;
-    if (m + 4 <= m1) group(std::integral_constant<int, 4>{}, m), m += 4;
-    if (m + 2 <= m1) group(std::integral_constant<int, 2>{}, m), m += 2;
-    if (m < m1) group(std::integral_constant<int, 1>{}, m);
+    row_groups<RMAX>(m0, m1, group);
 }
 
 // C_b[m0:m1, n0:n1] for n1 - n0 <= STRIP_COLS (n0 on a panel edge), bias sbn 0 or 1.
