@@ -125,10 +125,11 @@ void axpy_range(const Problem &p, int64_t b, int64_t m0, int64_t m1, int64_t n0,
 // The packed tiles (12x32 over packed A) pay for packing A and for their epilogue once per 32
 // columns; with few columns (a 1x1 convolution's projection) or a short K (an expansion from
 // 16 channels) those dominate, and C is written in short strided pieces. Here C is written a
-// whole row block at a time. One thread, float32 on Zen 4, C++ loop, caches emptied between
-// calls: 112x112 16 -> 96 560 -> 376 us, 14x14 384 -> 64 132 -> 99, 7x7 960 -> 160
-// 169 -> 141, 56x56 64 -> 64 345 -> 294; in the models (the fastest tenth of 200 calls, four
-// rounds): MobileNetV2's 16 -> 96 at 112x112 559 -> 494 us, the whole call of MobileNetV3
+// whole row block at a time. One thread, float32 on Zen 4, a C++ loop of a first version
+// (sums started from the bias), caches emptied between calls: 112x112 16 -> 96 560 -> 376
+// us, 14x14 384 -> 64 132 -> 99, 7x7 960 -> 160 169 -> 141, 56x56 64 -> 64 345 -> 294; this
+// code in the models (the fastest tenth of 200 calls, four rounds): MobileNetV2's 16 -> 96
+// at 112x112 554 -> 497 us, the whole call of MobileNetV3
 // -3.5%, MobileNetV2 -2.5%, EfficientNet-B0 -2.2%; with the transposing store of a
 // channels-first convolution, DenseNet-121's 1x1 convolutions on 14x14 planes (K 256 to
 // 1024, 128 columns) 6-7% each, the whole call -1.9%. With 24 columns or fewer the strips
